@@ -1,0 +1,161 @@
+// Communicator: a group of `size` ranks, each a process, connected over one or more rails.
+//
+// Create() bootstraps over TCP on the management address (rank 0 listens, the others connect,
+// all exchange rail addresses), then opens `channels_per_rail` TCP connections per peer per
+// rail. A progress thread per communicator owns every socket (epoll); collectives run in order
+// on a collective thread; the calling thread only waits, always with a deadline.
+//
+// Collectives are issued in the same order with matching arguments on every rank. A mismatch
+// (different collective, dtype, count, reduction or root) is detected and reported as
+// Code::kMismatch on every rank that sees it, and the others are told to abort.
+//
+// Thread-safety: all methods may be called from any thread; operations are executed in the
+// order they were issued. Buffers passed to an operation must stay valid and unmodified (send)
+// or untouched (recv) until the operation completes.
+//
+// After an operation fails, the communicator is in a sticky error state: later operations fail
+// fast with the same Status. It can always be destroyed; the destructor aborts pending work,
+// joins its threads and closes every socket within a bounded time.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ftccl/status.h"
+#include "ftccl/types.h"
+
+namespace ftccl {
+
+using Clock = std::chrono::steady_clock;
+using Millis = std::chrono::milliseconds;
+
+// Deliberate damage applied by the sender to its own frames, for protocol tests and the fault
+// hook. Probabilities are per data frame; the random stream is seeded, so runs repeat.
+struct WireFaults {
+  double corrupt = 0;    // flip a payload byte after the CRC was computed
+  double duplicate = 0;  // send the frame twice (the second copy on another connection if any)
+  double reorder = 0;    // hold the frame back and send it after the next one
+  uint64_t seed = 1;
+};
+
+// Every knob of the communicator, with its default. FTCCL_<NAME> environment variables
+// override them (see ApplyEnvOverrides); EffectiveKnobs() lists the values in force.
+struct CommOptions {
+  int rank = -1;
+  int size = 0;
+  // "ip:port" of rank 0's bootstrap listener on the management network.
+  std::string bootstrap;
+  // Rank 0 only: an already listening socket to use instead of binding `bootstrap`.
+  int bootstrap_listen_fd = -1;
+  // Local rail endpoints: IPv4 addresses or interface names. Every rank has the same count.
+  std::vector<std::string> rails;
+  int channels_per_rail = 1;                  // FTCCL_CHANNELS_PER_RAIL
+  size_t chunk_bytes = 512 * 1024;            // FTCCL_CHUNK_BYTES: largest payload of one frame
+  size_t slice_bytes = 2 * 1024 * 1024;       // FTCCL_SLICE_BYTES: pipelining unit of ring steps
+  int socket_buffer_bytes = 4 * 1024 * 1024;  // FTCCL_SOCKET_BUFFER_BYTES: SO_SNDBUF/SO_RCVBUF, 0 = kernel
+  Millis init_timeout{30000};                 // FTCCL_INIT_TIMEOUT_MS: bootstrap + connection setup
+  Millis op_timeout{60000};                   // FTCCL_OP_TIMEOUT_MS: default deadline of a collective
+  Millis retransmit_timeout{500};             // FTCCL_RETRANSMIT_TIMEOUT_MS: resend unacked chunks after
+  WireFaults wire_faults;
+};
+
+// Applies FTCCL_* environment overrides to `options`. Fails on a malformed value.
+Status ApplyEnvOverrides(CommOptions* options);
+// name -> value of every knob in force, for logs and reports.
+std::vector<std::pair<std::string, std::string>> EffectiveKnobs(const CommOptions& options);
+
+// Counters of the data path, cumulative over the communicator's life.
+struct CommStats {
+  uint64_t data_frames_sent = 0;
+  uint64_t data_frames_received = 0;
+  uint64_t chunks_retransmitted = 0;  // resent after a NACK, a timeout or a connection failure
+  uint64_t crc_errors = 0;            // frames that failed their CRC and were dropped
+  uint64_t duplicates_dropped = 0;    // chunks received twice, the later copy dropped
+  uint64_t out_of_order = 0;          // chunks that arrived ahead of a missing one
+  uint64_t acks_sent = 0;
+  uint64_t nacks_sent = 0;
+  std::vector<uint64_t> payload_bytes_sent_per_rail;
+};
+
+// Handle of an asynchronous operation.
+class Request {
+ public:
+  virtual ~Request() = default;
+  // True once the operation has completed (successfully or not). Never blocks.
+  virtual bool Test() = 0;
+  // Waits until completion or the operation's own deadline; returns its Status.
+  virtual Status Wait() = 0;
+  // Waits until completion or `deadline`, whichever is first. On timeout returns kTimeout and
+  // the operation keeps running until its own deadline.
+  virtual Status WaitUntil(Clock::time_point deadline) = 0;
+};
+using RequestPtr = std::shared_ptr<Request>;
+
+class Communicator final {
+ public:
+  // Bootstraps and connects. Blocks until every rank is connected or init_timeout passes.
+  static Result<std::unique_ptr<Communicator>> Create(CommOptions options);
+  ~Communicator();
+
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const;
+  int size() const;
+  uint64_t id() const;
+  int num_rails() const;
+  const CommOptions& options() const;
+
+  // `timeout` 0 means options().op_timeout. Counts are in elements.
+  // send: count, recv: count.
+  Status AllReduce(const void* send, void* recv, size_t count, DataType dt, ReduceOp op,
+                   Millis timeout = Millis(0));
+  // send: count, recv: count * size (rank i's block at i * count).
+  Status AllGather(const void* send, void* recv, size_t count, DataType dt,
+                   Millis timeout = Millis(0));
+  // send: count * size, recv: count (this rank's reduced block).
+  Status ReduceScatter(const void* send, void* recv, size_t count, DataType dt, ReduceOp op,
+                       Millis timeout = Millis(0));
+  // send: count (read on root only), recv: count on every rank.
+  Status Broadcast(const void* send, void* recv, size_t count, DataType dt, int root,
+                   Millis timeout = Millis(0));
+  // send: count, recv: count (written on root only; may be null elsewhere).
+  Status Reduce(const void* send, void* recv, size_t count, DataType dt, ReduceOp op, int root,
+                Millis timeout = Millis(0));
+  // send: count * size (block j goes to rank j), recv: count * size (block j came from rank j).
+  Status AllToAll(const void* send, void* recv, size_t count, DataType dt,
+                  Millis timeout = Millis(0));
+  Status Barrier(Millis timeout = Millis(0));
+
+  // Asynchronous forms: return at once; the Request reports completion.
+  RequestPtr AllReduceAsync(const void* send, void* recv, size_t count, DataType dt, ReduceOp op,
+                            Millis timeout = Millis(0));
+  RequestPtr AllGatherAsync(const void* send, void* recv, size_t count, DataType dt,
+                            Millis timeout = Millis(0));
+  RequestPtr ReduceScatterAsync(const void* send, void* recv, size_t count, DataType dt,
+                                ReduceOp op, Millis timeout = Millis(0));
+  RequestPtr BroadcastAsync(const void* send, void* recv, size_t count, DataType dt, int root,
+                            Millis timeout = Millis(0));
+  RequestPtr ReduceAsync(const void* send, void* recv, size_t count, DataType dt, ReduceOp op,
+                         int root, Millis timeout = Millis(0));
+  RequestPtr AllToAllAsync(const void* send, void* recv, size_t count, DataType dt,
+                           Millis timeout = Millis(0));
+  RequestPtr BarrierAsync(Millis timeout = Millis(0));
+
+  // Aborts every pending and future operation with kAborted and tells the peers.
+  void Abort(const std::string& reason);
+
+  CommStats Stats() const;
+
+  class Impl;
+
+ private:
+  explicit Communicator(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ftccl
