@@ -1,0 +1,1002 @@
+#include "perf_common.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <type_traits>
+
+namespace faultline::bench {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+struct NamedColl {
+  const char* name;
+  Coll value;
+};
+constexpr NamedColl kColls[] = {{"allreduce", Coll::kAllReduce},
+                                {"allgather", Coll::kAllGather},
+                                {"reducescatter", Coll::kReduceScatter},
+                                {"broadcast", Coll::kBroadcast},
+                                {"alltoall", Coll::kAllToAll}};
+
+struct NamedDType {
+  const char* name;
+  DType value;
+};
+// The first name of each type is the canonical one; the others are nccl-tests' spellings.
+constexpr NamedDType kDTypes[] = {
+    {"f32", DType::kF32},   {"f64", DType::kF64},       {"f16", DType::kF16},
+    {"bf16", DType::kBF16}, {"i32", DType::kI32},       {"i64", DType::kI64},
+    {"u8", DType::kU8},     {"float", DType::kF32},     {"double", DType::kF64},
+    {"half", DType::kF16},  {"bfloat16", DType::kBF16}, {"int32", DType::kI32},
+    {"int", DType::kI32},   {"int64", DType::kI64},     {"uint8", DType::kU8}};
+
+struct NamedRedOp {
+  const char* name;
+  RedOp value;
+};
+constexpr NamedRedOp kRedOps[] = {{"sum", RedOp::kSum},
+                                  {"prod", RedOp::kProd},
+                                  {"min", RedOp::kMin},
+                                  {"max", RedOp::kMax},
+                                  {"avg", RedOp::kAvg}};
+
+// ---- check values -------------------------------------------------------------------------
+
+// Input element i of rank r is a small integer drawn from a hash of (r, i), so that a misplaced
+// block, a stale buffer or a missing contribution shows up. The range keeps every result exact
+// in every type (integers up to 256 are exact in bf16, sums stay below 3 * ranks, products are
+// powers of two): only avg of floating types needs a tolerance (one division).
+uint64_t Mix(uint64_t r, uint64_t i) {
+  uint64_t h = i * 0x9E3779B97F4A7C15ull + (r + 1) * 0xC2B2AE3D27D4EB4Full;
+  h ^= h >> 31;
+  h *= 0xBF58476D1CE4E5B9ull;
+  h ^= h >> 29;
+  return h;
+}
+
+int InputValue(Coll c, RedOp op, int rank, size_t i) {
+  const uint64_t h = Mix(static_cast<uint64_t>(rank), i);
+  if (!IsReduction(c)) return static_cast<int>(h % 128);
+  switch (op) {
+    case RedOp::kSum:
+    case RedOp::kAvg:
+      return static_cast<int>(h % 4);
+    case RedOp::kProd:
+      return 1 + static_cast<int>(h % 2);
+    case RedOp::kMin:
+    case RedOp::kMax:
+      return static_cast<int>(h % 64);
+  }
+  return 0;
+}
+
+// Reduction of element `i` of every rank's send buffer, rounded to the storage type after each
+// step and divided once at the end for avg.
+template <typename C>
+typename C::Storage Reduced(Coll c, RedOp op, int ranks, size_t i) {
+  using A = typename C::Arith;
+  A acc = C::Decode(C::Encode(static_cast<A>(InputValue(c, op, 0, i))));
+  for (int r = 1; r < ranks; ++r) {
+    A v = C::Decode(C::Encode(static_cast<A>(InputValue(c, op, r, i))));
+    acc = C::Decode(C::Encode(Combine(op, acc, v)));
+  }
+  if (op == RedOp::kAvg) acc = acc / static_cast<A>(ranks);
+  return C::Encode(acc);
+}
+
+template <typename C>
+bool Matches(RedOp op, bool reduction, typename C::Storage got, typename C::Storage want) {
+  using A = typename C::Arith;
+  const A g = C::Decode(got);
+  const A w = C::Decode(want);
+  if constexpr (std::is_floating_point_v<A>) {
+    if (reduction && op == RedOp::kAvg) {
+      // One rounding in the division and one in the conversion, whatever order a library uses.
+      const double tol = std::is_same_v<C, HalfCodec>   ? 2e-3
+                         : std::is_same_v<C, BF16Codec> ? 1.6e-2
+                         : std::is_same_v<A, float>     ? 1e-6
+                                                        : 1e-12;
+      return std::fabs(static_cast<double>(g) - static_cast<double>(w)) <=
+             tol * std::max(1.0, std::fabs(static_cast<double>(w)));
+    }
+  }
+  return g == w;  // NaN (the poison of floating types) never matches
+}
+
+template <typename C>
+void FillTyped(const PerfOptions& o, const SizeLayout& l, int rank, void* send) {
+  using S = typename C::Storage;
+  using A = typename C::Arith;
+  S* out = static_cast<S*>(send);
+  for (size_t i = 0; i < l.send_elems; ++i) {
+    out[i] = C::Encode(static_cast<A>(InputValue(o.coll, o.redop, rank, i)));
+  }
+}
+
+template <typename C>
+uint64_t CountWrongTyped(const PerfOptions& o, const SizeLayout& l, int rank, const void* recv) {
+  using S = typename C::Storage;
+  using A = typename C::Arith;
+  const S* in = static_cast<const S*>(recv);
+  const int n = o.ranks;
+  const size_t count = l.count;
+  const bool red = IsReduction(o.coll);
+  uint64_t wrong = 0;
+  auto value = [&](int r, size_t i) {
+    return C::Encode(static_cast<A>(InputValue(o.coll, o.redop, r, i)));
+  };
+  switch (o.coll) {
+    case Coll::kAllReduce:
+      for (size_t i = 0; i < count; ++i) {
+        wrong += !Matches<C>(o.redop, red, in[i], Reduced<C>(o.coll, o.redop, n, i));
+      }
+      break;
+    case Coll::kReduceScatter:
+      for (size_t i = 0; i < count; ++i) {
+        const size_t src = static_cast<size_t>(rank) * count + i;
+        wrong += !Matches<C>(o.redop, red, in[i], Reduced<C>(o.coll, o.redop, n, src));
+      }
+      break;
+    case Coll::kAllGather:
+      for (int j = 0; j < n; ++j) {
+        for (size_t i = 0; i < count; ++i) {
+          wrong += !Matches<C>(o.redop, red, in[j * count + i], value(j, i));
+        }
+      }
+      break;
+    case Coll::kBroadcast:
+      for (size_t i = 0; i < count; ++i)
+        wrong += !Matches<C>(o.redop, red, in[i], value(o.root, i));
+      break;
+    case Coll::kAllToAll:
+      for (int j = 0; j < n; ++j) {
+        for (size_t i = 0; i < count; ++i) {
+          const size_t src = static_cast<size_t>(rank) * count + i;
+          wrong += !Matches<C>(o.redop, red, in[j * count + i], value(j, src));
+        }
+      }
+      break;
+  }
+  return wrong;
+}
+
+template <typename C>
+struct FillFn {
+  static int Run(const PerfOptions& o, const SizeLayout& l, int rank, void* send) {
+    FillTyped<C>(o, l, rank, send);
+    return 0;
+  }
+};
+template <typename C>
+struct CountWrongFn {
+  static uint64_t Run(const PerfOptions& o, const SizeLayout& l, int rank, const void* recv) {
+    return CountWrongTyped<C>(o, l, rank, recv);
+  }
+};
+
+// ---- command line ---------------------------------------------------------------------------
+
+// "1048576", "64K", "1M", "1MiB", "2G" (binary multiples).
+std::optional<size_t> ParseBytes(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (errno != 0 || end == text.c_str()) return std::nullopt;
+  std::string suffix(end);
+  for (char& ch : suffix) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  size_t mult = 1;
+  if (suffix.empty() || suffix == "B") {
+    mult = 1;
+  } else if (suffix == "K" || suffix == "KB" || suffix == "KIB") {
+    mult = size_t{1} << 10;
+  } else if (suffix == "M" || suffix == "MB" || suffix == "MIB") {
+    mult = size_t{1} << 20;
+  } else if (suffix == "G" || suffix == "GB" || suffix == "GIB") {
+    mult = size_t{1} << 30;
+  } else {
+    return std::nullopt;
+  }
+  return static_cast<size_t>(v) * mult;
+}
+
+// Parses argv into `o`. Returns -1 to go on, else the exit code (0 after --help).
+int ParseArgs(int argc, char** argv, const PerfBackend& backend, PerfOptions* o) {
+  CLI::App app(backend.name + "-perf: collective throughput of " + backend.name +
+               " over loopback TCP, nccl-tests style. Ranks are forked processes.");
+  std::string coll = CollName(o->coll), dtype = DTypeName(o->dtype), redop = RedOpName(o->redop);
+  std::string min_b = "32M", max_b = "32M";
+  app.add_option("-c,--collective", coll, "allreduce|allgather|reducescatter|broadcast|alltoall")
+      ->capture_default_str();
+  app.add_option("-b,--minbytes", min_b, "smallest size (bytes; K, M, G suffixes)")
+      ->capture_default_str();
+  app.add_option("-e,--maxbytes", max_b, "largest size")->capture_default_str();
+  app.add_option("-f,--stepfactor", o->factor, "size multiplier between steps (> 1)")
+      ->capture_default_str();
+  app.add_option("-n,--iters", o->iters, "timed iterations per size")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("-w,--warmup_iters", o->warmup, "untimed iterations per size")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--ranks", o->ranks, "rank processes to fork")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 254));
+  app.add_option("--rails", o->rails, "rails per rank (rail r of rank k: 127.0.(r+1).(k+1))")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 254));
+  app.add_flag("--check", o->check, "check every element of every rank's output");
+  app.add_option("-d,--datatype", dtype, "f32|f64|f16|bf16|i32|i64|u8")->capture_default_str();
+  app.add_option("-o,--op", redop, "sum|prod|min|max|avg (allreduce, reducescatter)")
+      ->capture_default_str();
+  app.add_option("-r,--root", o->root, "root of broadcast")->capture_default_str();
+  app.add_option("--timeout", o->timeout_s, "seconds one collective may take")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("-J,--json", o->json_path, "also write the results as JSON to this file");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+  auto bad = [&](const std::string& what) {
+    std::fprintf(stderr, "%s-perf: %s\n", backend.name.c_str(), what.c_str());
+    return 2;
+  };
+  const auto c = ParseColl(coll);
+  if (!c) return bad("unknown collective '" + coll + "'");
+  const auto t = ParseDType(dtype);
+  if (!t) return bad("unknown datatype '" + dtype + "'");
+  const auto r = ParseRedOp(redop);
+  if (!r) return bad("unknown reduction '" + redop + "'");
+  const auto lo = ParseBytes(min_b);
+  const auto hi = ParseBytes(max_b);
+  if (!lo || !hi) return bad("sizes look like 1048576, 64K, 1M or 1G");
+  o->coll = *c;
+  o->dtype = *t;
+  o->redop = *r;
+  o->min_bytes = *lo;
+  o->max_bytes = *hi;
+  if (o->min_bytes == 0) return bad("-b must be at least 1 byte");
+  if (o->max_bytes < o->min_bytes) return bad("-e must not be below -b");
+  if (o->max_bytes > o->min_bytes && !(o->factor > 1)) return bad("-f must be greater than 1");
+  if (o->root < 0 || o->root >= o->ranks) return bad("--root must name a rank");
+  if (backend.validate) {
+    Status st = backend.validate(*o);
+    if (!st.ok()) return bad(st.message());
+  }
+  return -1;
+}
+
+// ---- launching ---------------------------------------------------------------------------
+
+// What a rank tells the parent. Smaller than PIPE_BUF, so every write is atomic.
+struct RankRecord {
+  enum Kind : uint32_t { kResult = 1, kError = 2, kDone = 3 };
+  uint32_t kind = 0;
+  int32_t rank = 0;
+  uint64_t size_index = 0;
+  double mean_us = 0;
+  uint64_t wrong = 0;
+  char message[256] = {};
+};
+static_assert(sizeof(RankRecord) < PIPE_BUF);
+
+void SendRecord(int fd, RankRecord rec) {
+  const char* p = reinterpret_cast<const char*>(&rec);
+  size_t left = sizeof(rec);
+  while (left > 0) {
+    const ssize_t n = write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // the parent is gone; nothing left to tell
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+}
+
+void SendError(int fd, int rank, const std::string& what) {
+  RankRecord rec;
+  rec.kind = RankRecord::kError;
+  rec.rank = rank;
+  std::snprintf(rec.message, sizeof(rec.message), "%s", what.c_str());
+  SendRecord(fd, rec);
+}
+
+struct AlignedBuffer {
+  explicit AlignedBuffer(size_t bytes) {
+    const size_t rounded = std::max<size_t>(4096, (bytes + 4095) / 4096 * 4096);
+    data = std::aligned_alloc(4096, rounded);
+    if (data != nullptr) std::memset(data, 0, rounded);  // touch every page before timing
+  }
+  ~AlignedBuffer() { std::free(data); }
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+  void* data = nullptr;
+};
+
+Status Guarded(const std::function<Status()>& fn) {
+  try {
+    return fn();
+  } catch (const std::exception& e) {
+    return Status::Error(std::string("exception: ") + e.what());
+  } catch (...) {
+    return Status::Error("unknown exception");
+  }
+}
+
+// Body of one rank process. Returns its exit code.
+int RankMain(const PerfBackend& backend, const RankEnv& env, const std::vector<size_t>& sizes,
+             int out_fd) {
+  const PerfOptions& o = *env.options;
+  std::unique_ptr<PerfCcl> ccl;
+  Status st = Guarded([&] { return backend.create(env, &ccl); });
+  if (!st.ok()) {
+    SendError(out_fd, env.rank, "create: " + st.message());
+    return 3;
+  }
+  const size_t ts = DTypeSize(o.dtype);
+  size_t max_send = 0, max_recv = 0;
+  for (size_t bytes : sizes) {
+    const SizeLayout l = LayoutFor(o.coll, o.dtype, o.ranks, bytes);
+    max_send = std::max(max_send, l.send_elems * ts);
+    max_recv = std::max(max_recv, l.recv_elems * ts);
+  }
+  AlignedBuffer send(max_send), recv(max_recv);
+  if (send.data == nullptr || recv.data == nullptr) {
+    SendError(out_fd, env.rank, "out of memory for the buffers");
+    return 3;
+  }
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    const SizeLayout l = LayoutFor(o.coll, o.dtype, o.ranks, sizes[k]);
+    FillInput(o, l, env.rank, send.data);
+    OpArgs args;
+    args.coll = o.coll;
+    args.send = send.data;
+    args.recv = recv.data;
+    args.count = l.count;
+    args.dtype = o.dtype;
+    args.redop = o.redop;
+    args.root = o.root;
+    RankRecord rec;
+    rec.kind = RankRecord::kResult;
+    rec.rank = env.rank;
+    rec.size_index = k;
+    st = Guarded([&]() -> Status {
+      Status s = ccl->Prepare(args);
+      if (!s.ok()) return Status::Error("prepare: " + s.message());
+      for (int i = 0; i < o.warmup; ++i) {
+        s = ccl->Run(args);
+        if (!s.ok()) return Status::Error("warm-up: " + s.message());
+      }
+      s = ccl->Barrier();
+      if (!s.ok()) return Status::Error("barrier: " + s.message());
+      const auto t0 = SteadyClock::now();
+      for (int i = 0; i < o.iters; ++i) {
+        s = ccl->Run(args);
+        if (!s.ok()) return Status::Error("iteration " + std::to_string(i) + ": " + s.message());
+      }
+      const auto t1 = SteadyClock::now();
+      rec.mean_us = std::chrono::duration<double, std::micro>(t1 - t0).count() / o.iters;
+      if (o.check) {
+        std::memset(recv.data, 0xFF, l.recv_elems * ts);  // NaN or all ones: never a result
+        s = ccl->Run(args);
+        if (!s.ok()) return Status::Error("check run: " + s.message());
+        rec.wrong = CountWrong(o, l, env.rank, recv.data);
+      }
+      return Status::Ok();
+    });
+    if (!st.ok()) {
+      SendError(out_fd, env.rank, std::to_string(sizes[k]) + " bytes: " + st.message());
+      return 3;
+    }
+    SendRecord(out_fd, rec);
+  }
+  // Nobody leaves while a peer may still talk to it (some algorithms send a last notification
+  // after their own result is complete).
+  st = Guarded([&] { return ccl->Barrier(); });
+  if (!st.ok()) {
+    SendError(out_fd, env.rank, "final barrier: " + st.message());
+    return 3;
+  }
+  ccl.reset();
+  RankRecord done;
+  done.kind = RankRecord::kDone;
+  done.rank = env.rank;
+  SendRecord(out_fd, done);
+  return 0;
+}
+
+std::string Fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), format, v);
+  return buf;
+}
+
+struct Row {
+  SizeLayout layout;
+  double time_us = 0;
+  double algbw = 0;
+  double busbw = 0;
+  uint64_t wrong = 0;
+};
+
+// The parent: owns the children, prints the table, writes the JSON.
+class Launcher final {
+ public:
+  Launcher(const PerfBackend& backend, const PerfOptions& o)
+      : backend_(backend), o_(o), sizes_(SizeSweep(o.min_bytes, o.max_bytes, o.factor)) {}
+  ~Launcher() {
+    KillAll();
+    ReapAll();
+    for (int fd : pipes_) {
+      if (fd >= 0) close(fd);
+    }
+    if (listen_fd_ >= 0) close(listen_fd_);
+    if (!scratch_.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(scratch_, ec);
+    }
+  }
+  Launcher(const Launcher&) = delete;
+  Launcher& operator=(const Launcher&) = delete;
+
+  int Run();
+
+ private:
+  Status Start();
+  void Collect();
+  void KillAll();
+  void ReapAll();
+  void PrintHeader();
+  void PrintRow(const Row& row);
+  void Fail(const std::string& why) {
+    if (error_.empty()) error_ = why;
+  }
+  void WriteJson();
+
+  const PerfBackend& backend_;
+  const PerfOptions& o_;
+  std::vector<size_t> sizes_;
+  std::string scratch_;
+  int listen_fd_ = -1;
+  std::vector<pid_t> pids_;
+  std::vector<int> pipes_;
+  std::vector<bool> reaped_;
+  std::vector<bool> done_;
+  std::vector<std::vector<RankRecord>> results_;  // [size][rank]
+  std::vector<Row> rows_;
+  std::vector<std::pair<std::string, std::string>> knobs_;
+  std::string error_;
+};
+
+Status Launcher::Start() {
+  char tmpl[] = "/tmp/faultline-perf-XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) {
+    return Status::Error(std::string("mkdtemp: ") + std::strerror(errno));
+  }
+  scratch_ = tmpl;
+  listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (listen_fd_ < 0) return Status::Error(std::string("socket: ") + std::strerror(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      listen(listen_fd_, 256) != 0 ||
+      getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    return Status::Error(std::string("bootstrap listener: ") + std::strerror(errno));
+  }
+  const std::string bootstrap = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  results_.assign(sizes_.size(), {});
+  std::fflush(stdout);
+  std::fflush(stderr);
+  for (int rank = 0; rank < o_.ranks; ++rank) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+      return Status::Error(std::string("pipe: ") + std::strerror(errno));
+    }
+    RankEnv env;
+    env.rank = rank;
+    env.size = o_.ranks;
+    for (int r = 0; r < o_.rails; ++r) {
+      env.rail_addrs.push_back("127.0." + std::to_string(r + 1) + "." + std::to_string(rank + 1));
+    }
+    env.bootstrap = bootstrap;
+    env.scratch_dir = scratch_;
+    env.options = &o_;
+    const pid_t pid = fork();
+    if (pid < 0) {
+      close(fds[0]);
+      close(fds[1]);
+      return Status::Error(std::string("fork: ") + std::strerror(errno));
+    }
+    if (pid == 0) {
+      close(fds[0]);
+      for (int fd : pipes_) close(fd);
+      if (rank == 0) {
+        env.bootstrap_listen_fd = listen_fd_;
+      } else {
+        close(listen_fd_);
+      }
+      _exit(RankMain(backend_, env, sizes_, fds[1]));
+    }
+    close(fds[1]);
+    pids_.push_back(pid);
+    pipes_.push_back(fds[0]);
+    reaped_.push_back(false);
+    done_.push_back(false);
+  }
+  close(listen_fd_);  // rank 0 holds its own copy
+  listen_fd_ = -1;
+  return Status::Ok();
+}
+
+void Launcher::KillAll() {
+  for (size_t k = 0; k < pids_.size(); ++k) {
+    if (!reaped_[k]) kill(pids_[k], SIGKILL);
+  }
+}
+
+void Launcher::ReapAll() {
+  for (size_t k = 0; k < pids_.size(); ++k) {
+    if (reaped_[k]) continue;
+    int status = 0;
+    if (waitpid(pids_[k], &status, 0) < 0) {
+      reaped_[k] = true;
+      continue;
+    }
+    reaped_[k] = true;
+    if (WIFSIGNALED(status)) {
+      if (WTERMSIG(status) != SIGKILL || error_.empty()) {
+        Fail("rank " + std::to_string(k) + " killed by signal " + std::to_string(WTERMSIG(status)));
+      }
+    } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+      Fail("rank " + std::to_string(k) + " exited with code " +
+           std::to_string(WEXITSTATUS(status)));
+    } else if (!done_[k]) {
+      Fail("rank " + std::to_string(k) + " exited before finishing");
+    }
+  }
+}
+
+void Launcher::Collect() {
+  // A library's own deadlines end a stuck collective within timeout_s; this only catches a rank
+  // that hangs outside them (a whole size, every warm-up and timed run, is allowed to be slow).
+  const auto silence_limit =
+      std::chrono::seconds(static_cast<int64_t>(o_.timeout_s) * (o_.warmup + o_.iters + 3) + 10);
+  const auto grace = std::chrono::seconds(5);
+  auto last_progress = SteadyClock::now();
+  bool killing = false;  // a rank failed: the others get `grace`, then SIGKILL
+  SteadyClock::time_point kill_at{};
+  size_t next_row = 0;
+  std::vector<size_t> partial(pipes_.size(), 0);
+  std::vector<RankRecord> pending(pipes_.size());
+  for (;;) {
+    std::vector<pollfd> pfds;
+    std::vector<size_t> who;
+    for (size_t k = 0; k < pipes_.size(); ++k) {
+      if (pipes_[k] >= 0) {
+        pfds.push_back({pipes_[k], POLLIN, 0});
+        who.push_back(k);
+      }
+    }
+    if (pfds.empty()) break;
+    const int n = poll(pfds.data(), pfds.size(), 500);
+    if (n < 0 && errno != EINTR) {
+      Fail(std::string("poll: ") + std::strerror(errno));
+      KillAll();
+      break;
+    }
+    const auto now = SteadyClock::now();
+    for (size_t p = 0; n > 0 && p < pfds.size(); ++p) {
+      if ((pfds[p].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+      const size_t k = who[p];
+      char* dst = reinterpret_cast<char*>(&pending[k]) + partial[k];
+      const ssize_t got = read(pipes_[k], dst, sizeof(RankRecord) - partial[k]);
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) {  // the rank is gone
+        close(pipes_[k]);
+        pipes_[k] = -1;
+        if (!done_[k] && !killing) {
+          Fail("rank " + std::to_string(k) + " stopped without reporting");
+          killing = true;
+          kill_at = now + grace;
+        }
+        continue;
+      }
+      partial[k] += static_cast<size_t>(got);
+      if (partial[k] < sizeof(RankRecord)) continue;
+      partial[k] = 0;
+      const RankRecord rec = pending[k];
+      last_progress = now;
+      if (rec.kind == RankRecord::kDone) {
+        done_[k] = true;
+      } else if (rec.kind == RankRecord::kError) {
+        std::fprintf(stderr, "# rank %d: %s\n", rec.rank, rec.message);
+        Fail("rank " + std::to_string(rec.rank) + ": " + rec.message);
+        if (!killing) {
+          killing = true;
+          kill_at = now + grace;
+        }
+      } else if (rec.kind == RankRecord::kResult && rec.size_index < sizes_.size()) {
+        results_[rec.size_index].push_back(rec);
+      }
+    }
+    while (next_row < sizes_.size() && results_[next_row].size() == static_cast<size_t>(o_.ranks)) {
+      Row row;
+      row.layout = LayoutFor(o_.coll, o_.dtype, o_.ranks, sizes_[next_row]);
+      for (const RankRecord& r : results_[next_row]) {
+        row.time_us = std::max(row.time_us, r.mean_us);
+        row.wrong += r.wrong;
+      }
+      row.algbw = row.time_us > 0 ? static_cast<double>(row.layout.bytes) / row.time_us / 1e3 : 0;
+      row.busbw = row.algbw * BusBwFactor(o_.coll, o_.ranks);
+      rows_.push_back(row);
+      PrintRow(row);
+      ++next_row;
+    }
+    if (killing && now >= kill_at) {
+      KillAll();
+      kill_at = SteadyClock::time_point::max();
+    }
+    if (now - last_progress > silence_limit) {
+      Fail("no rank reported for " + std::to_string(silence_limit.count()) + " s: hung");
+      KillAll();
+      last_progress = now;
+    }
+  }
+  ReapAll();
+}
+
+void Launcher::PrintHeader() {
+  std::printf("# %s-perf: %s, %d ranks, %d rails, dtype %s", backend_.name.c_str(),
+              CollName(o_.coll), o_.ranks, o_.rails, DTypeName(o_.dtype));
+  if (IsReduction(o_.coll)) std::printf(", redop %s", RedOpName(o_.redop));
+  if (o_.coll == Coll::kBroadcast) std::printf(", root %d", o_.root);
+  std::printf(", iters %d, warmup %d, check %s\n", o_.iters, o_.warmup, o_.check ? "on" : "off");
+  std::printf("# rails: rail r of rank k at 127.0.(r+1).(k+1); ranks are processes on this host\n");
+  for (const std::string& note : backend_.notes) std::printf("# %s\n", note.c_str());
+  if (!knobs_.empty()) {
+    std::printf("# %s knobs:", backend_.name.c_str());
+    for (const auto& [k, v] : knobs_) std::printf(" %s=%s", k.c_str(), v.c_str());
+    std::printf("\n");
+  }
+  std::printf("#\n");
+  std::printf("# %10s %12s %6s %6s %11s %8s %8s %8s\n", "size", "count", "type", "redop", "time",
+              "algbw", "busbw", "#wrong");
+  std::printf("# %10s %12s %6s %6s %11s %8s %8s %8s\n", "(B)", "(elements)", "", "", "(us)",
+              "(GB/s)", "(GB/s)", "");
+  std::fflush(stdout);
+}
+
+void Launcher::PrintRow(const Row& row) {
+  const std::string wrong = o_.check ? std::to_string(row.wrong) : "N/A";
+  std::printf("  %10zu %12zu %6s %6s %11.1f %8.3f %8.3f %8s\n", row.layout.bytes,
+              row.layout.print_count, DTypeName(o_.dtype),
+              IsReduction(o_.coll) ? RedOpName(o_.redop) : "none", row.time_us, row.algbw,
+              row.busbw, wrong.c_str());
+  std::fflush(stdout);
+}
+
+void Launcher::WriteJson() {
+  if (o_.json_path.empty()) return;
+  nlohmann::json j;
+  j["schema"] = "faultline.perf/v1";
+  j["ccl"] = backend_.name;
+  j["collective"] = CollName(o_.coll);
+  j["dtype"] = DTypeName(o_.dtype);
+  j["redop"] = IsReduction(o_.coll) ? RedOpName(o_.redop) : "none";
+  j["root"] = o_.root;
+  j["ranks"] = o_.ranks;
+  j["rails"] = o_.rails;
+  j["iters"] = o_.iters;
+  j["warmup"] = o_.warmup;
+  j["check"] = o_.check;
+  j["busbw_factor"] = BusBwFactor(o_.coll, o_.ranks);
+  nlohmann::json knobs = nlohmann::json::object();
+  for (const auto& [k, v] : knobs_) knobs[k] = v;
+  j["knobs"] = knobs;
+  j["notes"] = backend_.notes;
+  nlohmann::json results = nlohmann::json::array();
+  double sum_busbw = 0;
+  uint64_t wrong = 0;
+  for (const Row& row : rows_) {
+    nlohmann::json r;
+    r["size"] = row.layout.bytes;
+    r["count"] = row.layout.print_count;
+    r["type"] = DTypeName(o_.dtype);
+    r["redop"] = IsReduction(o_.coll) ? RedOpName(o_.redop) : "none";
+    r["time_us"] = row.time_us;
+    r["algbw_gbps"] = row.algbw;
+    r["busbw_gbps"] = row.busbw;
+    if (o_.check) {
+      r["wrong"] = row.wrong;
+    } else {
+      r["wrong"] = nullptr;
+    }
+    results.push_back(r);
+    sum_busbw += row.busbw;
+    wrong += row.wrong;
+  }
+  j["results"] = results;
+  j["avg_busbw_gbps"] = rows_.empty() ? 0.0 : sum_busbw / static_cast<double>(rows_.size());
+  j["wrong_total"] = o_.check ? nlohmann::json(wrong) : nlohmann::json(nullptr);
+  j["complete"] = rows_.size() == sizes_.size();
+  j["error"] = error_.empty() ? nlohmann::json(nullptr) : nlohmann::json(error_);
+  std::ofstream out(o_.json_path);
+  out << j.dump(2) << "\n";
+  if (!out) {
+    std::fprintf(stderr, "# cannot write %s\n", o_.json_path.c_str());
+    Fail("cannot write " + o_.json_path);
+  }
+}
+
+int Launcher::Run() {
+  if (backend_.knobs) knobs_ = backend_.knobs(o_);
+  PrintHeader();
+  Status st = Start();
+  if (!st.ok()) {
+    Fail(st.message());
+    KillAll();
+  }
+  Collect();
+  uint64_t wrong = 0;
+  double sum_busbw = 0;
+  for (const Row& row : rows_) {
+    wrong += row.wrong;
+    sum_busbw += row.busbw;
+  }
+  WriteJson();
+  if (!rows_.empty()) {
+    std::printf("# Avg bus bandwidth    : %s GB/s\n",
+                Fmt("%.3f", sum_busbw / static_cast<double>(rows_.size())).c_str());
+  }
+  if (o_.check) {
+    std::printf("# Out of bounds values : %llu %s\n", static_cast<unsigned long long>(wrong),
+                wrong == 0 ? "OK" : "FAILED");
+  }
+  std::fflush(stdout);
+  if (!error_.empty()) {
+    std::fprintf(stderr, "%s-perf: FAILED: %s\n", backend_.name.c_str(), error_.c_str());
+    return 3;
+  }
+  if (rows_.size() != sizes_.size()) {
+    std::fprintf(stderr, "%s-perf: FAILED: only %zu of %zu sizes completed\n",
+                 backend_.name.c_str(), rows_.size(), sizes_.size());
+    return 3;
+  }
+  return wrong == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+const char* CollName(Coll c) {
+  for (const auto& n : kColls) {
+    if (n.value == c) return n.name;
+  }
+  return "?";
+}
+
+const char* DTypeName(DType t) {
+  for (const auto& n : kDTypes) {
+    if (n.value == t) return n.name;
+  }
+  return "?";
+}
+
+const char* RedOpName(RedOp op) {
+  for (const auto& n : kRedOps) {
+    if (n.value == op) return n.name;
+  }
+  return "?";
+}
+
+size_t DTypeSize(DType t) {
+  switch (t) {
+    case DType::kF32:
+    case DType::kI32:
+      return 4;
+    case DType::kF64:
+    case DType::kI64:
+      return 8;
+    case DType::kF16:
+    case DType::kBF16:
+      return 2;
+    case DType::kU8:
+      return 1;
+  }
+  return 1;
+}
+
+std::optional<Coll> ParseColl(std::string_view name) {
+  for (const auto& n : kColls) {
+    if (name == n.name) return n.value;
+  }
+  return std::nullopt;
+}
+
+std::optional<DType> ParseDType(std::string_view name) {
+  for (const auto& n : kDTypes) {
+    if (name == n.name) return n.value;
+  }
+  return std::nullopt;
+}
+
+std::optional<RedOp> ParseRedOp(std::string_view name) {
+  for (const auto& n : kRedOps) {
+    if (name == n.name) return n.value;
+  }
+  return std::nullopt;
+}
+
+bool IsReduction(Coll c) { return c == Coll::kAllReduce || c == Coll::kReduceScatter; }
+
+uint16_t FloatToHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, sizeof(x));
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const uint32_t abs = x & 0x7FFFFFFFu;
+  if (abs > 0x7F800000u) return static_cast<uint16_t>(sign | 0x7E00u);   // NaN
+  if (abs >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // overflow: inf
+  if (abs < 0x38800000u) {                                               // subnormal or zero
+    if (abs < 0x33000000u) return static_cast<uint16_t>(sign);
+    const uint32_t exp = abs >> 23;
+    const uint32_t mant = (abs & 0x7FFFFFu) | 0x800000u;
+    const uint32_t shift = 126 - exp;  // 14..24
+    uint32_t h = mant >> shift;
+    const uint32_t rem = mant & ((1u << shift) - 1);
+    const uint32_t half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (h & 1u))) ++h;
+    return static_cast<uint16_t>(sign | h);
+  }
+  uint32_t h = ((abs >> 13) - (112u << 10));
+  const uint32_t rem = abs & 0x1FFFu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;
+  return static_cast<uint16_t>(sign | h);
+}
+
+float HalfToFloat(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1Fu;
+  uint32_t mant = h & 0x3FFu;
+  uint32_t x;
+  if (exp == 0x1F) {
+    x = sign | 0x7F800000u | (mant << 13);
+  } else if (exp != 0) {
+    x = sign | ((exp + 112) << 23) | (mant << 13);
+  } else if (mant == 0) {
+    x = sign;
+  } else {  // subnormal: normalise
+    int e = -1;
+    do {
+      ++e;
+      mant <<= 1;
+    } while ((mant & 0x400u) == 0);
+    x = sign | (static_cast<uint32_t>(112 - e) << 23) | ((mant & 0x3FFu) << 13);
+  }
+  float f;
+  std::memcpy(&f, &x, sizeof(f));
+  return f;
+}
+
+uint16_t FloatToBF16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, sizeof(x));
+  if ((x & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // NaN
+  const uint32_t round = 0x7FFFu + ((x >> 16) & 1u);
+  return static_cast<uint16_t>((x + round) >> 16);
+}
+
+float BF16ToFloat(uint16_t b) {
+  const uint32_t x = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &x, sizeof(f));
+  return f;
+}
+
+SizeLayout LayoutFor(Coll c, DType t, int ranks, size_t bytes) {
+  const size_t ts = DTypeSize(t);
+  const size_t n = static_cast<size_t>(ranks);
+  SizeLayout l;
+  switch (c) {
+    case Coll::kAllReduce:
+    case Coll::kBroadcast:
+      l.count = std::max<size_t>(1, bytes / ts);
+      l.send_elems = l.count;
+      l.recv_elems = l.count;
+      l.bytes = l.count * ts;
+      break;
+    case Coll::kAllGather:
+      l.count = std::max<size_t>(1, bytes / (n * ts));
+      l.send_elems = l.count;
+      l.recv_elems = l.count * n;
+      l.bytes = l.count * n * ts;
+      break;
+    case Coll::kReduceScatter:
+      l.count = std::max<size_t>(1, bytes / (n * ts));
+      l.send_elems = l.count * n;
+      l.recv_elems = l.count;
+      l.bytes = l.count * n * ts;
+      break;
+    case Coll::kAllToAll:
+      l.count = std::max<size_t>(1, bytes / (n * ts));
+      l.send_elems = l.count * n;
+      l.recv_elems = l.count * n;
+      l.bytes = l.count * n * ts;
+      break;
+  }
+  l.print_count = l.bytes / ts;
+  return l;
+}
+
+std::vector<size_t> SizeSweep(size_t min_bytes, size_t max_bytes, double factor) {
+  std::vector<size_t> sizes;
+  size_t s = min_bytes;
+  while (s <= max_bytes) {
+    sizes.push_back(s);
+    if (!(factor > 1)) break;
+    const double next = std::floor(static_cast<double>(s) * factor);
+    if (next > static_cast<double>(max_bytes)) break;
+    s = std::max(s + 1, static_cast<size_t>(next));
+  }
+  return sizes;
+}
+
+double BusBwFactor(Coll c, int ranks) {
+  const double n = ranks;
+  switch (c) {
+    case Coll::kAllReduce:
+      return 2.0 * (n - 1) / n;
+    case Coll::kAllGather:
+    case Coll::kReduceScatter:
+    case Coll::kAllToAll:
+      return (n - 1) / n;
+    case Coll::kBroadcast:
+      return 1.0;
+  }
+  return 1.0;
+}
+
+void FillInput(const PerfOptions& o, const SizeLayout& l, int rank, void* send) {
+  DispatchType<FillFn>(o.dtype, o, l, rank, send);
+}
+
+uint64_t CountWrong(const PerfOptions& o, const SizeLayout& l, int rank, const void* recv) {
+  return DispatchType<CountWrongFn>(o.dtype, o, l, rank, recv);
+}
+
+int PerfMain(int argc, char** argv, const PerfBackend& backend) {
+  PerfOptions o;
+  const int rc = ParseArgs(argc, argv, backend, &o);
+  if (rc >= 0) return rc;
+  signal(SIGPIPE, SIG_IGN);
+  Launcher launcher(backend, o);
+  return launcher.Run();
+}
+
+}  // namespace faultline::bench
