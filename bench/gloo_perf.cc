@@ -11,6 +11,8 @@
 // a sum followed by one division by the rank count, as ftccl defines it.
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
+#include <gloo/allreduce_halving_doubling.h>
+#include <gloo/allreduce_ring_chunked.h>
 #include <gloo/alltoall.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
@@ -22,9 +24,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <memory>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -48,6 +53,33 @@ void DivideBy(void* data, size_t n, int ranks) {
   for (size_t i = 0; i < n; ++i) p[i] = C::Encode(C::Decode(p[i]) / static_cast<A>(ranks));
 }
 
+// Which Gloo allreduce runs (FAULTLINE_GLOO_ALLREDUCE): the options API's ring or bcube, or the
+// classic in-place ring_chunked or halving_doubling (input copied to the output first, timed).
+enum class AllreduceAlgo { kRing, kBcube, kRingChunked, kHalvingDoubling };
+
+struct NamedAlgo {
+  const char* name;
+  AllreduceAlgo algo;
+};
+constexpr NamedAlgo kAllreduceAlgos[] = {{"ring", AllreduceAlgo::kRing},
+                                         {"bcube", AllreduceAlgo::kBcube},
+                                         {"ring_chunked", AllreduceAlgo::kRingChunked},
+                                         {"halving_doubling", AllreduceAlgo::kHalvingDoubling}};
+constexpr const char* kAllreduceEnv = "FAULTLINE_GLOO_ALLREDUCE";
+constexpr const char* kDefaultAllreduce = "ring";
+
+std::string AllreduceAlgoName() {
+  const char* v = std::getenv(kAllreduceEnv);
+  return v != nullptr && *v != '\0' ? v : kDefaultAllreduce;
+}
+
+std::optional<AllreduceAlgo> ParseAllreduceAlgo(const std::string& name) {
+  for (const auto& a : kAllreduceAlgos) {
+    if (name == a.name) return a.algo;
+  }
+  return std::nullopt;
+}
+
 // Everything that depends on the element type, behind one table.
 struct TypeOps {
   // gloo::allreduce's untyped reduction (out, in1, in2, elements).
@@ -58,6 +90,10 @@ struct TypeOps {
   std::function<std::unique_ptr<gloo::Algorithm>(const std::shared_ptr<gloo::Context>&, void*, int,
                                                  const std::vector<int>&)>
       make_reduce_scatter;
+  // Builds a classic in-place allreduce over `data` (count elements).
+  std::function<std::unique_ptr<gloo::Algorithm>(const std::shared_ptr<gloo::Context>&,
+                                                 AllreduceAlgo, void*, int)>
+      make_allreduce;
 };
 
 template <typename C>
@@ -95,6 +131,16 @@ struct MakeTypeOps {
       return std::unique_ptr<gloo::Algorithm>(new gloo::ReduceScatterHalvingDoubling<S>(
           ctx, ptrs, count_total, recv_elems, function.get()));
     };
+    ops.make_allreduce = [function](const std::shared_ptr<gloo::Context>& ctx, AllreduceAlgo algo,
+                                    void* data, int count) {
+      std::vector<S*> ptrs{static_cast<S*>(data)};
+      if (algo == AllreduceAlgo::kHalvingDoubling) {
+        return std::unique_ptr<gloo::Algorithm>(
+            new gloo::AllreduceHalvingDoubling<S>(ctx, ptrs, count, function.get()));
+      }
+      return std::unique_ptr<gloo::Algorithm>(
+          new gloo::AllreduceRingChunked<S>(ctx, ptrs, count, function.get()));
+    };
     return ops;
   }
 };
@@ -128,23 +174,31 @@ void SetBuffers(Options& opts, DType t, const void* send, size_t send_elems, voi
 
 class GlooCcl final : public PerfCcl {
  public:
-  GlooCcl(std::shared_ptr<gloo::rendezvous::Context> ctx, const PerfOptions& o)
-      : ctx_(std::move(ctx)), o_(o), ops_(TypeOpsFor(o.dtype, o.redop)) {}
+  GlooCcl(std::shared_ptr<gloo::rendezvous::Context> ctx, const PerfOptions& o,
+          AllreduceAlgo allreduce)
+      : ctx_(std::move(ctx)), o_(o), ops_(TypeOpsFor(o.dtype, o.redop)), allreduce_(allreduce) {}
 
   Status Prepare(const OpArgs& a) override {
-    if (a.coll != Coll::kReduceScatter) return Status::Ok();
-    if (reduce_scatter_ != nullptr) {
+    const bool classic_allreduce =
+        a.coll == Coll::kAllReduce && (allreduce_ == AllreduceAlgo::kRingChunked ||
+                                       allreduce_ == AllreduceAlgo::kHalvingDoubling);
+    if (a.coll != Coll::kReduceScatter && !classic_allreduce) return Status::Ok();
+    if (classic_ != nullptr) {
       // The previous size's algorithm may still receive a peer's last notification; once every
       // rank is past it (the barrier's messages follow on the same connections) it can go.
       Status st = Barrier();
       if (!st.ok()) return st;
-      reduce_scatter_.reset();
+      classic_.reset();
     }
     return Catch([&] {
+      if (classic_allreduce) {
+        classic_ = ops_.make_allreduce(ctx_, allreduce_, a.recv, static_cast<int>(a.count));
+        return;
+      }
       const size_t total = a.count * static_cast<size_t>(ctx_->size);
       scratch_.assign(total * DTypeSize(a.dtype), 0);
       std::vector<int> recv_elems(ctx_->size, static_cast<int>(a.count));
-      reduce_scatter_ =
+      classic_ =
           ops_.make_reduce_scatter(ctx_, scratch_.data(), static_cast<int>(total), recv_elems);
     });
   }
@@ -155,7 +209,16 @@ class GlooCcl final : public PerfCcl {
       const auto timeout = std::chrono::milliseconds(o_.timeout_s * 1000LL);
       switch (a.coll) {
         case Coll::kAllReduce: {
+          if (classic_ != nullptr) {  // in place on the output
+            std::memcpy(a.recv, a.send, a.count * DTypeSize(a.dtype));
+            classic_->run();
+            if (a.redop == RedOp::kAvg) ops_.divide(a.recv, a.count, ctx_->size);
+            break;
+          }
           gloo::AllreduceOptions opts(ctx_);
+          if (allreduce_ == AllreduceAlgo::kBcube) {
+            opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::BCUBE);
+          }
           SetBuffers(opts, a.dtype, a.send, a.count, a.recv, a.count);
           opts.setReduceFunction(ops_.reduce);
           opts.setTimeout(timeout);
@@ -173,7 +236,7 @@ class GlooCcl final : public PerfCcl {
         case Coll::kReduceScatter: {
           const size_t ts = DTypeSize(a.dtype);
           std::memcpy(scratch_.data(), a.send, a.count * n * ts);
-          reduce_scatter_->run();
+          classic_->run();
           std::memcpy(a.recv, scratch_.data(), a.count * ts);  // the result lands at the front
           if (a.redop == RedOp::kAvg) ops_.divide(a.recv, a.count, ctx_->size);
           break;
@@ -240,7 +303,8 @@ class GlooCcl final : public PerfCcl {
   const PerfOptions& o_;
   TypeOps ops_;
   std::vector<char> scratch_;
-  std::unique_ptr<gloo::Algorithm> reduce_scatter_;
+  AllreduceAlgo allreduce_;
+  std::unique_ptr<gloo::Algorithm> classic_;  // reducescatter, or a classic allreduce
 };
 
 Status CreateGloo(const RankEnv& env, std::unique_ptr<PerfCcl>* out) {
@@ -254,7 +318,9 @@ Status CreateGloo(const RankEnv& env, std::unique_ptr<PerfCcl>* out) {
     ctx->setTimeout(std::chrono::milliseconds(env.options->timeout_s * 1000LL));
     gloo::rendezvous::FileStore store(env.scratch_dir);
     ctx->connectFullMesh(store, device);
-    *out = std::make_unique<GlooCcl>(std::move(ctx), *env.options);
+    const auto algo = ParseAllreduceAlgo(AllreduceAlgoName());
+    if (!algo) return Status::Error(std::string("bad ") + kAllreduceEnv);
+    *out = std::make_unique<GlooCcl>(std::move(ctx), *env.options, *algo);
     return Status::Ok();
   } catch (const std::exception& e) {
     return Status::Error(std::string("gloo: ") + e.what());
@@ -273,13 +339,23 @@ int main(int argc, char** argv) {
   backend.notes = {
       "gloo: TCP transport, one pair per peer; every rank uses its rail 0 address only "
       "(--rails affects ftccl-perf, not gloo-perf)",
-      "gloo: allreduce/allgather/broadcast/alltoall from the options API (allreduce: ring); "
-      "reducescatter: classic ReduceScatterHalvingDoubling, in place (input copy timed)"};
+      "gloo: allgather/broadcast/alltoall from the options API; allreduce as "
+      "FAULTLINE_GLOO_ALLREDUCE says (ring|bcube: options API; ring_chunked|halving_doubling: "
+      "classic, in place, input copy timed); reducescatter: classic "
+      "ReduceScatterHalvingDoubling, in place (input copy timed)"};
+  backend.validate = [](const PerfOptions&) {
+    if (!ParseAllreduceAlgo(AllreduceAlgoName())) {
+      return Status::Error(std::string(kAllreduceEnv) +
+                           " must be ring, bcube, ring_chunked or halving_doubling");
+    }
+    return Status::Ok();
+  };
   backend.knobs = [](const PerfOptions& o) {
     return std::vector<std::pair<std::string, std::string>>{
         {"transport", "tcp"},
         {"rendezvous", "file_store"},
         {"address", "127.0.1.(k+1)"},
+        {"allreduce", AllreduceAlgoName()},
         {"timeout_ms", std::to_string(o.timeout_s * 1000LL)}};
   };
   backend.create = &CreateGloo;
