@@ -1,0 +1,66 @@
+// Collective algorithms over the transport. Each runs on the communicator's collective thread,
+// posts non-blocking sends/receives and waits on them with the collective's deadline.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "ftccl/types.h"
+#include "transport/transport.h"
+
+namespace ftccl::algo {
+
+struct Ctx {
+  transport::Transport* t = nullptr;
+  int rank = 0;
+  int size = 1;
+  uint64_t coll_seq = 0;
+  transport::Signature sig;
+  Clock::time_point deadline;
+  size_t slice_bytes = 1 << 20;
+
+  transport::OpPtr Send(int peer, uint32_t tag, const void* buf, size_t len) const {
+    return t->Send(peer, {coll_seq, tag}, sig, buf, len);
+  }
+  transport::OpPtr Recv(int peer, uint32_t tag, void* buf, size_t len) const {
+    return t->Recv(peer, {coll_seq, tag}, sig, buf, len);
+  }
+  Status Wait(const transport::OpPtr& op) const { return t->Wait(op, deadline); }
+  Status WaitAll(const std::vector<transport::OpPtr>& ops) const {
+    for (const auto& op : ops) {
+      if (op) FTCCL_RETURN_IF_ERROR(Wait(op));
+    }
+    return Status::Ok();
+  }
+};
+
+// Element ranges: a block of a buffer cut into n near-equal blocks, and its slices.
+struct Range {
+  size_t off = 0;  // elements
+  size_t len = 0;  // elements
+};
+Range Block(size_t count, int n, int b);
+// Number of pipeline slices of a block of `len` elements (at least 1, so empty blocks still
+// carry one empty message and the collective's signature).
+size_t NumSlices(size_t len, size_t slice_elems);
+Range Slice(size_t len, size_t slice_elems, size_t k);
+inline uint32_t Tag(uint32_t phase, uint32_t step, uint32_t slice) {
+  return (phase & 0xF) << 28 | (step & 0xFFF) << 16 | (slice & 0xFFFF);
+}
+// Validates the geometry limits of the tag encoding.
+Status CheckGeometry(const Ctx& ctx, size_t max_block_elems, size_t slice_elems);
+size_t SliceElems(const Ctx& ctx, DataType dt);
+
+Status AllReduceRing(const Ctx& ctx, const void* send, void* recv, size_t count, DataType dt,
+                     ReduceOp op);
+Status ReduceScatterRing(const Ctx& ctx, const void* send, void* recv, size_t count, DataType dt,
+                         ReduceOp op);
+Status AllGatherRing(const Ctx& ctx, const void* send, void* recv, size_t count, DataType dt);
+Status BroadcastChain(const Ctx& ctx, const void* send, void* recv, size_t count, DataType dt,
+                      int root);
+Status ReduceChain(const Ctx& ctx, const void* send, void* recv, size_t count, DataType dt,
+                   ReduceOp op, int root);
+Status AllToAllPairwise(const Ctx& ctx, const void* send, void* recv, size_t count, DataType dt);
+Status BarrierAll(const Ctx& ctx);
+
+}  // namespace ftccl::algo

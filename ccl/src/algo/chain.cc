@@ -1,0 +1,98 @@
+// Pipelined chain algorithms rooted at one rank: broadcast flows root -> root+1 -> ...;
+// reduce flows toward the root, each rank adding its contribution to a slice before passing it.
+#include <cstring>
+#include <vector>
+
+#include "algo/algo.h"
+#include "reduce.h"
+
+namespace ftccl::algo {
+namespace {
+enum Phase : uint32_t { kBroadcast = 3, kReduce = 4 };
+int Mod(int a, int n) { return ((a % n) + n) % n; }
+}  // namespace
+
+Status BroadcastChain(const Ctx& ctx, const void* send, void* recv, size_t count, DataType dt,
+                      int root) {
+  const int n = ctx.size, r = ctx.rank;
+  const size_t es = DataTypeSize(dt);
+  auto* out = static_cast<uint8_t*>(recv);
+  const int pos = Mod(r - root, n);
+  if (pos == 0 && send != recv && count > 0) std::memmove(out, send, count * es);
+  if (n == 1) return Status::Ok();
+  const size_t se = SliceElems(ctx, dt);
+  FTCCL_RETURN_IF_ERROR(CheckGeometry(ctx, count, se));
+  const size_t ns = NumSlices(count, se);
+  const bool has_next = pos + 1 < n;
+  const int next = Mod(r + 1, n), prev = Mod(r - 1, n);
+  // The root sends from its input, which the caller keeps unchanged until we return.
+  const uint8_t* src = pos == 0 ? static_cast<const uint8_t*>(send) : out;
+  std::vector<transport::OpPtr> recvs, sends;
+  if (pos > 0) {
+    for (size_t k = 0; k < ns; ++k) {
+      Range sl = Slice(count, se, k);
+      recvs.push_back(ctx.Recv(prev, Tag(kBroadcast, 0, k), out + sl.off * es, sl.len * es));
+    }
+  }
+  for (size_t k = 0; k < ns; ++k) {
+    if (pos > 0) FTCCL_RETURN_IF_ERROR(ctx.Wait(recvs[k]));
+    if (has_next) {
+      Range sl = Slice(count, se, k);
+      sends.push_back(ctx.Send(next, Tag(kBroadcast, 0, k), src + sl.off * es, sl.len * es));
+    }
+  }
+  return ctx.WaitAll(sends);
+}
+
+Status ReduceChain(const Ctx& ctx, const void* send, void* recv, size_t count, DataType dt,
+                   ReduceOp op, int root) {
+  const int n = ctx.size, r = ctx.rank;
+  const size_t es = DataTypeSize(dt);
+  auto* in = static_cast<const uint8_t*>(send);
+  const int pos = Mod(r - root, n);
+  if (n == 1) {
+    if (recv != send && count > 0) std::memmove(recv, send, count * es);
+    FinalizeReduce(dt, op, recv, count, n);
+    return Status::Ok();
+  }
+  const size_t se = SliceElems(ctx, dt);
+  FTCCL_RETURN_IF_ERROR(CheckGeometry(ctx, count, se));
+  const size_t ns = NumSlices(count, se);
+  const int to = Mod(r - 1, n), from = Mod(r + 1, n);  // data flows toward the root
+  const bool first = pos == n - 1;
+  std::vector<uint8_t> tmp, work;
+  uint8_t* acc = nullptr;
+  if (!first) {
+    tmp.resize(std::max<size_t>(1, count * es));
+    if (pos == 0) {
+      acc = static_cast<uint8_t*>(recv);
+    } else {
+      work.resize(std::max<size_t>(1, count * es));
+      acc = work.data();
+    }
+  }
+  std::vector<transport::OpPtr> recvs, sends;
+  if (!first) {
+    for (size_t k = 0; k < ns; ++k) {
+      Range sl = Slice(count, se, k);
+      recvs.push_back(ctx.Recv(from, Tag(kReduce, 0, k), tmp.data() + sl.off * es, sl.len * es));
+    }
+  }
+  for (size_t k = 0; k < ns; ++k) {
+    Range sl = Slice(count, se, k);
+    const uint8_t* data = in + sl.off * es;
+    if (!first) {
+      FTCCL_RETURN_IF_ERROR(ctx.Wait(recvs[k]));
+      ReduceInto(dt, op, acc + sl.off * es, data, tmp.data() + sl.off * es, sl.len);
+      data = acc + sl.off * es;
+    }
+    if (pos == 0) {
+      FinalizeReduce(dt, op, acc + sl.off * es, sl.len, n);
+    } else {
+      sends.push_back(ctx.Send(to, Tag(kReduce, 0, k), data, sl.len * es));
+    }
+  }
+  return ctx.WaitAll(sends);
+}
+
+}  // namespace ftccl::algo

@@ -1,0 +1,203 @@
+// Ring algorithms (reduce-scatter, allgather, and allreduce as the two back to back), pipelined
+// by slices: a slice is forwarded as soon as it has arrived (and been reduced), so every step's
+// transfers overlap. Buffer reuse waits for the acknowledgement of what was sent from it, since
+// unacknowledged data may have to be resent.
+#include <cstring>
+#include <vector>
+
+#include "algo/algo.h"
+#include "reduce.h"
+
+namespace ftccl::algo {
+namespace {
+
+enum Phase : uint32_t { kReduceScatter = 1, kAllGather = 2 };
+
+int Mod(int a, int n) { return ((a % n) + n) % n; }
+
+}  // namespace
+
+Status AllReduceRing(const Ctx& ctx, const void* send, void* recv, size_t count, DataType dt,
+                     ReduceOp op) {
+  const int n = ctx.size, r = ctx.rank;
+  const size_t es = DataTypeSize(dt);
+  auto* in = static_cast<const uint8_t*>(send);
+  auto* out = static_cast<uint8_t*>(recv);
+  if (n == 1) {
+    if (in != out && count > 0) std::memmove(out, in, count * es);
+    return Status::Ok();
+  }
+  const int next = Mod(r + 1, n), prev = Mod(r - 1, n);
+  const size_t se = SliceElems(ctx, dt);
+  const size_t max_block = Block(count, n, 0).len;
+  FTCCL_RETURN_IF_ERROR(CheckGeometry(ctx, max_block, se));
+  const int steps = n - 1;
+  std::vector<uint8_t> tmp(2 * std::max<size_t>(1, max_block) * es);
+  auto tmp_at = [&](int s) { return tmp.data() + (s % 2) * max_block * es; };
+
+  // rs_sends[s][k], rs_recvs[s][k], ag_*: the ops of every step and slice.
+  std::vector<std::vector<transport::OpPtr>> rs_sends(steps), rs_recvs(steps), ag_sends(steps),
+      ag_recvs(steps);
+  auto post_rs_recv = [&](int s) {
+    Range b = Block(count, n, Mod(r - s - 1, n));
+    size_t ns = NumSlices(b.len, se);
+    for (size_t k = 0; k < ns; ++k) {
+      Range sl = Slice(b.len, se, k);
+      rs_recvs[s].push_back(ctx.Recv(prev, Tag(kReduceScatter, s, k), tmp_at(s) + sl.off * es, sl.len * es));
+    }
+  };
+  auto post_ag_recv = [&](int s) -> Status {
+    // This block was sent from `out` (or, in place, from `in`) during reduce-scatter step s:
+    // wait for those acknowledgements before it may be overwritten.
+    FTCCL_RETURN_IF_ERROR(ctx.WaitAll(rs_sends[s]));
+    Range b = Block(count, n, Mod(r - s, n));
+    size_t ns = NumSlices(b.len, se);
+    for (size_t k = 0; k < ns; ++k) {
+      Range sl = Slice(b.len, se, k);
+      ag_recvs[s].push_back(ctx.Recv(prev, Tag(kAllGather, s, k), out + (b.off + sl.off) * es, sl.len * es));
+    }
+    return Status::Ok();
+  };
+
+  // Reduce-scatter step 0 sends this rank's own block straight from the input.
+  {
+    Range b = Block(count, n, r);
+    size_t ns = NumSlices(b.len, se);
+    for (size_t k = 0; k < ns; ++k) {
+      Range sl = Slice(b.len, se, k);
+      rs_sends[0].push_back(ctx.Send(next, Tag(kReduceScatter, 0, k), in + (b.off + sl.off) * es, sl.len * es));
+    }
+  }
+  post_rs_recv(0);
+  for (int s = 0; s < steps; ++s) {
+    if (s + 1 < steps) post_rs_recv(s + 1);
+    Range b = Block(count, n, Mod(r - s - 1, n));
+    size_t ns = NumSlices(b.len, se);
+    for (size_t k = 0; k < ns; ++k) {
+      FTCCL_RETURN_IF_ERROR(ctx.Wait(rs_recvs[s][k]));
+      Range sl = Slice(b.len, se, k);
+      uint8_t* dst = out + (b.off + sl.off) * es;
+      ReduceInto(dt, op, dst, in + (b.off + sl.off) * es, tmp_at(s) + sl.off * es, sl.len);
+      if (s + 1 < steps) {
+        rs_sends[s + 1].push_back(ctx.Send(next, Tag(kReduceScatter, s + 1, k), dst, sl.len * es));
+      } else {
+        // Fully reduced: this rank owns block r+1. Finish it and start the allgather.
+        FinalizeReduce(dt, op, dst, sl.len, n);
+        ag_sends[0].push_back(ctx.Send(next, Tag(kAllGather, 0, k), dst, sl.len * es));
+      }
+    }
+  }
+  for (int s = 0; s < steps; ++s) {
+    FTCCL_RETURN_IF_ERROR(post_ag_recv(s));
+    Range b = Block(count, n, Mod(r - s, n));
+    size_t ns = NumSlices(b.len, se);
+    for (size_t k = 0; k < ns; ++k) {
+      FTCCL_RETURN_IF_ERROR(ctx.Wait(ag_recvs[s][k]));
+      if (s + 1 < steps) {
+        Range sl = Slice(b.len, se, k);
+        ag_sends[s + 1].push_back(ctx.Send(next, Tag(kAllGather, s + 1, k), out + (b.off + sl.off) * es, sl.len * es));
+      }
+    }
+  }
+  for (auto& v : ag_sends) FTCCL_RETURN_IF_ERROR(ctx.WaitAll(v));
+  return Status::Ok();
+}
+
+Status ReduceScatterRing(const Ctx& ctx, const void* send, void* recv, size_t count, DataType dt,
+                         ReduceOp op) {
+  const int n = ctx.size, r = ctx.rank;
+  const size_t es = DataTypeSize(dt);
+  const size_t bytes = count * es;
+  auto* in = static_cast<const uint8_t*>(send);
+  auto* out = static_cast<uint8_t*>(recv);
+  if (n == 1) {
+    if (in != out && bytes > 0) std::memmove(out, in, bytes);
+    return Status::Ok();
+  }
+  const int next = Mod(r + 1, n), prev = Mod(r - 1, n);
+  const size_t se = SliceElems(ctx, dt);
+  FTCCL_RETURN_IF_ERROR(CheckGeometry(ctx, count, se));
+  const int steps = n - 1;
+  const size_t ns = NumSlices(count, se);
+  std::vector<uint8_t> tmp(2 * std::max<size_t>(1, bytes)), work(2 * std::max<size_t>(1, bytes));
+  auto tmp_at = [&](int s) { return tmp.data() + (s % 2) * bytes; };
+  auto work_at = [&](int s) { return work.data() + (s % 2) * bytes; };
+  std::vector<std::vector<transport::OpPtr>> sends(steps), recvs(steps);
+  auto post_recv = [&](int s) {
+    for (size_t k = 0; k < ns; ++k) {
+      Range sl = Slice(count, se, k);
+      recvs[s].push_back(ctx.Recv(prev, Tag(kReduceScatter, s, k), tmp_at(s) + sl.off * es, sl.len * es));
+    }
+  };
+  // Step s sends block r-s-1 and receives block r-s-2; after n-1 steps this rank holds block r.
+  {
+    const uint8_t* b = in + static_cast<size_t>(Mod(r - 1, n)) * bytes;
+    for (size_t k = 0; k < ns; ++k) {
+      Range sl = Slice(count, se, k);
+      sends[0].push_back(ctx.Send(next, Tag(kReduceScatter, 0, k), b + sl.off * es, sl.len * es));
+    }
+  }
+  post_recv(0);
+  for (int s = 0; s < steps; ++s) {
+    if (s + 1 < steps) post_recv(s + 1);
+    const uint8_t* mine = in + static_cast<size_t>(Mod(r - s - 2, n)) * bytes;
+    const bool last = s + 1 == steps;
+    uint8_t* acc = last ? out : work_at(s);
+    for (size_t k = 0; k < ns; ++k) {
+      FTCCL_RETURN_IF_ERROR(ctx.Wait(recvs[s][k]));
+      // work_at(s) was last sent from at step s-1: that copy must be acknowledged first.
+      if (!last && s >= 2) FTCCL_RETURN_IF_ERROR(ctx.Wait(sends[s - 1][k]));
+      Range sl = Slice(count, se, k);
+      ReduceInto(dt, op, acc + sl.off * es, mine + sl.off * es, tmp_at(s) + sl.off * es, sl.len);
+      if (!last) {
+        sends[s + 1].push_back(ctx.Send(next, Tag(kReduceScatter, s + 1, k), acc + sl.off * es, sl.len * es));
+      } else {
+        FinalizeReduce(dt, op, acc + sl.off * es, sl.len, n);
+      }
+    }
+  }
+  for (auto& v : sends) FTCCL_RETURN_IF_ERROR(ctx.WaitAll(v));
+  return Status::Ok();
+}
+
+Status AllGatherRing(const Ctx& ctx, const void* send, void* recv, size_t count, DataType dt) {
+  const int n = ctx.size, r = ctx.rank;
+  const size_t es = DataTypeSize(dt);
+  const size_t bytes = count * es;
+  auto* in = static_cast<const uint8_t*>(send);
+  auto* out = static_cast<uint8_t*>(recv);
+  if (in != out + r * bytes && bytes > 0) std::memmove(out + r * bytes, in, bytes);
+  if (n == 1) return Status::Ok();
+  const int next = Mod(r + 1, n), prev = Mod(r - 1, n);
+  const size_t se = SliceElems(ctx, dt);
+  FTCCL_RETURN_IF_ERROR(CheckGeometry(ctx, count, se));
+  const int steps = n - 1;
+  const size_t ns = NumSlices(count, se);
+  std::vector<std::vector<transport::OpPtr>> recvs(steps);
+  std::vector<transport::OpPtr> sends;
+  // Every block is written once and only sent after it was written: post all receives now.
+  for (int s = 0; s < steps; ++s) {
+    uint8_t* b = out + static_cast<size_t>(Mod(r - s - 1, n)) * bytes;
+    for (size_t k = 0; k < ns; ++k) {
+      Range sl = Slice(count, se, k);
+      recvs[s].push_back(ctx.Recv(prev, Tag(kAllGather, s, k), b + sl.off * es, sl.len * es));
+    }
+  }
+  for (size_t k = 0; k < ns; ++k) {
+    Range sl = Slice(count, se, k);
+    sends.push_back(ctx.Send(next, Tag(kAllGather, 0, k), out + r * bytes + sl.off * es, sl.len * es));
+  }
+  for (int s = 0; s < steps; ++s) {
+    uint8_t* b = out + static_cast<size_t>(Mod(r - s - 1, n)) * bytes;
+    for (size_t k = 0; k < ns; ++k) {
+      FTCCL_RETURN_IF_ERROR(ctx.Wait(recvs[s][k]));
+      if (s + 1 < steps) {
+        Range sl = Slice(count, se, k);
+        sends.push_back(ctx.Send(next, Tag(kAllGather, s + 1, k), b + sl.off * es, sl.len * es));
+      }
+    }
+  }
+  return ctx.WaitAll(sends);
+}
+
+}  // namespace ftccl::algo

@@ -1,0 +1,55 @@
+// Bootstrap over TCP on the management network: rank 0 listens, the others connect; every rank
+// sends its rail endpoints and receives everyone's, plus the communicator id. A final
+// Ready() round is a barrier that also carries setup errors to every rank.
+//
+// Not thread-safe; used only by Communicator::Create.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "ftccl/communicator.h"
+#include "net.h"
+
+namespace ftccl {
+
+struct BootstrapTable {
+  uint64_t comm_id = 0;
+  int size = 0;
+  int num_rails = 0;
+  // rails[rank][rail]: the data listener of `rank` on `rail`.
+  std::vector<std::vector<net::Endpoint>> rails;
+};
+
+class Bootstrap final {
+ public:
+  // Joins the group. `my_rails` are this rank's data listeners. On failure every reachable
+  // rank gets the reason.
+  static Result<std::unique_ptr<Bootstrap>> Join(const CommOptions& options,
+                                                 const std::vector<net::Endpoint>& my_rails,
+                                                 Clock::time_point deadline);
+  ~Bootstrap() = default;
+  Bootstrap(const Bootstrap&) = delete;
+  Bootstrap& operator=(const Bootstrap&) = delete;
+
+  const BootstrapTable& table() const { return table_; }
+
+  // Barrier after connection setup. `local` is this rank's own setup result; the call
+  // succeeds only if every rank succeeded, otherwise returns the first failure (with its rank).
+  Status Ready(const Status& local, Clock::time_point deadline);
+
+ private:
+  Bootstrap(int rank) : rank_(rank) {}
+  Status JoinAsRoot(const CommOptions& options, const std::vector<net::Endpoint>& my_rails,
+                    Clock::time_point deadline);
+  Status JoinAsPeer(const CommOptions& options, const std::vector<net::Endpoint>& my_rails,
+                    Clock::time_point deadline);
+  void BroadcastError(const std::string& text, Clock::time_point deadline);
+
+  int rank_;
+  BootstrapTable table_;
+  net::Fd root_;               // non-root ranks: the connection to rank 0
+  std::vector<net::Fd> peers_;  // rank 0: the connection of every other rank
+};
+
+}  // namespace ftccl

@@ -1,0 +1,65 @@
+// Knobs: declared once in CommOptions (with their defaults), overridable from the environment.
+#include <cerrno>
+#include <cstdlib>
+#include <string>
+
+#include "ftccl/communicator.h"
+
+namespace ftccl {
+namespace {
+
+Status ParseU64(const char* name, uint64_t min, uint64_t max, uint64_t* out) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return Status::Ok();
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long x = std::strtoull(v, &end, 10);
+  if (*v == '\0' || *end != '\0' || errno != 0 || x < min || x > max) {
+    return InvalidArgument(std::string(name) + "='" + v + "': expected an integer in [" +
+                           std::to_string(min) + ", " + std::to_string(max) + "]");
+  }
+  *out = x;
+  return Status::Ok();
+}
+
+template <typename T>
+Status Override(const char* name, uint64_t min, uint64_t max, T* field) {
+  uint64_t v = static_cast<uint64_t>(*field);
+  FTCCL_RETURN_IF_ERROR(ParseU64(name, min, max, &v));
+  *field = static_cast<T>(v);
+  return Status::Ok();
+}
+
+Status OverrideMs(const char* name, uint64_t min, uint64_t max, Millis* field) {
+  uint64_t v = static_cast<uint64_t>(field->count());
+  FTCCL_RETURN_IF_ERROR(ParseU64(name, min, max, &v));
+  *field = Millis(v);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ApplyEnvOverrides(CommOptions* o) {
+  FTCCL_RETURN_IF_ERROR(Override("FTCCL_CHANNELS_PER_RAIL", 1, 64, &o->channels_per_rail));
+  FTCCL_RETURN_IF_ERROR(Override("FTCCL_CHUNK_BYTES", 1024, 64ull << 20, &o->chunk_bytes));
+  FTCCL_RETURN_IF_ERROR(Override("FTCCL_SLICE_BYTES", 1024, 1ull << 30, &o->slice_bytes));
+  FTCCL_RETURN_IF_ERROR(Override("FTCCL_SOCKET_BUFFER_BYTES", 0, 1ull << 30, &o->socket_buffer_bytes));
+  FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_INIT_TIMEOUT_MS", 1, 3600000, &o->init_timeout));
+  FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_OP_TIMEOUT_MS", 1, 86400000, &o->op_timeout));
+  FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_RETRANSMIT_TIMEOUT_MS", 1, 3600000, &o->retransmit_timeout));
+  return Status::Ok();
+}
+
+std::vector<std::pair<std::string, std::string>> EffectiveKnobs(const CommOptions& o) {
+  return {
+      {"channels_per_rail", std::to_string(o.channels_per_rail)},
+      {"chunk_bytes", std::to_string(o.chunk_bytes)},
+      {"slice_bytes", std::to_string(o.slice_bytes)},
+      {"socket_buffer_bytes", std::to_string(o.socket_buffer_bytes)},
+      {"init_timeout_ms", std::to_string(o.init_timeout.count())},
+      {"op_timeout_ms", std::to_string(o.op_timeout.count())},
+      {"retransmit_timeout_ms", std::to_string(o.retransmit_timeout.count())},
+  };
+}
+
+}  // namespace ftccl

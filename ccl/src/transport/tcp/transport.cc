@@ -1,0 +1,955 @@
+#include "transport/tcp/transport.h"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "log.h"
+
+namespace ftccl::transport {
+
+std::string Signature::ToString() const {
+  std::string s = std::string(CollKindName(kind)) + "(dtype=" + DataTypeName(dtype) +
+                  ", count=" + std::to_string(count);
+  if (kind == CollKind::kAllReduce || kind == CollKind::kReduceScatter || kind == CollKind::kReduce) {
+    s += std::string(", op=") + ReduceOpName(op);
+  }
+  if (kind == CollKind::kBroadcast || kind == CollKind::kReduce) s += ", root=" + std::to_string(root);
+  return s + ")";
+}
+
+namespace tcp {
+namespace {
+
+constexpr size_t kHdr = sizeof(wire::FrameHeader);
+constexpr uint32_t kMaxFrame = 64u << 20;
+constexpr size_t kReadBudget = 4u << 20;
+constexpr size_t kDiscardBytes = 1u << 20;
+constexpr auto kTick = std::chrono::milliseconds(10);
+
+std::string ConnLabel(int peer, int rail, int channel) {
+  return "rank " + std::to_string(peer) + " rail " + std::to_string(rail) + " channel " +
+         std::to_string(channel);
+}
+
+Status ApplySocketOptions(int fd, int buf_bytes) {
+  FTCCL_RETURN_IF_ERROR(net::SetNoDelay(fd));
+  if (buf_bytes > 0) {
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf_bytes, sizeof(buf_bytes));
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf_bytes, sizeof(buf_bytes));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::vector<std::pair<net::Fd, net::Endpoint>>> TcpTransport::OpenListeners(
+    const std::vector<uint32_t>& rail_ips) {
+  std::vector<std::pair<net::Fd, net::Endpoint>> out;
+  for (size_t r = 0; r < rail_ips.size(); ++r) {
+    auto l = net::Listen(rail_ips[r], 0);
+    if (!l.ok()) return l.status().WithContext("rail " + std::to_string(r));
+    out.push_back(std::move(l.value()));
+  }
+  return out;
+}
+
+TcpTransport::TcpTransport(const CommOptions& options, const BootstrapTable& table)
+    : options_(options),
+      rank_(options.rank),
+      size_(options.size),
+      num_rails_(table.num_rails),
+      comm_id_(table.comm_id),
+      peers_(options.size),
+      discard_(new uint8_t[kDiscardBytes]),
+      rng_(options.wire_faults.seed * 1000003u + static_cast<uint64_t>(options.rank)),
+      st_rail_bytes_(new std::atomic<uint64_t>[table.num_rails > 0 ? table.num_rails : 1]) {
+  for (int r = 0; r < num_rails_; ++r) st_rail_bytes_[r] = 0;
+}
+
+Result<std::unique_ptr<TcpTransport>> TcpTransport::Connect(
+    const CommOptions& options, const BootstrapTable& table,
+    std::vector<std::pair<net::Fd, net::Endpoint>> listeners, const std::vector<uint32_t>& rail_ips,
+    Clock::time_point deadline) {
+  std::unique_ptr<TcpTransport> t(new TcpTransport(options, table));
+  const int rank = options.rank;
+  const int nch = options.channels_per_rail;
+  auto add_conn = [&](net::Fd fd, int peer, int rail, int channel) -> Status {
+    FTCCL_RETURN_IF_ERROR(ApplySocketOptions(fd.get(), options.socket_buffer_bytes));
+    FTCCL_RETURN_IF_ERROR(net::SetNonBlocking(fd.get()));
+    Conn c;
+    c.fd = std::move(fd);
+    c.peer = peer;
+    c.rail = rail;
+    c.channel = channel;
+    t->peers_[peer].conns.push_back(static_cast<int>(t->conns_.size()));
+    t->conns_.push_back(std::move(c));
+    return Status::Ok();
+  };
+  // Outgoing: to every lower rank.
+  for (int peer = 0; peer < rank; ++peer) {
+    for (int rail = 0; rail < table.num_rails; ++rail) {
+      for (int ch = 0; ch < nch; ++ch) {
+        const net::Endpoint& to = table.rails[peer][rail];
+        auto fd = net::Connect(to, rail_ips[rail], deadline);
+        if (!fd.ok()) return fd.status().WithContext("connecting to " + ConnLabel(peer, rail, ch));
+        wire::FrameHeader h = wire::MakeHeader(wire::FrameType::kHello, table.comm_id);
+        h.root = rank;
+        h.tag = static_cast<uint32_t>(rail << 16 | ch);
+        wire::Seal(&h, nullptr);
+        FTCCL_RETURN_IF_ERROR(net::WriteFull(fd->get(), &h, sizeof(h), deadline));
+        FTCCL_RETURN_IF_ERROR(add_conn(std::move(fd.value()), peer, rail, ch));
+      }
+    }
+  }
+  // Incoming: from every higher rank, on each rail's listener.
+  const int expected_per_rail = (options.size - 1 - rank) * nch;
+  for (int rail = 0; rail < table.num_rails; ++rail) {
+    for (int i = 0; i < expected_per_rail; ++i) {
+      auto fd = net::Accept(listeners[rail].first.get(), deadline);
+      if (!fd.ok()) {
+        return fd.status().WithContext("waiting for connections from higher ranks on rail " +
+                                       std::to_string(rail));
+      }
+      wire::FrameHeader h;
+      Status st = net::ReadFull(fd->get(), &h, sizeof(h), deadline);
+      if (!st.ok()) return st.WithContext("reading the hello of a data connection");
+      if (!wire::HeaderValid(h) || h.type != static_cast<uint8_t>(wire::FrameType::kHello) ||
+          h.comm_id != table.comm_id || h.root <= rank || h.root >= options.size ||
+          static_cast<int>(h.tag >> 16) != rail) {
+        return Corrupt("unexpected hello on rail " + std::to_string(rail) +
+                       " (foreign communicator or corrupt frame)");
+      }
+      FTCCL_RETURN_IF_ERROR(add_conn(std::move(fd.value()), h.root, rail, static_cast<int>(h.tag & 0xFFFF)));
+    }
+  }
+  return t;
+}
+
+TcpTransport::~TcpTransport() { Shutdown(); }
+
+Status TcpTransport::Start() {
+  epoll_ = net::Fd(epoll_create1(EPOLL_CLOEXEC));
+  if (!epoll_.valid()) return ErrnoStatus("epoll_create1", errno);
+  wake_ = net::Fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!wake_.valid()) return ErrnoStatus("eventfd", errno);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = UINT64_MAX;
+  if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, wake_.get(), &ev) != 0) {
+    return ErrnoStatus("epoll_ctl(eventfd)", errno);
+  }
+  for (size_t i = 0; i < conns_.size(); ++i) {
+    epoll_event e{};
+    e.events = EPOLLIN | EPOLLRDHUP;
+    e.data.u64 = i;
+    if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, conns_[i].fd.get(), &e) != 0) {
+      return ErrnoStatus("epoll_ctl(conn)", errno);
+    }
+  }
+  started_ = true;
+  thread_ = std::thread([this] { Loop(); });
+  return Status::Ok();
+}
+
+void TcpTransport::Post(std::function<void()> fn) {
+  {
+    std::lock_guard<std::mutex> lock(cmd_mu_);
+    cmds_.push_back(std::move(fn));
+  }
+  uint64_t one = 1;
+  if (wake_.valid()) (void)!write(wake_.get(), &one, sizeof(one));
+}
+
+OpPtr TcpTransport::Send(int peer, const MsgKey& key, const Signature& sig, const void* buf,
+                         size_t len) {
+  auto op = std::make_shared<Op>();
+  op->kind = Op::Kind::kSend;
+  op->peer = peer;
+  op->key = key;
+  op->sig = sig;
+  op->buf = static_cast<uint8_t*>(const_cast<void*>(buf));
+  op->len = len;
+  Post([this, op] { PostSend(op); });
+  return op;
+}
+
+OpPtr TcpTransport::Recv(int peer, const MsgKey& key, const Signature& sig, void* buf, size_t len) {
+  auto op = std::make_shared<Op>();
+  op->kind = Op::Kind::kRecv;
+  op->peer = peer;
+  op->key = key;
+  op->sig = sig;
+  op->buf = static_cast<uint8_t*>(buf);
+  op->len = len;
+  Post([this, op] { PostRecv(op); });
+  return op;
+}
+
+Status TcpTransport::Wait(const OpPtr& op, Clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  bool ready = cv_.wait_until(lock, deadline, [&] {
+    return op->done.load(std::memory_order_acquire) || !error_.ok();
+  });
+  if (op->done.load(std::memory_order_acquire)) return op->status;
+  if (!error_.ok()) return error_;
+  (void)ready;
+  return Timeout("no progress on " + std::string(op->kind == Op::Kind::kSend ? "send to" : "receive from") +
+                 " rank " + std::to_string(op->peer) + " (collective #" +
+                 std::to_string(op->key.coll_seq) + ") before the deadline");
+}
+
+void TcpTransport::Fail(const Status& why, uint64_t coll_seq) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (error_.ok()) error_ = why;
+  failed_ = true;
+  cv_.notify_all();
+  if (!started_ || std::this_thread::get_id() == thread_.get_id()) return;
+  lock.unlock();
+  Post([this, why, coll_seq] { FailLocked(why, coll_seq); });
+  // Return only once the progress thread has let go of every buffer of the failed ops, so the
+  // caller may free them. The progress thread never blocks, so this wait is short.
+  lock.lock();
+  cv_.wait_for(lock, std::chrono::seconds(5), [&] { return fail_done_; });
+}
+
+Status TcpTransport::error() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return error_;
+}
+
+CommStats TcpTransport::Stats() const {
+  CommStats s;
+  s.data_frames_sent = st_frames_sent_;
+  s.data_frames_received = st_frames_recv_;
+  s.chunks_retransmitted = st_retx_;
+  s.crc_errors = st_crc_;
+  s.duplicates_dropped = st_dups_;
+  s.out_of_order = st_ooo_;
+  s.acks_sent = st_acks_;
+  s.nacks_sent = st_nacks_;
+  for (int r = 0; r < num_rails_; ++r) s.payload_bytes_sent_per_rail.push_back(st_rail_bytes_[r]);
+  return s;
+}
+
+void TcpTransport::Shutdown() {
+  if (!started_) return;
+  if (thread_.joinable()) {
+    Post([this] {
+      // Orderly close: a final acknowledgement and BYE on every live connection.
+      for (size_t p = 0; p < peers_.size(); ++p) {
+        for (int ci : peers_[p].conns) {
+          if (!conns_[ci].alive) continue;
+          TxItem bye;
+          bye.hdr = wire::MakeHeader(wire::FrameType::kBye, comm_id_);
+          bye.hdr.chunk_seq = peers_[p].cum;
+          wire::Seal(&bye.hdr, nullptr);
+          conns_[ci].ctrl.push_back(std::move(bye));
+          Flush(ci);
+        }
+      }
+      stopping_ = true;
+    });
+    thread_.join();
+  }
+  for (auto& c : conns_) {
+    if (c.fd.valid()) {
+      ::shutdown(c.fd.get(), SHUT_WR);
+      c.fd.Reset();
+    }
+    c.alive = false;
+  }
+  started_ = false;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (error_.ok()) error_ = Aborted("communicator destroyed");
+  cv_.notify_all();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Progress thread.
+
+void TcpTransport::Loop() {
+  epoll_event events[64];
+  Clock::time_point stop_by{};
+  auto next_tick = Clock::now() + kTick;
+  for (;;) {
+    int n = epoll_wait(epoll_.get(), events, 64, static_cast<int>(kTick.count()));
+    if (n < 0 && errno != EINTR) {
+      LOG_ERROR("NET/TCP", "epoll_wait: %s", strerror(errno));
+      FailLocked(ErrnoStatus("epoll_wait", errno), 0);
+      break;
+    }
+    for (int i = 0; i < n; ++i) {
+      uint64_t id = events[i].data.u64;
+      if (id == UINT64_MAX) {
+        uint64_t v;
+        (void)!read(wake_.get(), &v, sizeof(v));
+        continue;
+      }
+      int ci = static_cast<int>(id);
+      if (!conns_[ci].alive) continue;
+      if (events[i].events & EPOLLOUT) {
+        conns_[ci].blocked = false;
+        WatchWrite(ci, false);
+        Flush(ci);
+      }
+      if (conns_[ci].alive && (events[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLERR | EPOLLHUP))) {
+        OnReadable(ci);
+      }
+    }
+    RunCommands();
+    SendAcks();
+    auto now = Clock::now();
+    if (now >= next_tick) {
+      CheckTimers();
+      next_tick = now + kTick;
+    }
+    if (stopping_) {
+      // Orderly close: once a connection's BYE is out, half-close it and drain until the peer
+      // closes too, so that no side ever closes with unread data (which would send a reset).
+      if (stop_by == Clock::time_point{}) stop_by = now + std::chrono::milliseconds(500);
+      bool open = false;
+      for (auto& c : conns_) {
+        if (!c.alive) continue;
+        if (!c.cur && c.ctrl.empty() && !c.half_closed) {
+          ::shutdown(c.fd.get(), SHUT_WR);
+          c.half_closed = true;
+        }
+        open = true;
+      }
+      if (!open || now >= stop_by) break;
+    }
+  }
+}
+
+void TcpTransport::RunCommands() {
+  std::vector<std::function<void()>> cmds;
+  {
+    std::lock_guard<std::mutex> lock(cmd_mu_);
+    cmds.swap(cmds_);
+  }
+  for (auto& c : cmds) c();
+}
+
+void TcpTransport::Complete(const OpPtr& op, Status st) {
+  if (op->finished) return;
+  op->finished = true;
+  std::lock_guard<std::mutex> lock(mu_);
+  op->status = std::move(st);
+  op->done.store(true, std::memory_order_release);
+  cv_.notify_all();
+}
+
+void TcpTransport::FailLocked(const Status& why, uint64_t coll_seq) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (error_.ok()) error_ = why;
+    failed_ = true;
+  }
+  Status err = error();
+  // Fail every pending op, and stop touching the buffers they lent us: a chunk being received
+  // goes to the discard buffer, a chunk being sent is copied so its frame can still end cleanly.
+  for (auto& p : peers_) {
+    for (auto& [seq, chunk] : p.unacked) Complete(chunk.op, err);
+    p.unacked.clear();
+    p.ready.clear();
+    p.inflight.clear();
+    for (auto& [key, msg] : p.rx) {
+      if (msg->recv) Complete(msg->recv, err);
+    }
+    p.rx.clear();
+  }
+  for (auto& c : conns_) {
+    if (c.in_payload && c.msg) {
+      c.msg.reset();
+      c.dst = nullptr;
+    }
+    if (c.cur && c.cur->is_data && !c.cur->owned) {
+      c.cur->owned.reset(new uint8_t[c.cur->len + 1]);
+      std::memcpy(c.cur->owned.get(), c.cur->payload, c.cur->len);
+      c.cur->payload = c.cur->owned.get();
+    }
+  }
+  if (!abort_sent_) {
+    // Tell every peer, best effort, so that nobody waits for its deadline.
+    abort_sent_ = true;
+    LOG_WARN("NET/TCP", "communicator failed: %s", err.ToString().c_str());
+    std::string text = err.message();
+    for (int peer = 0; peer < size_; ++peer) {
+      if (peer == rank_ || peers_[peer].gone) continue;
+      TxItem item;
+      item.hdr = wire::MakeHeader(wire::FrameType::kAbort, comm_id_);
+      item.hdr.coll_seq = coll_seq;
+      item.hdr.tag = static_cast<uint32_t>(err.code());
+      item.len = static_cast<uint32_t>(text.size());
+      item.owned.reset(new uint8_t[text.size() + 1]);
+      std::memcpy(item.owned.get(), text.data(), text.size());
+      item.payload = item.owned.get();
+      item.hdr.length = item.len;
+      wire::Seal(&item.hdr, item.payload);
+      EnqueueCtrl(peer, std::move(item));
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  fail_done_ = true;
+  cv_.notify_all();
+}
+
+int TcpTransport::PickConn(int peer) {
+  Peer& p = peers_[peer];
+  const size_t n = p.conns.size();
+  for (size_t i = 0; i < n; ++i) {
+    int ci = p.conns[(p.ack_rr + i) % n];
+    if (conns_[ci].alive && !conns_[ci].blocked) {
+      p.ack_rr = (p.ack_rr + i + 1) % n;
+      return ci;
+    }
+  }
+  for (int ci : p.conns) {
+    if (conns_[ci].alive) return ci;
+  }
+  return -1;
+}
+
+void TcpTransport::EnqueueCtrl(int peer, TxItem item) {
+  int ci = PickConn(peer);
+  if (ci < 0) return;
+  conns_[ci].ctrl.push_back(std::move(item));
+  Flush(ci);
+}
+
+void TcpTransport::PostSend(const OpPtr& op) {
+  if (failed_) {
+    Complete(op, error());
+    return;
+  }
+  Peer& p = peers_[op->peer];
+  if (p.gone) {
+    FailLocked(PeerLost("rank " + std::to_string(op->peer) + " is no longer connected"), op->key.coll_seq);
+    return;
+  }
+  const size_t chunk = std::max<size_t>(1, std::min<size_t>(options_.chunk_bytes, kMaxFrame));
+  size_t nchunks = op->len == 0 ? 1 : (op->len + chunk - 1) / chunk;
+  op->chunks_left = nchunks;
+  for (size_t i = 0; i < nchunks; ++i) {
+    uint64_t seq = p.next_seq++;
+    TxChunk c;
+    c.op = op;
+    c.offset = i * chunk;
+    c.len = static_cast<uint32_t>(std::min(chunk, op->len - c.offset));
+    c.hdr = wire::MakeHeader(wire::FrameType::kData, comm_id_);
+    c.hdr.coll_kind = static_cast<uint8_t>(op->sig.kind);
+    c.hdr.dtype = static_cast<uint8_t>(op->sig.dtype);
+    c.hdr.redop = static_cast<uint8_t>(op->sig.op);
+    c.hdr.root = op->sig.root;
+    c.hdr.count = op->sig.count;
+    c.hdr.coll_seq = op->key.coll_seq;
+    c.hdr.tag = op->key.tag;
+    c.hdr.chunk_seq = seq;
+    c.hdr.offset = c.offset;
+    c.hdr.msg_len = op->len;
+    c.hdr.length = c.len;
+    wire::Seal(&c.hdr, op->buf + c.offset);
+    c.in_ready = true;
+    p.unacked.emplace(seq, std::move(c));
+    p.ready.push_back(seq);
+  }
+  Kick(op->peer);
+}
+
+void TcpTransport::PostRecv(const OpPtr& op) {
+  if (failed_) {
+    Complete(op, error());
+    return;
+  }
+  Peer& p = peers_[op->peer];
+  auto it = p.rx.find(op->key);
+  if (it == p.rx.end()) {
+    if (p.gone) {
+      FailLocked(PeerLost("rank " + std::to_string(op->peer) + " is no longer connected"), op->key.coll_seq);
+      return;
+    }
+    auto msg = std::make_shared<RxMsg>();
+    msg->key = op->key;
+    msg->sig = op->sig;
+    msg->len = op->len;
+    msg->recv = op;
+    p.rx.emplace(op->key, std::move(msg));
+    return;
+  }
+  RxMsg& msg = *it->second;
+  if (!(msg.sig == op->sig) || msg.len != op->len) {
+    FailLocked(Mismatch("collective #" + std::to_string(op->key.coll_seq) + ": rank " +
+                        std::to_string(rank_) + " called " + op->sig.ToString() + " but rank " +
+                        std::to_string(op->peer) + " called " + msg.sig.ToString()),
+               op->key.coll_seq);
+    return;
+  }
+  for (auto [off, len] : msg.staged) std::memcpy(op->buf + off, msg.staging.get() + off, len);
+  msg.staged.clear();
+  msg.recv = op;
+  if (msg.any_chunk && msg.bytes_done == msg.len) {
+    p.rx.erase(it);
+    Complete(op, Status::Ok());
+  }
+}
+
+void TcpTransport::Kick(int peer) {
+  for (int ci : peers_[peer].conns) {
+    if (conns_[ci].alive && !conns_[ci].blocked) Flush(ci);
+  }
+}
+
+void TcpTransport::WatchWrite(int ci, bool on) {
+  epoll_event e{};
+  e.events = EPOLLIN | EPOLLRDHUP;
+  if (on) e.events |= EPOLLOUT;
+  e.data.u64 = static_cast<uint64_t>(ci);
+  epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, conns_[ci].fd.get(), &e);
+}
+
+bool TcpTransport::PullData(int ci) {
+  Conn& c = conns_[ci];
+  Peer& p = peers_[c.peer];
+  while (!p.ready.empty()) {
+    uint64_t seq = p.ready.front();
+    p.ready.pop_front();
+    auto it = p.unacked.find(seq);
+    if (it == p.unacked.end() || !it->second.in_ready) continue;
+    const WireFaults& wf = options_.wire_faults;
+    std::uniform_real_distribution<double> u(0, 1);
+    if (wf.reorder > 0 && it->second.tx_count == 0 && u(rng_) < wf.reorder && !p.ready.empty()) {
+      // Send the next chunk first; this one goes right after it.
+      uint64_t next = p.ready.front();
+      auto nit = p.unacked.find(next);
+      if (nit != p.unacked.end() && nit->second.in_ready) {
+        p.ready.pop_front();
+        p.ready.push_front(seq);
+        it = nit;
+        seq = next;
+      }
+    }
+    TxChunk& ch = it->second;
+    ch.in_ready = false;
+    ch.conn = ci;
+    TxItem item;
+    item.hdr = ch.hdr;
+    item.payload = ch.op->buf + ch.offset;
+    item.len = ch.len;
+    item.is_data = true;
+    item.seq = seq;
+    if (ch.tx_count == 0 && wf.duplicate > 0 && u(rng_) < wf.duplicate) {
+      // A second copy, owned, on another connection when there is one.
+      TxItem dup;
+      dup.hdr = ch.hdr;
+      dup.len = ch.len;
+      dup.owned.reset(new uint8_t[ch.len + 1]);
+      std::memcpy(dup.owned.get(), item.payload, ch.len);
+      dup.payload = dup.owned.get();
+      int other = ci;
+      for (int cj : p.conns) {
+        if (cj != ci && conns_[cj].alive) other = cj;
+      }
+      conns_[other].ctrl.push_back(std::move(dup));
+      if (other != ci && !conns_[other].blocked) Flush(other);
+    }
+    if (ch.tx_count == 0 && wf.corrupt > 0 && ch.len > 0 && u(rng_) < wf.corrupt) {
+      item.owned.reset(new uint8_t[ch.len]);
+      std::memcpy(item.owned.get(), item.payload, ch.len);
+      item.owned[rng_() % ch.len] ^= 0x5A;
+      item.payload = item.owned.get();
+    }
+    c.cur = std::move(item);
+    return true;
+  }
+  return false;
+}
+
+void TcpTransport::Flush(int ci) {
+  Conn& c = conns_[ci];
+  while (c.alive && !c.blocked) {
+    if (!c.cur) {
+      if (!c.ctrl.empty()) {
+        c.cur = std::move(c.ctrl.front());
+        c.ctrl.pop_front();
+        c.cur->sent = 0;
+      } else if (!PullData(ci)) {
+        return;
+      }
+    }
+    TxItem& it = *c.cur;
+    iovec iov[2];
+    int niov = 0;
+    if (it.sent < kHdr) {
+      iov[niov++] = {reinterpret_cast<uint8_t*>(&it.hdr) + it.sent, kHdr - it.sent};
+      if (it.len > 0) iov[niov++] = {const_cast<uint8_t*>(it.payload), it.len};
+    } else {
+      size_t off = it.sent - kHdr;
+      iov[niov++] = {const_cast<uint8_t*>(it.payload) + off, it.len - off};
+    }
+    msghdr mh{};
+    mh.msg_iov = iov;
+    mh.msg_iovlen = static_cast<size_t>(niov);
+    ssize_t n = sendmsg(c.fd.get(), &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        c.blocked = true;
+        WatchWrite(ci, true);
+        return;
+      }
+      ConnFailed(ci, std::string("send: ") + strerror(errno));
+      return;
+    }
+    it.sent += static_cast<size_t>(n);
+    if (it.sent >= kHdr + it.len) {
+      if (it.is_data) {
+        Peer& p = peers_[c.peer];
+        auto ch = p.unacked.find(it.seq);
+        if (ch != p.unacked.end()) {
+          ch->second.sent_at = Clock::now();
+          ch->second.tx_count++;
+        }
+        st_frames_sent_++;
+        st_rail_bytes_[c.rail] += it.len;
+      }
+      c.cur.reset();
+    }
+  }
+}
+
+void TcpTransport::OnReadable(int ci) {
+  size_t budget = kReadBudget;
+  while (budget > 0 && conns_[ci].alive) {
+    Conn& c = conns_[ci];
+    ssize_t n;
+    if (!c.in_payload) {
+      n = recv(c.fd.get(), reinterpret_cast<uint8_t*>(&c.hdr) + c.hdr_got, kHdr - c.hdr_got,
+               MSG_DONTWAIT);
+    } else {
+      size_t want = c.hdr.length - c.payload_got;
+      uint8_t* to = c.dst ? c.dst + c.payload_got : discard_.get();
+      if (!c.dst && want > kDiscardBytes) want = kDiscardBytes;
+      if (c.dst == nullptr && !c.text.empty()) {
+        to = reinterpret_cast<uint8_t*>(c.text.data()) + c.payload_got;
+      }
+      n = recv(c.fd.get(), to, want, MSG_DONTWAIT);
+    }
+    if (n == 0) {
+      Peer& p = peers_[c.peer];
+      if (p.closing && !c.in_payload && c.hdr_got == 0) {
+        c.alive = false;
+        epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
+        c.fd.Reset();
+        bool any = false;
+        for (int cj : p.conns) any |= conns_[cj].alive;
+        if (!any) PeerGone(c.peer, "rank " + std::to_string(c.peer) + " closed its communicator");
+      } else {
+        ConnFailed(ci, "connection closed by " + ConnLabel(c.peer, c.rail, c.channel));
+      }
+      return;
+    }
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      ConnFailed(ci, std::string("recv: ") + strerror(errno));
+      return;
+    }
+    budget -= std::min(budget, static_cast<size_t>(n));
+    if (!c.in_payload) {
+      c.hdr_got += static_cast<size_t>(n);
+      if (c.hdr_got == kHdr) OnHeader(ci);
+    } else {
+      c.payload_got += static_cast<size_t>(n);
+      if (c.payload_got == c.hdr.length) OnPayloadDone(ci);
+    }
+  }
+}
+
+void TcpTransport::OnHeader(int ci) {
+  Conn& c = conns_[ci];
+  c.hdr_got = 0;
+  const wire::FrameHeader& h = c.hdr;
+  if (!wire::HeaderValid(h) || h.comm_id != comm_id_ || h.length > kMaxFrame) {
+    st_crc_++;
+    LOG_WARN("NET/TCP", "corrupt frame header from %s: dropping the connection",
+             ConnLabel(c.peer, c.rail, c.channel).c_str());
+    ConnFailed(ci, "corrupt frame header");
+    return;
+  }
+  Peer& p = peers_[c.peer];
+  auto type = static_cast<wire::FrameType>(h.type);
+  c.dst = nullptr;
+  c.msg.reset();
+  c.text.clear();
+  c.payload_got = 0;
+  switch (type) {
+    case wire::FrameType::kAck:
+      HandleAck(c.peer, h.chunk_seq);
+      return;
+    case wire::FrameType::kNack:
+      HandleNack(c.peer, h.chunk_seq);
+      return;
+    case wire::FrameType::kBye:
+      HandleAck(c.peer, h.chunk_seq);
+      p.closing = true;
+      return;
+    case wire::FrameType::kAbort:
+      if (h.length == 0) {
+        OnPayloadDone(ci);
+        return;
+      }
+      c.text.assign(h.length, '\0');
+      c.in_payload = true;
+      return;
+    case wire::FrameType::kData:
+      break;
+    default:
+      ConnFailed(ci, "unexpected frame type " + std::to_string(h.type));
+      return;
+  }
+  if (h.offset + h.length > h.msg_len) {
+    st_crc_++;
+    ConnFailed(ci, "data frame outside its message");
+    return;
+  }
+  const uint64_t seq = h.chunk_seq;
+  bool dup = seq < p.cum || p.above.count(seq) > 0 || p.inflight.count(seq) > 0;
+  if (!dup && !failed_) {
+    MsgKey key{h.coll_seq, h.tag};
+    Signature sig;
+    sig.kind = static_cast<CollKind>(h.coll_kind);
+    sig.dtype = static_cast<DataType>(h.dtype);
+    sig.op = static_cast<ReduceOp>(h.redop);
+    sig.root = h.root;
+    sig.count = h.count;
+    auto it = p.rx.find(key);
+    if (it == p.rx.end()) {
+      auto msg = std::make_shared<RxMsg>();
+      msg->key = key;
+      msg->sig = sig;
+      msg->len = h.msg_len;
+      if (h.msg_len > 0) msg->staging.reset(new uint8_t[h.msg_len]);
+      it = p.rx.emplace(key, std::move(msg)).first;
+    } else if (!(it->second->sig == sig) || it->second->len != h.msg_len) {
+      const Signature& mine = it->second->sig;
+      FailLocked(Mismatch("collective #" + std::to_string(h.coll_seq) + ": rank " +
+                          std::to_string(rank_) + " called " + mine.ToString() + " but rank " +
+                          std::to_string(c.peer) + " called " + sig.ToString()),
+                 h.coll_seq);
+    }
+    if (!failed_) {
+      c.msg = it->second;
+      c.into_staging = !c.msg->recv;
+      c.dst = (c.into_staging ? c.msg->staging.get() : c.msg->recv->buf) + h.offset;
+      p.inflight.insert(seq);
+    }
+  } else if (dup) {
+    st_dups_++;
+  }
+  if (h.length == 0) {
+    OnPayloadDone(ci);
+    return;
+  }
+  c.in_payload = true;
+}
+
+void TcpTransport::OnPayloadDone(int ci) {
+  Conn& c = conns_[ci];
+  c.in_payload = false;
+  const wire::FrameHeader h = c.hdr;
+  Peer& p = peers_[c.peer];
+  if (h.type == static_cast<uint8_t>(wire::FrameType::kAbort)) {
+    uint32_t crc = h.length ? Crc32c(c.text.data(), h.length) : 0;
+    std::string reason = crc == h.payload_crc ? c.text : std::string("(corrupt reason)");
+    c.text.clear();
+    auto code = static_cast<Code>(h.tag);
+    if (code == Code::kOk || static_cast<int>(code) > static_cast<int>(Code::kInternal)) {
+      code = Code::kAborted;
+    }
+    if (code == Code::kTimeout || code == Code::kInternal) code = Code::kAborted;
+    FailLocked(Status(code, "rank " + std::to_string(c.peer) + " aborted collective #" +
+                                std::to_string(h.coll_seq) + ": " + reason),
+               h.coll_seq);
+    return;
+  }
+  auto msg = std::move(c.msg);
+  uint8_t* dst = c.dst;
+  c.dst = nullptr;
+  if (!msg) return;  // discarded (duplicate or after failure)
+  const uint64_t seq = h.chunk_seq;
+  p.inflight.erase(seq);
+  st_frames_recv_++;
+  uint32_t crc = h.length ? Crc32c(dst, h.length) : 0;
+  if (crc != h.payload_crc) {
+    st_crc_++;
+    LOG_WARN("NET/TCP", "CRC mismatch on chunk %lu from %s: dropped, asking for a resend",
+             static_cast<unsigned long>(seq), ConnLabel(c.peer, c.rail, c.channel).c_str());
+    TxItem nack;
+    nack.hdr = wire::MakeHeader(wire::FrameType::kNack, comm_id_);
+    nack.hdr.chunk_seq = seq;
+    wire::Seal(&nack.hdr, nullptr);
+    st_nacks_++;
+    EnqueueCtrl(c.peer, std::move(nack));
+    return;
+  }
+  // Accepted: advance the cumulative acknowledgement.
+  if (seq == p.cum) {
+    ++p.cum;
+    while (!p.above.empty() && *p.above.begin() == p.cum) {
+      p.above.erase(p.above.begin());
+      ++p.cum;
+    }
+  } else {
+    p.above.insert(seq);
+    st_ooo_++;
+  }
+  p.ack_dirty = true;
+  msg->any_chunk = true;
+  msg->bytes_done += h.length;
+  if (c.into_staging) {
+    if (msg->recv) {
+      std::memcpy(msg->recv->buf + h.offset, dst, h.length);
+    } else {
+      msg->staged.emplace_back(h.offset, h.length);
+    }
+  }
+  if (msg->bytes_done == msg->len && msg->recv) {
+    p.rx.erase(msg->key);
+    Complete(msg->recv, Status::Ok());
+  }
+}
+
+void TcpTransport::HandleAck(int peer, uint64_t cum) {
+  Peer& p = peers_[peer];
+  while (!p.unacked.empty() && p.unacked.begin()->first < cum) {
+    auto it = p.unacked.begin();
+    DetachInflight(peer, it->first);
+    OpPtr op = it->second.op;
+    p.unacked.erase(it);
+    if (--op->chunks_left == 0) Complete(op, Status::Ok());
+  }
+}
+
+void TcpTransport::HandleNack(int peer, uint64_t seq) {
+  Peer& p = peers_[peer];
+  auto it = p.unacked.find(seq);
+  if (it == p.unacked.end() || it->second.in_ready) return;
+  st_retx_++;
+  Requeue(p, {seq});
+  Kick(peer);
+}
+
+void TcpTransport::DetachInflight(int peer, uint64_t seq) {
+  // A chunk being written when it is acknowledged (a resent copy) must not keep pointing
+  // into a buffer the user gets back: copy what is left of it.
+  for (int ci : peers_[peer].conns) {
+    Conn& c = conns_[ci];
+    if (!c.cur || !c.cur->is_data || c.cur->seq != seq || c.cur->owned) continue;
+    c.cur->owned.reset(new uint8_t[c.cur->len + 1]);
+    std::memcpy(c.cur->owned.get(), c.cur->payload, c.cur->len);
+    c.cur->payload = c.cur->owned.get();
+  }
+}
+
+void TcpTransport::Requeue(Peer& p, std::vector<uint64_t> seqs) {
+  std::sort(seqs.begin(), seqs.end());
+  for (auto it = seqs.rbegin(); it != seqs.rend(); ++it) {
+    auto ch = p.unacked.find(*it);
+    if (ch == p.unacked.end() || ch->second.in_ready) continue;
+    ch->second.in_ready = true;
+    ch->second.conn = -1;
+    p.ready.push_front(*it);
+  }
+}
+
+void TcpTransport::ConnFailed(int ci, const std::string& reason) {
+  Conn& c = conns_[ci];
+  if (!c.alive) return;
+  c.alive = false;
+  const int peer = c.peer;
+  Peer& p = peers_[peer];
+  epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
+  c.fd.Reset();
+  if (c.in_payload && c.msg) p.inflight.erase(c.hdr.chunk_seq);
+  c.in_payload = false;
+  c.msg.reset();
+  c.dst = nullptr;
+  c.cur.reset();
+  c.ctrl.clear();
+  std::vector<uint64_t> lost;
+  for (auto& [seq, ch] : p.unacked) {
+    if (ch.conn == ci && !ch.in_ready) lost.push_back(seq);
+  }
+  bool any = false;
+  for (int cj : p.conns) any |= conns_[cj].alive;
+  if (stopping_) return;
+  if (!any) {
+    PeerGone(peer, reason);
+    return;
+  }
+  LOG_WARN("NET/TCP", "%s failed (%s): resending %zu unacknowledged chunks on the other paths",
+           ConnLabel(peer, c.rail, c.channel).c_str(), reason.c_str(), lost.size());
+  st_retx_ += lost.size();
+  Requeue(p, std::move(lost));
+  p.ack_dirty = true;
+  Kick(peer);
+}
+
+void TcpTransport::PeerGone(int peer, const std::string& reason) {
+  Peer& p = peers_[peer];
+  if (p.gone) return;
+  p.gone = true;
+  if (stopping_) return;
+  bool pending = !p.unacked.empty();
+  for (auto& [key, msg] : p.rx) pending |= static_cast<bool>(msg->recv);
+  if (p.closing && !pending) {
+    LOG_INFO("NET/TCP", "rank %d closed its communicator", peer);
+    return;
+  }
+  FailLocked(PeerLost("lost every connection to rank " + std::to_string(peer) + " (" + reason + ")"), 0);
+}
+
+void TcpTransport::SendAcks() {
+  for (int peer = 0; peer < size_; ++peer) {
+    Peer& p = peers_[peer];
+    if (!p.ack_dirty) continue;
+    p.ack_dirty = false;
+    TxItem ack;
+    ack.hdr = wire::MakeHeader(wire::FrameType::kAck, comm_id_);
+    ack.hdr.chunk_seq = p.cum;
+    wire::Seal(&ack.hdr, nullptr);
+    st_acks_++;
+    EnqueueCtrl(peer, std::move(ack));
+  }
+}
+
+void TcpTransport::CheckTimers() {
+  auto now = Clock::now();
+  for (int peer = 0; peer < size_; ++peer) {
+    Peer& p = peers_[peer];
+    if (p.unacked.empty()) continue;
+    auto& [seq, ch] = *p.unacked.begin();
+    if (ch.tx_count == 0 || ch.in_ready ||
+        (ch.conn >= 0 && conns_[ch.conn].cur && conns_[ch.conn].cur->seq == seq)) {
+      continue;
+    }
+    if (now - ch.sent_at < options_.retransmit_timeout) continue;
+    LOG_INFO("NET/TCP", "chunk %lu to rank %d unacknowledged for %lld ms: resending",
+             static_cast<unsigned long>(seq), peer,
+             static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(now - ch.sent_at).count()));
+    ch.sent_at = now;
+    st_retx_++;
+    Requeue(p, {seq});
+    Kick(peer);
+  }
+}
+
+}  // namespace tcp
+}  // namespace ftccl::transport

@@ -1,0 +1,181 @@
+// TCP implementation of the transport: `channels_per_rail` connections per peer per rail,
+// driven by one progress thread with epoll. Large messages are cut into chunks; each connection
+// pulls the next chunk of a peer when it can write, so faster paths carry more. See wire.h for
+// the frame format and transport/transport.h for the contract.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <set>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "bootstrap.h"
+#include "net.h"
+#include "transport/transport.h"
+#include "wire.h"
+
+namespace ftccl::transport::tcp {
+
+class TcpTransport final : public Transport {
+ public:
+  // Opens one listener per rail on the given local addresses (ephemeral ports).
+  static Result<std::vector<std::pair<net::Fd, net::Endpoint>>> OpenListeners(
+      const std::vector<uint32_t>& rail_ips);
+
+  // Establishes every connection of the mesh (rank j > i connects to i on every rail and
+  // channel, from j's own rail address) before `deadline`. Does not start the progress thread.
+  static Result<std::unique_ptr<TcpTransport>> Connect(
+      const CommOptions& options, const BootstrapTable& table,
+      std::vector<std::pair<net::Fd, net::Endpoint>> listeners, const std::vector<uint32_t>& rail_ips,
+      Clock::time_point deadline);
+
+  ~TcpTransport() override;
+  TcpTransport(const TcpTransport&) = delete;
+  TcpTransport& operator=(const TcpTransport&) = delete;
+
+  // Starts the progress thread. REQUIRES: called once, after Connect.
+  Status Start();
+
+  OpPtr Send(int peer, const MsgKey& key, const Signature& sig, const void* buf,
+             size_t len) override;
+  OpPtr Recv(int peer, const MsgKey& key, const Signature& sig, void* buf, size_t len) override;
+  Status Wait(const OpPtr& op, Clock::time_point deadline) override;
+  void Fail(const Status& why, uint64_t coll_seq) override;
+  Status error() const override;
+  CommStats Stats() const override;
+  void Shutdown() override;
+
+ private:
+  struct TxItem {
+    wire::FrameHeader hdr;
+    const uint8_t* payload = nullptr;
+    std::unique_ptr<uint8_t[]> owned;  // payload copies that must outlive the user's buffer
+    uint32_t len = 0;
+    bool is_data = false;
+    uint64_t seq = 0;
+    size_t sent = 0;  // bytes of header + payload written so far
+  };
+  struct RxMsg {
+    MsgKey key;
+    Signature sig;
+    uint64_t len = 0;
+    OpPtr recv;                          // the posted receive, if any yet
+    std::unique_ptr<uint8_t[]> staging;  // data that arrived before the receive was posted
+    std::vector<std::pair<uint64_t, uint32_t>> staged;  // (offset, len) complete in staging
+    uint64_t bytes_done = 0;
+    bool any_chunk = false;
+  };
+  struct Conn {
+    net::Fd fd;
+    int peer = -1;
+    int rail = 0;
+    int channel = 0;
+    bool alive = true;
+    bool blocked = false;  // waiting for EPOLLOUT
+    bool half_closed = false;
+    std::deque<TxItem> ctrl;
+    std::optional<TxItem> cur;
+    // Receive state machine.
+    wire::FrameHeader hdr;
+    size_t hdr_got = 0;
+    bool in_payload = false;
+    uint8_t* dst = nullptr;  // nullptr: discard
+    size_t payload_got = 0;
+    std::shared_ptr<RxMsg> msg;
+    bool into_staging = false;
+    std::string text;  // abort reason
+  };
+  struct TxChunk {
+    OpPtr op;
+    uint64_t offset = 0;
+    uint32_t len = 0;
+    wire::FrameHeader hdr;
+    Clock::time_point sent_at;
+    int conn = -1;
+    int tx_count = 0;
+    bool in_ready = false;
+  };
+  struct Peer {
+    std::vector<int> conns;
+    uint64_t next_seq = 0;
+    std::map<uint64_t, TxChunk> unacked;
+    std::deque<uint64_t> ready;
+    uint64_t cum = 0;
+    std::set<uint64_t> above;
+    std::unordered_set<uint64_t> inflight;
+    std::map<MsgKey, std::shared_ptr<RxMsg>> rx;
+    bool ack_dirty = false;
+    size_t ack_rr = 0;
+    bool closing = false;  // BYE received
+    bool gone = false;     // no connection left
+  };
+
+  TcpTransport(const CommOptions& options, const BootstrapTable& table);
+
+  // Progress thread.
+  void Loop();
+  void RunCommands();
+  void PostSend(const OpPtr& op);
+  void PostRecv(const OpPtr& op);
+  void Kick(int peer);
+  void Flush(int ci);
+  bool PullData(int ci);
+  void OnReadable(int ci);
+  void OnHeader(int ci);
+  void OnPayloadDone(int ci);
+  void HandleAck(int peer, uint64_t cum);
+  void HandleNack(int peer, uint64_t seq);
+  void DetachInflight(int peer, uint64_t seq);
+  void ConnFailed(int ci, const std::string& reason);
+  void PeerGone(int peer, const std::string& reason);
+  void SendAcks();
+  void CheckTimers();
+  void Requeue(Peer& p, std::vector<uint64_t> seqs);
+  void EnqueueCtrl(int peer, TxItem item);
+  void Complete(const OpPtr& op, Status st);
+  void FailLocked(const Status& why, uint64_t coll_seq);
+  void WatchWrite(int ci, bool on);
+  void Post(std::function<void()> fn);
+  int PickConn(int peer);
+
+  const CommOptions options_;
+  const int rank_;
+  const int size_;
+  const int num_rails_;
+  const uint64_t comm_id_;
+
+  std::vector<Conn> conns_;
+  std::vector<Peer> peers_;
+  net::Fd epoll_;
+  net::Fd wake_;
+  std::thread thread_;
+  bool started_ = false;
+  bool stopping_ = false;  // progress thread: shutdown requested
+  std::unique_ptr<uint8_t[]> discard_;
+  std::mt19937_64 rng_;
+
+  std::mutex cmd_mu_;
+  std::vector<std::function<void()>> cmds_;
+
+  mutable std::mutex mu_;  // guards error_ and op completion
+  std::condition_variable cv_;
+  Status error_;
+  std::atomic<bool> failed_{false};
+  bool fail_done_ = false;   // guarded by mu_: FailLocked ran
+  bool abort_sent_ = false;  // progress thread
+
+  // Statistics (written by the progress thread).
+  std::atomic<uint64_t> st_frames_sent_{0}, st_frames_recv_{0}, st_retx_{0}, st_crc_{0},
+      st_dups_{0}, st_ooo_{0}, st_acks_{0}, st_nacks_{0};
+  std::unique_ptr<std::atomic<uint64_t>[]> st_rail_bytes_;
+};
+
+}  // namespace ftccl::transport::tcp

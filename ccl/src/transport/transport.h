@@ -1,0 +1,91 @@
+// The transport interface: reliable, message-oriented sends and receives between ranks over
+// every rail, with deadlines and a sticky communicator-wide error.
+//
+// A message is `len` bytes identified by (coll_seq, tag) between an ordered pair of ranks and
+// carries the Signature of the collective it belongs to; a receive whose signature or length
+// differs from the sender's fails the communicator with kMismatch. Send and Recv never block:
+// they return an Op that completes later. A send completes only when the receiver has
+// acknowledged every chunk, so the sender can resend any chunk (on any connection) until then:
+// that is what makes failover lossless. Buffers must stay valid until the Op completes.
+//
+// Thread-safety: Send, Recv, Wait, Fail, error and Stats may be called from any thread. All
+// socket work happens on the transport's own progress thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "ftccl/communicator.h"
+#include "ftccl/status.h"
+#include "ftccl/types.h"
+
+namespace ftccl::transport {
+
+struct MsgKey {
+  uint64_t coll_seq = 0;
+  uint32_t tag = 0;
+  bool operator<(const MsgKey& o) const {
+    return coll_seq != o.coll_seq ? coll_seq < o.coll_seq : tag < o.tag;
+  }
+  bool operator==(const MsgKey& o) const { return coll_seq == o.coll_seq && tag == o.tag; }
+};
+
+// What collective a message belongs to; must match between sender and receiver.
+struct Signature {
+  CollKind kind = CollKind::kBarrier;
+  DataType dtype = DataType::kU8;
+  ReduceOp op = ReduceOp::kSum;
+  int32_t root = 0;
+  uint64_t count = 0;
+  bool operator==(const Signature& o) const {
+    return kind == o.kind && dtype == o.dtype && op == o.op && root == o.root && count == o.count;
+  }
+  std::string ToString() const;
+};
+
+// A posted send or receive. Fields other than `done`/`status` belong to the transport.
+struct Op {
+  enum class Kind { kSend, kRecv };
+  Kind kind = Kind::kSend;
+  int peer = -1;
+  MsgKey key;
+  Signature sig;
+  uint8_t* buf = nullptr;
+  size_t len = 0;
+  // Progress-thread bookkeeping.
+  size_t chunks_left = 0;
+  bool finished = false;
+  // Completion, published with release semantics once `status` is final.
+  std::atomic<bool> done{false};
+  Status status;
+};
+using OpPtr = std::shared_ptr<Op>;
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  virtual OpPtr Send(int peer, const MsgKey& key, const Signature& sig, const void* buf,
+                     size_t len) = 0;
+  virtual OpPtr Recv(int peer, const MsgKey& key, const Signature& sig, void* buf, size_t len) = 0;
+
+  // Waits until `op` completes (its status), the transport fails (the sticky error) or
+  // `deadline` passes (kTimeout).
+  virtual Status Wait(const OpPtr& op, Clock::time_point deadline) = 0;
+
+  // Puts the communicator into the sticky error state `why`: every pending op fails with it
+  // and every peer is told to abort collective `coll_seq`. The first call wins.
+  virtual void Fail(const Status& why, uint64_t coll_seq) = 0;
+  virtual Status error() const = 0;
+
+  virtual CommStats Stats() const = 0;
+
+  // Orderly close: tells every peer (with a final acknowledgement), then stops the progress
+  // thread and closes every socket. Bounded in time. Idempotent.
+  virtual void Shutdown() = 0;
+};
+
+}  // namespace ftccl::transport
