@@ -26,6 +26,13 @@ struct Ctx {
     return t->Recv(peer, {coll_seq, tag}, sig, buf, len);
   }
   Status Wait(const transport::OpPtr& op) const { return t->Wait(op, deadline); }
+  // True when every op has completed successfully (never blocks).
+  static bool AllDone(const std::vector<transport::OpPtr>& ops) {
+    for (const auto& op : ops) {
+      if (!op->done.load(std::memory_order_acquire) || !op->status.ok()) return false;
+    }
+    return true;
+  }
   Status WaitAll(const std::vector<transport::OpPtr>& ops) const {
     for (const auto& op : ops) {
       if (op) FTCCL_RETURN_IF_ERROR(Wait(op));

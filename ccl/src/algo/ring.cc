@@ -46,10 +46,12 @@ Status AllReduceRing(const Ctx& ctx, const void* send, void* recv, size_t count,
       rs_recvs[s].push_back(ctx.Recv(prev, Tag(kReduceScatter, s, k), tmp_at(s) + sl.off * es, sl.len * es));
     }
   };
+  int ag_posted = 0;  // allgather receives are posted for steps < ag_posted
   auto post_ag_recv = [&](int s) -> Status {
     // This block was sent from `out` (or, in place, from `in`) during reduce-scatter step s:
     // wait for those acknowledgements before it may be overwritten.
     FTCCL_RETURN_IF_ERROR(ctx.WaitAll(rs_sends[s]));
+    ag_posted = s + 1;
     Range b = Block(count, n, Mod(r - s, n));
     size_t ns = NumSlices(b.len, se);
     for (size_t k = 0; k < ns; ++k) {
@@ -78,6 +80,11 @@ Status AllReduceRing(const Ctx& ctx, const void* send, void* recv, size_t count,
       Range sl = Slice(b.len, se, k);
       uint8_t* dst = out + (b.off + sl.off) * es;
       ReduceInto(dt, op, dst, in + (b.off + sl.off) * es, tmp_at(s) + sl.off * es, sl.len);
+      // Post allgather receives as early as their buffers are free, so that data arriving
+      // early lands in place instead of in a staging copy.
+      while (ag_posted < steps && ag_posted <= s && ctx.AllDone(rs_sends[ag_posted])) {
+        FTCCL_RETURN_IF_ERROR(post_ag_recv(ag_posted));
+      }
       if (s + 1 < steps) {
         rs_sends[s + 1].push_back(ctx.Send(next, Tag(kReduceScatter, s + 1, k), dst, sl.len * es));
       } else {
@@ -88,7 +95,7 @@ Status AllReduceRing(const Ctx& ctx, const void* send, void* recv, size_t count,
     }
   }
   for (int s = 0; s < steps; ++s) {
-    FTCCL_RETURN_IF_ERROR(post_ag_recv(s));
+    if (ag_posted <= s) FTCCL_RETURN_IF_ERROR(post_ag_recv(s));
     Range b = Block(count, n, Mod(r - s, n));
     size_t ns = NumSlices(b.len, se);
     for (size_t k = 0; k < ns; ++k) {
