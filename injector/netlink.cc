@@ -1,0 +1,251 @@
+#include "injector/netlink.h"
+
+#include <linux/if.h>
+#include <netlink/route/addr.h>
+#include <netlink/route/link/bridge.h>
+#include <netlink/route/link/veth.h>
+
+#include <memory>
+
+#include "injector/netns.h"
+
+namespace faultline {
+namespace {
+
+struct LinkDeleter {
+  void operator()(rtnl_link* l) const { rtnl_link_put(l); }
+};
+using LinkPtr = std::unique_ptr<rtnl_link, LinkDeleter>;
+struct CacheDeleter {
+  void operator()(nl_cache* c) const { nl_cache_free(c); }
+};
+using CachePtr = std::unique_ptr<nl_cache, CacheDeleter>;
+struct AddrDeleter {
+  void operator()(rtnl_addr* a) const { rtnl_addr_put(a); }
+};
+struct NlAddrDeleter {
+  void operator()(nl_addr* a) const { nl_addr_put(a); }
+};
+
+LinkState ToState(rtnl_link* link) {
+  LinkState s;
+  s.ifindex = rtnl_link_get_ifindex(link);
+  const char* name = rtnl_link_get_name(link);
+  s.name = name ? name : "";
+  s.flags = rtnl_link_get_flags(link);
+  s.admin_up = (s.flags & IFF_UP) != 0;
+  s.carrier = (s.flags & IFF_LOWER_UP) != 0;
+  s.running = (s.flags & IFF_RUNNING) != 0;
+  char buf[64];
+  s.operstate = rtnl_link_operstate2str(rtnl_link_get_operstate(link), buf, sizeof(buf));
+  const char* kind = rtnl_link_get_type(link);
+  s.kind = kind ? kind : "";
+  s.link_ifindex = rtnl_link_get_link(link);
+  int32_t nsid = -1;
+  if (rtnl_link_get_link_netnsid(link, &nsid) != 0) nsid = -1;
+  s.link_netnsid = nsid;
+  s.master_ifindex = rtnl_link_get_master(link);
+  return s;
+}
+
+Result<LinkPtr> FetchLink(NlSock& sock, int ifindex, std::string_view name) {
+  rtnl_link* link = nullptr;
+  std::string n(name);
+  int err = rtnl_link_get_kernel(sock.get(), ifindex, ifindex ? nullptr : n.c_str(), &link);
+  if (err < 0) {
+    if (err == -NLE_OBJ_NOTFOUND || err == -NLE_NODEV) {
+      return NotFound(ifindex ? "no interface with index " + std::to_string(ifindex)
+                              : "no interface named '" + n + "'");
+    }
+    return NlStatus(ifindex ? "get link " + std::to_string(ifindex) : "get link " + n, err);
+  }
+  return LinkPtr(link);
+}
+
+}  // namespace
+
+Status NlStatus(const std::string& what, int nl_err) {
+  int e = nl_err < 0 ? -nl_err : nl_err;
+  std::string msg = what + ": " + nl_geterror(e);
+  switch (e) {
+    case NLE_OBJ_NOTFOUND:
+    case NLE_NODEV:
+      return NotFound(msg);
+    case NLE_EXIST:
+      return AlreadyExists(msg);
+    case NLE_PERM:
+      return PermissionDenied(msg);
+    case NLE_OPNOTSUPP:
+      return Unavailable(msg);
+    case NLE_INVAL:
+    case NLE_RANGE:
+      return InvalidArgument(msg);
+    default:
+      return KernelError(msg);
+  }
+}
+
+Result<NlSock> NlSock::Connect(int protocol) {
+  nl_sock* s = nl_socket_alloc();
+  if (s == nullptr) return Internal("nl_socket_alloc failed");
+  int err = nl_connect(s, protocol);
+  if (err < 0) {
+    nl_socket_free(s);
+    return NlStatus("nl_connect", err);
+  }
+  return NlSock(s);
+}
+
+Result<NlSock> NlSock::ConnectInNetns(std::string_view netns, int protocol) {
+  FL_ASSIGN_OR_RETURN(ScopedNetns in, ScopedNetns::Enter(netns));
+  return Connect(protocol);
+}
+
+NlSock::NlSock(NlSock&& other) noexcept : sock_(other.sock_) { other.sock_ = nullptr; }
+
+NlSock& NlSock::operator=(NlSock&& other) noexcept {
+  if (this != &other) {
+    if (sock_) nl_socket_free(sock_);
+    sock_ = other.sock_;
+    other.sock_ = nullptr;
+  }
+  return *this;
+}
+
+NlSock::~NlSock() {
+  if (sock_) nl_socket_free(sock_);
+}
+
+Result<LinkState> GetLink(NlSock& sock, std::string_view name) {
+  FL_ASSIGN_OR_RETURN(LinkPtr link, FetchLink(sock, 0, name));
+  return ToState(link.get());
+}
+
+Result<LinkState> GetLinkByIndex(NlSock& sock, int ifindex) {
+  FL_ASSIGN_OR_RETURN(LinkPtr link, FetchLink(sock, ifindex, ""));
+  return ToState(link.get());
+}
+
+Result<std::vector<LinkState>> ListLinks(NlSock& sock) {
+  nl_cache* cache = nullptr;
+  int err = rtnl_link_alloc_cache(sock.get(), AF_UNSPEC, &cache);
+  if (err < 0) return NlStatus("dump links", err);
+  CachePtr owned(cache);
+  std::vector<LinkState> out;
+  for (nl_object* o = nl_cache_get_first(cache); o != nullptr; o = nl_cache_get_next(o)) {
+    out.push_back(ToState(reinterpret_cast<rtnl_link*>(o)));
+  }
+  return out;
+}
+
+Status SetLinkUp(NlSock& sock, std::string_view name, bool up) {
+  FL_ASSIGN_OR_RETURN(LinkPtr orig, FetchLink(sock, 0, name));
+  LinkPtr change(rtnl_link_alloc());
+  if (!change) return Internal("rtnl_link_alloc failed");
+  if (up) {
+    rtnl_link_set_flags(change.get(), IFF_UP);
+  } else {
+    rtnl_link_unset_flags(change.get(), IFF_UP);
+  }
+  int err = rtnl_link_change(sock.get(), orig.get(), change.get(), 0);
+  if (err < 0) return NlStatus(std::string("set ") + std::string(name) + (up ? " up" : " down"), err);
+  return Status::Ok();
+}
+
+Status CreateVeth(NlSock& sock, std::string_view name, std::string_view peer_name,
+                  int peer_netns_fd) {
+  LinkPtr link(rtnl_link_veth_alloc());
+  if (!link) return Internal("rtnl_link_veth_alloc failed");
+  std::string n(name), p(peer_name);
+  rtnl_link_set_name(link.get(), n.c_str());
+  rtnl_link* peer = rtnl_link_veth_get_peer(link.get());
+  rtnl_link_set_name(peer, p.c_str());
+  if (peer_netns_fd >= 0) rtnl_link_set_ns_fd(peer, peer_netns_fd);
+  rtnl_link_put(peer);
+  int err = rtnl_link_add(sock.get(), link.get(), NLM_F_CREATE | NLM_F_EXCL);
+  if (err < 0) return NlStatus("create veth " + n + " <-> " + p, err);
+  return Status::Ok();
+}
+
+Status DeleteLink(NlSock& sock, std::string_view name) {
+  FL_ASSIGN_OR_RETURN(LinkPtr link, FetchLink(sock, 0, name));
+  int err = rtnl_link_delete(sock.get(), link.get());
+  if (err < 0) return NlStatus("delete link " + std::string(name), err);
+  return Status::Ok();
+}
+
+Status MoveLinkToNetns(NlSock& sock, std::string_view name, int netns_fd) {
+  FL_ASSIGN_OR_RETURN(LinkPtr orig, FetchLink(sock, 0, name));
+  LinkPtr change(rtnl_link_alloc());
+  if (!change) return Internal("rtnl_link_alloc failed");
+  rtnl_link_set_ns_fd(change.get(), netns_fd);
+  int err = rtnl_link_change(sock.get(), orig.get(), change.get(), 0);
+  if (err < 0) return NlStatus("move link " + std::string(name) + " to another namespace", err);
+  return Status::Ok();
+}
+
+Status CreateBridge(NlSock& sock, std::string_view name) {
+  LinkPtr link(rtnl_link_bridge_alloc());
+  if (!link) return Internal("rtnl_link_bridge_alloc failed");
+  std::string n(name);
+  rtnl_link_set_name(link.get(), n.c_str());
+  int err = rtnl_link_add(sock.get(), link.get(), NLM_F_CREATE | NLM_F_EXCL);
+  if (err < 0) return NlStatus("create bridge " + n, err);
+  return Status::Ok();
+}
+
+Status SetMaster(NlSock& sock, std::string_view name, std::string_view master) {
+  FL_ASSIGN_OR_RETURN(LinkPtr orig, FetchLink(sock, 0, name));
+  FL_ASSIGN_OR_RETURN(LinkPtr m, FetchLink(sock, 0, master));
+  LinkPtr change(rtnl_link_alloc());
+  if (!change) return Internal("rtnl_link_alloc failed");
+  rtnl_link_set_master(change.get(), rtnl_link_get_ifindex(m.get()));
+  int err = rtnl_link_change(sock.get(), orig.get(), change.get(), 0);
+  if (err < 0) return NlStatus("enslave " + std::string(name) + " to " + std::string(master), err);
+  return Status::Ok();
+}
+
+Result<std::vector<std::string>> ListAddresses(NlSock& sock, int ifindex) {
+  nl_cache* cache = nullptr;
+  int err = rtnl_addr_alloc_cache(sock.get(), &cache);
+  if (err < 0) return NlStatus("dump addresses", err);
+  CachePtr owned(cache);
+  std::vector<std::string> out;
+  for (nl_object* o = nl_cache_get_first(cache); o != nullptr; o = nl_cache_get_next(o)) {
+    auto* a = reinterpret_cast<rtnl_addr*>(o);
+    if (rtnl_addr_get_ifindex(a) != ifindex) continue;
+    nl_addr* local = rtnl_addr_get_local(a);
+    if (local == nullptr) continue;
+    // Skip kernel-generated IPv6 link-local addresses: they come back by themselves.
+    if (rtnl_addr_get_family(a) == AF_INET6 && rtnl_addr_get_scope(a) == 253) continue;
+    char buf[128];
+    nl_addr2str(local, buf, sizeof(buf));
+    std::string s(buf);
+    if (s.find('/') == std::string::npos) {
+      s.push_back('/');
+      s.append(std::to_string(rtnl_addr_get_prefixlen(a)));
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+Status AddAddress(NlSock& sock, int ifindex, std::string_view cidr) {
+  std::string c(cidr);
+  nl_addr* local = nullptr;
+  int err = nl_addr_parse(c.c_str(), AF_UNSPEC, &local);
+  if (err < 0) return InvalidArgument("malformed address '" + c + "'");
+  std::unique_ptr<nl_addr, NlAddrDeleter> local_owned(local);
+  std::unique_ptr<rtnl_addr, AddrDeleter> addr(rtnl_addr_alloc());
+  if (!addr) return Internal("rtnl_addr_alloc failed");
+  rtnl_addr_set_ifindex(addr.get(), ifindex);
+  rtnl_addr_set_family(addr.get(), nl_addr_get_family(local));
+  err = rtnl_addr_set_local(addr.get(), local);
+  if (err < 0) return NlStatus("set address " + c, err);
+  rtnl_addr_set_prefixlen(addr.get(), nl_addr_get_prefixlen(local));
+  err = rtnl_addr_add(sock.get(), addr.get(), 0);
+  if (err < 0) return NlStatus("add address " + c, err);
+  return Status::Ok();
+}
+
+}  // namespace faultline

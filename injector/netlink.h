@@ -1,0 +1,77 @@
+// Thin RAII wrappers over libnl-route for links and addresses.
+//
+// An NlSock is bound to the network namespace of the thread that connected it and keeps
+// working there after the thread leaves. Not thread-safe: one NlSock per thread.
+// Errors from libnl are turned into Status values (NlStatus) in one place.
+#pragma once
+
+#include <netlink/netlink.h>
+#include <netlink/route/link.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "injector/status.h"
+
+namespace faultline {
+
+// libnl error (negative NLE_* code) -> Status.
+Status NlStatus(const std::string& what, int nl_err);
+
+class NlSock final {
+ public:
+  // A connected NETLINK_ROUTE socket in the calling thread's namespace.
+  static Result<NlSock> Connect(int protocol = NETLINK_ROUTE);
+  // Same, bound to the named namespace (the thread returns to its own namespace).
+  static Result<NlSock> ConnectInNetns(std::string_view netns, int protocol = NETLINK_ROUTE);
+  NlSock(NlSock&& other) noexcept;
+  NlSock& operator=(NlSock&& other) noexcept;
+  NlSock(const NlSock&) = delete;
+  NlSock& operator=(const NlSock&) = delete;
+  ~NlSock();
+
+  nl_sock* get() const { return sock_; }
+
+ private:
+  explicit NlSock(nl_sock* sock) : sock_(sock) {}
+  nl_sock* sock_ = nullptr;
+};
+
+// A link as the kernel reports it now.
+struct LinkState {
+  int ifindex = 0;
+  std::string name;
+  unsigned flags = 0;      // IFF_* from the kernel
+  bool admin_up = false;   // IFF_UP
+  bool carrier = false;    // IFF_LOWER_UP
+  bool running = false;    // IFF_RUNNING (operationally up)
+  std::string operstate;   // "up", "down", "lowerlayerdown", ...
+  std::string kind;        // "veth", "bridge", ... ("" for physical)
+  int link_ifindex = 0;    // IFLA_LINK (the veth peer's ifindex), 0 when absent
+  int32_t link_netnsid = -1;  // IFLA_LINK_NETNSID, -1 when the peer is in this namespace
+  int master_ifindex = 0;
+};
+
+Result<LinkState> GetLink(NlSock& sock, std::string_view name);
+Result<LinkState> GetLinkByIndex(NlSock& sock, int ifindex);
+// All links in the socket's namespace.
+Result<std::vector<LinkState>> ListLinks(NlSock& sock);
+
+// Sets or clears IFF_UP through rtnl_link_change.
+Status SetLinkUp(NlSock& sock, std::string_view name, bool up);
+// Creates a veth pair `name` <-> `peer`; the peer is moved into `peer_netns_fd` when >= 0.
+Status CreateVeth(NlSock& sock, std::string_view name, std::string_view peer, int peer_netns_fd);
+Status DeleteLink(NlSock& sock, std::string_view name);
+// Moves a link into the namespace `netns_fd` (it disappears from this one).
+Status MoveLinkToNetns(NlSock& sock, std::string_view name, int netns_fd);
+// Enslaves `name` to `master` (a bridge); creates a bridge when asked.
+Status CreateBridge(NlSock& sock, std::string_view name);
+Status SetMaster(NlSock& sock, std::string_view name, std::string_view master);
+
+// Addresses in "a.b.c.d/len" or "x::y/len" form.
+Result<std::vector<std::string>> ListAddresses(NlSock& sock, int ifindex);
+Status AddAddress(NlSock& sock, int ifindex, std::string_view cidr);
+
+}  // namespace faultline
