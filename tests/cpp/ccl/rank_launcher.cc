@@ -1,0 +1,378 @@
+#include "rank_launcher.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <sstream>
+#include <utility>
+
+namespace ftccl::test {
+namespace {
+
+// Pipe framing: one kind byte, a 4-byte length, then the text.
+constexpr char kFail = 'F';
+constexpr char kProgress = 'P';
+constexpr char kValue = 'V';
+constexpr size_t kHeader = 5;
+constexpr size_t kMaxText = 8192;
+constexpr int kMaxFailuresSent = 50;
+
+void WriteAll(int fd, const char* data, size_t len) {
+  while (len > 0) {
+    ssize_t n = write(fd, data, len);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return;  // The test process went away; nothing left to tell.
+    }
+    data += n;
+    len -= static_cast<size_t>(n);
+  }
+}
+
+// Parses complete frames out of `buffer` into `out`, leaving a partial frame in place.
+void ParseFrames(std::string* buffer, RankOutcome* out) {
+  size_t pos = 0;
+  while (buffer->size() - pos >= kHeader) {
+    uint32_t len;
+    std::memcpy(&len, buffer->data() + pos + 1, sizeof(len));
+    if (buffer->size() - pos < kHeader + len) break;
+    char kind = (*buffer)[pos];
+    std::string text = buffer->substr(pos + kHeader, len);
+    pos += kHeader + len;
+    if (kind == kFail) {
+      out->failures.push_back(std::move(text));
+    } else if (kind == kProgress) {
+      out->last_progress = std::move(text);
+    } else if (kind == kValue) {
+      size_t eq = text.find('=');
+      if (eq != std::string::npos) {
+        out->values[text.substr(0, eq)] = std::stoll(text.substr(eq + 1));
+      }
+    }
+  }
+  buffer->erase(0, pos);
+}
+
+[[noreturn]] void RunChild(int rank, int write_fd, pid_t parent, const RankBody& body) {
+  // Die with the test process, so that a killed test never leaves ranks behind.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(125);
+  signal(SIGPIPE, SIG_IGN);
+  int code = 1;
+  RankReporter reporter(write_fd);
+  try {
+    code = body(rank, reporter);
+  } catch (const std::exception& e) {
+    reporter.Fail(std::string("uncaught exception: ") + e.what());
+  } catch (...) {
+    reporter.Fail("uncaught exception of unknown type");
+  }
+  if (code == 0 && reporter.failed()) code = 1;
+  close(write_fd);
+  _exit(code);
+}
+
+void KillAndReap(RankOutcome* r) {
+  kill(r->pid, SIGKILL);
+  int status = 0;
+  while (waitpid(r->pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  r->killed_by_launcher = true;
+  r->exited = false;
+  r->term_signal = SIGKILL;
+}
+
+}  // namespace
+
+void RankReporter::Send(char kind, std::string_view text) {
+  if (text.size() > kMaxText) text = text.substr(0, kMaxText);
+  char header[kHeader];
+  header[0] = kind;
+  uint32_t len = static_cast<uint32_t>(text.size());
+  std::memcpy(header + 1, &len, sizeof(len));
+  std::string frame(header, kHeader);
+  frame.append(text);
+  WriteAll(fd_, frame.data(), frame.size());
+}
+
+void RankReporter::Fail(std::string_view message) {
+  ++failures_;
+  if (failures_ <= kMaxFailuresSent) Send(kFail, message);
+  if (failures_ == kMaxFailuresSent + 1) Send(kFail, "(further failures of this rank not shown)");
+}
+
+void RankReporter::Progress(std::string_view note) { Send(kProgress, note); }
+
+void RankReporter::Value(std::string_view key, int64_t value) {
+  std::string text(key);
+  text += '=';
+  text += std::to_string(value);
+  Send(kValue, text);
+}
+
+int64_t RankOutcome::value(const std::string& key, int64_t fallback) const {
+  auto it = values.find(key);
+  return it == values.end() ? fallback : it->second;
+}
+
+bool LaunchResult::AllOk() const {
+  if (timed_out || !setup_error.empty()) return false;
+  for (const RankOutcome& r : ranks) {
+    if (!r.ok()) return false;
+  }
+  return true;
+}
+
+int64_t LaunchResult::Sum(const std::string& key) const {
+  int64_t sum = 0;
+  for (const RankOutcome& r : ranks) {
+    auto it = r.values.find(key);
+    if (it != r.values.end()) sum += it->second;
+  }
+  return sum;
+}
+
+std::string LaunchResult::Describe() const {
+  std::ostringstream os;
+  if (!setup_error.empty()) os << "launcher: " << setup_error << "\n";
+  if (timed_out) os << "wall-clock bound exceeded after " << elapsed.count() << " ms\n";
+  for (const RankOutcome& r : ranks) {
+    if (r.ok()) continue;
+    os << "rank " << r.rank << " (pid " << r.pid << "): ";
+    if (r.killed_by_launcher) {
+      os << "killed by the launcher (hung)";
+    } else if (r.exited) {
+      os << "exit code " << r.exit_code;
+    } else {
+      os << "killed by signal " << r.term_signal << " (" << strsignal(r.term_signal) << ")";
+    }
+    if (!r.last_progress.empty()) os << "; last progress: " << r.last_progress;
+    os << "\n";
+    for (const std::string& f : r.failures) os << "  rank " << r.rank << ": " << f << "\n";
+  }
+  return os.str();
+}
+
+LaunchResult LaunchRanks(int size, std::chrono::milliseconds wall_limit, const RankBody& body,
+                         const std::function<void()>& after_fork) {
+  LaunchResult result;
+  const Clock::time_point start = Clock::now();
+  const Clock::time_point deadline = start + wall_limit;
+  std::vector<int> read_fds;
+  std::vector<std::string> buffers(static_cast<size_t>(size));
+  // Whatever the test process has buffered must not be written twice by the children.
+  std::fflush(nullptr);
+  const pid_t self = getpid();
+  for (int rank = 0; rank < size; ++rank) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+      result.setup_error = std::string("pipe: ") + std::strerror(errno);
+      break;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+      result.setup_error = std::string("fork: ") + std::strerror(errno);
+      close(fds[0]);
+      close(fds[1]);
+      break;
+    }
+    if (pid == 0) {
+      close(fds[0]);
+      for (int fd : read_fds) close(fd);
+      RunChild(rank, fds[1], self, body);
+    }
+    close(fds[1]);
+    fcntl(fds[0], F_SETFL, O_NONBLOCK);
+    read_fds.push_back(fds[0]);
+    RankOutcome outcome;
+    outcome.rank = rank;
+    outcome.pid = pid;
+    result.ranks.push_back(outcome);
+  }
+  if (after_fork) after_fork();
+
+  const size_t n = result.ranks.size();
+  std::vector<bool> reaped(n, false), drained(n, false);
+  size_t done = 0;
+  while (done < n) {
+    if (!result.setup_error.empty() || Clock::now() >= deadline) {
+      result.timed_out = result.setup_error.empty();
+      for (size_t i = 0; i < n; ++i) {
+        if (!reaped[i]) KillAndReap(&result.ranks[i]);
+      }
+      // Collect what the killed ranks said before they died.
+      for (size_t i = 0; i < n; ++i) {
+        char chunk[65536];
+        ssize_t got;
+        while ((got = read(read_fds[i], chunk, sizeof(chunk))) > 0) {
+          buffers[i].append(chunk, static_cast<size_t>(got));
+        }
+        ParseFrames(&buffers[i], &result.ranks[i]);
+      }
+      break;
+    }
+    std::vector<pollfd> pfds;
+    std::vector<size_t> index;
+    for (size_t i = 0; i < n; ++i) {
+      if (!drained[i]) {
+        pfds.push_back({read_fds[i], POLLIN, 0});
+        index.push_back(i);
+      }
+    }
+    if (!pfds.empty()) poll(pfds.data(), pfds.size(), 20);
+    for (size_t k = 0; k < pfds.size(); ++k) {
+      if (pfds[k].revents == 0) continue;
+      size_t i = index[k];
+      char chunk[65536];
+      ssize_t got = read(read_fds[i], chunk, sizeof(chunk));
+      if (got > 0) {
+        buffers[i].append(chunk, static_cast<size_t>(got));
+        ParseFrames(&buffers[i], &result.ranks[i]);
+      } else if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
+        drained[i] = true;
+      }
+    }
+    if (pfds.empty()) usleep(5000);
+    for (size_t i = 0; i < n; ++i) {
+      if (reaped[i]) continue;
+      int status = 0;
+      pid_t got = waitpid(result.ranks[i].pid, &status, WNOHANG);
+      if (got == result.ranks[i].pid) {
+        reaped[i] = true;
+        RankOutcome& r = result.ranks[i];
+        if (WIFEXITED(status)) {
+          r.exited = true;
+          r.exit_code = WEXITSTATUS(status);
+        } else if (WIFSIGNALED(status)) {
+          r.term_signal = WTERMSIG(status);
+        }
+      }
+    }
+    done = 0;
+    for (size_t i = 0; i < n; ++i) done += (reaped[i] && drained[i]) ? 1 : 0;
+  }
+  for (int fd : read_fds) close(fd);
+  result.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+  return result;
+}
+
+std::string RailAddress(int rank, int rail) {
+  // rail 0: 127.0.0.10.., rail 1: 127.0.0.74..; bootstrap stays on 127.0.0.1.
+  return "127.0.0." + std::to_string(10 + 64 * rail + rank);
+}
+
+LaunchResult LaunchWithOptions(const CommLaunch& launch, const OptionsBody& body) {
+  int listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t addr_len = sizeof(addr);
+  if (listen_fd < 0 || bind(listen_fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      listen(listen_fd, 128) != 0 ||
+      getsockname(listen_fd, reinterpret_cast<sockaddr*>(&addr), &addr_len) != 0) {
+    LaunchResult failed;
+    failed.setup_error = std::string("bootstrap listener: ") + std::strerror(errno);
+    if (listen_fd >= 0) close(listen_fd);
+    return failed;
+  }
+  const std::string bootstrap = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  return LaunchRanks(
+      launch.size, launch.wall_limit,
+      [&](int rank, RankReporter& reporter) {
+        CommOptions options;
+        options.rank = rank;
+        options.size = launch.size;
+        options.bootstrap = bootstrap;
+        if (rank == 0) {
+          options.bootstrap_listen_fd = listen_fd;
+        } else {
+          close(listen_fd);
+        }
+        for (int rail = 0; rail < launch.rails; ++rail) {
+          options.rails.push_back(RailAddress(rank, rail));
+        }
+        options.init_timeout = launch.init_timeout;
+        options.op_timeout = launch.op_timeout;
+        if (launch.configure) launch.configure(options);
+        return body(options, reporter);
+      },
+      // Once rank 0 has it, the test process lets go of the listener: if rank 0 dies, its
+      // bootstrap port must not keep accepting.
+      [listen_fd] { close(listen_fd); });
+}
+
+LaunchResult LaunchCommunicators(const CommLaunch& launch, const CommBody& body) {
+  return LaunchWithOptions(launch, [&](const CommOptions& options, RankReporter& reporter) {
+    const int fds_before = OpenFdCount();
+    const int threads_before = ThreadCount();
+    reporter.Progress("Communicator::Create");
+    Result<std::unique_ptr<Communicator>> created = Communicator::Create(options);
+    if (!created.ok()) {
+      reporter.Fail("Communicator::Create: " + created.status().ToString());
+      return 1;
+    }
+    std::unique_ptr<Communicator> comm = std::move(created).value();
+    Status status = body(*comm, reporter);
+    if (!status.ok()) reporter.Fail("rank body returned " + status.ToString());
+    reporter.Progress("destroying the communicator");
+    Clock::time_point start = Clock::now();
+    comm.reset();
+    int64_t destroy_ms = MillisSince(start);
+    reporter.Value("destroy_ms", destroy_ms);
+    if (destroy_ms > kDestroyBound.count()) {
+      reporter.Fail("~Communicator took " + std::to_string(destroy_ms) + " ms");
+    }
+    if (ThreadCount() != threads_before) {
+      reporter.Fail(std::to_string(ThreadCount() - threads_before) +
+                    " threads still running after ~Communicator");
+    }
+    if (OpenFdCount() > fds_before) {
+      reporter.Fail(std::to_string(OpenFdCount() - fds_before) +
+                    " descriptors still open after ~Communicator");
+    }
+    return reporter.failed() ? 1 : 0;
+  });
+}
+
+std::string RanksTag(int ranks) {
+  std::string tag = "r";
+  tag += std::to_string(ranks);
+  return tag;
+}
+
+int64_t MillisSince(Clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+}
+
+namespace {
+int CountEntries(const char* dir_path) {
+  DIR* dir = opendir(dir_path);
+  if (dir == nullptr) return -1;
+  int count = 0;
+  while (dirent* e = readdir(dir)) {
+    if (e->d_name[0] != '.') ++count;
+  }
+  closedir(dir);
+  return count;
+}
+}  // namespace
+
+// The directory stream's own descriptor is counted too; callers compare counts, so it cancels.
+int OpenFdCount() { return CountEntries("/proc/self/fd"); }
+int ThreadCount() { return CountEntries("/proc/self/task"); }
+
+}  // namespace ftccl::test
