@@ -470,7 +470,12 @@ class Launcher final {
   Status Start();
   void Collect();
   void KillAll();
+  void Reap(size_t k);  // waits for rank k; records how it ended unless it was killed here
   void ReapAll();
+  // A rank died without reporting: the root cause, reported before any rank's error.
+  void Crash(const std::string& why) {
+    if (crash_.empty()) crash_ = why;
+  }
   void PrintHeader();
   void PrintRow(const Row& row);
   void Fail(const std::string& why) {
@@ -487,6 +492,9 @@ class Launcher final {
   std::vector<int> pipes_;
   std::vector<bool> reaped_;
   std::vector<bool> done_;
+  std::vector<bool> killed_;
+  std::vector<bool> reported_error_;
+  std::string crash_;
   std::vector<std::vector<RankRecord>> results_;  // [size][rank]
   std::vector<Row> rows_;
   std::vector<std::pair<std::string, std::string>> knobs_;
@@ -550,6 +558,8 @@ Status Launcher::Start() {
     pipes_.push_back(fds[0]);
     reaped_.push_back(false);
     done_.push_back(false);
+    killed_.push_back(false);
+    reported_error_.push_back(false);
   }
   close(listen_fd_);  // rank 0 holds its own copy
   listen_fd_ = -1;
@@ -558,30 +568,34 @@ Status Launcher::Start() {
 
 void Launcher::KillAll() {
   for (size_t k = 0; k < pids_.size(); ++k) {
-    if (!reaped_[k]) kill(pids_[k], SIGKILL);
+    if (reaped_[k]) continue;
+    kill(pids_[k], SIGKILL);
+    killed_[k] = true;
+  }
+}
+
+void Launcher::Reap(size_t k) {
+  if (reaped_[k]) return;
+  int status = 0;
+  pid_t got;
+  do {
+    got = waitpid(pids_[k], &status, 0);
+  } while (got < 0 && errno == EINTR);
+  reaped_[k] = true;
+  if (got < 0 || killed_[k]) return;
+  const std::string who = "rank " + std::to_string(k);
+  if (WIFSIGNALED(status)) {
+    Crash(who + " died of signal " + std::to_string(WTERMSIG(status)) + " (" +
+          strsignal(WTERMSIG(status)) + ")");
+  } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0 && !reported_error_[k]) {
+    Crash(who + " exited with code " + std::to_string(WEXITSTATUS(status)) + " without saying why");
+  } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && !done_[k]) {
+    Crash(who + " exited before finishing");
   }
 }
 
 void Launcher::ReapAll() {
-  for (size_t k = 0; k < pids_.size(); ++k) {
-    if (reaped_[k]) continue;
-    int status = 0;
-    if (waitpid(pids_[k], &status, 0) < 0) {
-      reaped_[k] = true;
-      continue;
-    }
-    reaped_[k] = true;
-    if (WIFSIGNALED(status)) {
-      if (WTERMSIG(status) != SIGKILL || error_.empty()) {
-        Fail("rank " + std::to_string(k) + " killed by signal " + std::to_string(WTERMSIG(status)));
-      }
-    } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
-      Fail("rank " + std::to_string(k) + " exited with code " +
-           std::to_string(WEXITSTATUS(status)));
-    } else if (!done_[k]) {
-      Fail("rank " + std::to_string(k) + " exited before finishing");
-    }
-  }
+  for (size_t k = 0; k < pids_.size(); ++k) Reap(k);
 }
 
 void Launcher::Collect() {
@@ -622,8 +636,8 @@ void Launcher::Collect() {
       if (got <= 0) {  // the rank is gone
         close(pipes_[k]);
         pipes_[k] = -1;
+        Reap(k);
         if (!done_[k] && !killing) {
-          Fail("rank " + std::to_string(k) + " stopped without reporting");
           killing = true;
           kill_at = now + grace;
         }
@@ -638,6 +652,7 @@ void Launcher::Collect() {
         done_[k] = true;
       } else if (rec.kind == RankRecord::kError) {
         std::fprintf(stderr, "# rank %d: %s\n", rec.rank, rec.message);
+        reported_error_[k] = true;
         Fail("rank " + std::to_string(rec.rank) + ": " + rec.message);
         if (!killing) {
           killing = true;
@@ -765,6 +780,9 @@ int Launcher::Run() {
     KillAll();
   }
   Collect();
+  if (!crash_.empty()) {
+    error_ = error_.empty() ? crash_ : crash_ + "; first error reported: " + error_;
+  }
   uint64_t wrong = 0;
   double sum_busbw = 0;
   for (const Row& row : rows_) {
