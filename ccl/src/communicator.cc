@@ -87,6 +87,7 @@ class Communicator::Impl {
   std::deque<Task> queue_;
   bool stop_ = false;
   uint64_t next_seq_ = 0;  // worker thread
+  algo::Scratch scratch_;  // worker thread
 };
 
 Status Communicator::Impl::Init() {
@@ -185,6 +186,7 @@ void Communicator::Impl::WorkerLoop() {
     } else if (st.ok()) {
       algo::Ctx ctx;
       ctx.t = transport_.get();
+      ctx.scratch = &scratch_;
       ctx.rank = options_.rank;
       ctx.size = options_.size;
       ctx.coll_seq = seq;

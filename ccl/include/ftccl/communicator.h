@@ -76,6 +76,7 @@ struct CommStats {
   uint64_t crc_errors = 0;            // frames that failed their CRC and were dropped
   uint64_t duplicates_dropped = 0;    // chunks received twice, the later copy dropped
   uint64_t out_of_order = 0;          // chunks that arrived ahead of a missing one
+  uint64_t bytes_staged = 0;          // payload that arrived before its receive was posted
   uint64_t acks_sent = 0;
   uint64_t nacks_sent = 0;
   std::vector<uint64_t> payload_bytes_sent_per_rail;

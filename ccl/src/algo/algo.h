@@ -2,7 +2,10 @@
 // posts non-blocking sends/receives and waits on them with the collective's deadline.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstddef>
+#include <memory>
 #include <vector>
 
 #include "ftccl/types.h"
@@ -10,8 +13,31 @@
 
 namespace ftccl::algo {
 
+// Scratch memory kept by the communicator across collectives, so that collectives do not pay
+// for fresh pages (page faults and zeroing) every call. Contents are undefined.
+class Scratch final {
+ public:
+  // A buffer of at least `bytes`, valid until the next Get of the same slot.
+  uint8_t* Get(int slot, size_t bytes) {
+    Buf& b = bufs_[static_cast<size_t>(slot)];
+    if (b.n < bytes || !b.p) {
+      b.p.reset(new uint8_t[std::max<size_t>(1, bytes)]);
+      b.n = bytes;
+    }
+    return b.p.get();
+  }
+
+ private:
+  struct Buf {
+    std::unique_ptr<uint8_t[]> p;
+    size_t n = 0;
+  };
+  std::array<Buf, 4> bufs_;
+};
+
 struct Ctx {
   transport::Transport* t = nullptr;
+  Scratch* scratch = nullptr;
   int rank = 0;
   int size = 1;
   uint64_t coll_seq = 0;

@@ -60,22 +60,17 @@ Status ReduceChain(const Ctx& ctx, const void* send, void* recv, size_t count, D
   const size_t ns = NumSlices(count, se);
   const int to = Mod(r - 1, n), from = Mod(r + 1, n);  // data flows toward the root
   const bool first = pos == n - 1;
-  std::vector<uint8_t> tmp, work;
+  uint8_t* tmp = nullptr;
   uint8_t* acc = nullptr;
   if (!first) {
-    tmp.resize(std::max<size_t>(1, count * es));
-    if (pos == 0) {
-      acc = static_cast<uint8_t*>(recv);
-    } else {
-      work.resize(std::max<size_t>(1, count * es));
-      acc = work.data();
-    }
+    tmp = ctx.scratch->Get(0, count * es);
+    acc = pos == 0 ? static_cast<uint8_t*>(recv) : ctx.scratch->Get(1, count * es);
   }
   std::vector<transport::OpPtr> recvs, sends;
   if (!first) {
     for (size_t k = 0; k < ns; ++k) {
       Range sl = Slice(count, se, k);
-      recvs.push_back(ctx.Recv(from, Tag(kReduce, 0, k), tmp.data() + sl.off * es, sl.len * es));
+      recvs.push_back(ctx.Recv(from, Tag(kReduce, 0, k), tmp + sl.off * es, sl.len * es));
     }
   }
   for (size_t k = 0; k < ns; ++k) {
@@ -83,7 +78,7 @@ Status ReduceChain(const Ctx& ctx, const void* send, void* recv, size_t count, D
     const uint8_t* data = in + sl.off * es;
     if (!first) {
       FTCCL_RETURN_IF_ERROR(ctx.Wait(recvs[k]));
-      ReduceInto(dt, op, acc + sl.off * es, data, tmp.data() + sl.off * es, sl.len);
+      ReduceInto(dt, op, acc + sl.off * es, data, tmp + sl.off * es, sl.len);
       data = acc + sl.off * es;
     }
     if (pos == 0) {

@@ -61,15 +61,15 @@ Status AllToAllPairwise(const Ctx& ctx, const void* send, void* recv, size_t cou
     if (!in_place) recvs.push_back(ctx.Recv(from, 0, out + from * bytes, bytes));
   }
   if (in_place) {
-    std::vector<uint8_t> tmp(bytes * ctx.size);
+    uint8_t* tmp = ctx.scratch->Get(0, bytes * ctx.size);
     for (int i = 1; i < ctx.size; ++i) {
       int from = (ctx.rank - i + ctx.size) % ctx.size;
-      recvs.push_back(ctx.Recv(from, 0, tmp.data() + from * bytes, bytes));
+      recvs.push_back(ctx.Recv(from, 0, tmp + from * bytes, bytes));
     }
     FTCCL_RETURN_IF_ERROR(ctx.WaitAll(recvs));
     FTCCL_RETURN_IF_ERROR(ctx.WaitAll(sends));
     for (int p = 0; p < ctx.size; ++p) {
-      if (p != ctx.rank && bytes > 0) std::copy(tmp.data() + p * bytes, tmp.data() + (p + 1) * bytes, out + p * bytes);
+      if (p != ctx.rank && bytes > 0) std::copy(tmp + p * bytes, tmp + (p + 1) * bytes, out + p * bytes);
     }
     return Status::Ok();
   }

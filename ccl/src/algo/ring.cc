@@ -32,8 +32,10 @@ Status AllReduceRing(const Ctx& ctx, const void* send, void* recv, size_t count,
   const size_t max_block = Block(count, n, 0).len;
   FTCCL_RETURN_IF_ERROR(CheckGeometry(ctx, max_block, se));
   const int steps = n - 1;
-  std::vector<uint8_t> tmp(2 * std::max<size_t>(1, max_block) * es);
-  auto tmp_at = [&](int s) { return tmp.data() + (s % 2) * max_block * es; };
+  // One receive area per reduce-scatter step, so every receive can be posted up front and
+  // data never waits in a staging copy.
+  uint8_t* tmp = ctx.scratch->Get(0, steps * max_block * es);
+  auto tmp_at = [&](int s) { return tmp + s * max_block * es; };
 
   // rs_sends[s][k], rs_recvs[s][k], ag_*: the ops of every step and slice.
   std::vector<std::vector<transport::OpPtr>> rs_sends(steps), rs_recvs(steps), ag_sends(steps),
@@ -61,6 +63,15 @@ Status AllReduceRing(const Ctx& ctx, const void* send, void* recv, size_t count,
     return Status::Ok();
   };
 
+  // Posts the allgather receives whose buffers are already free, without waiting.
+  // rs_sends[i] is complete (all slices posted) for i <= last_posted.
+  auto try_post_ag = [&](int last_posted) -> Status {
+    while (ag_posted < steps && ag_posted <= last_posted && ctx.AllDone(rs_sends[ag_posted])) {
+      FTCCL_RETURN_IF_ERROR(post_ag_recv(ag_posted));
+    }
+    return Status::Ok();
+  };
+
   // Reduce-scatter step 0 sends this rank's own block straight from the input.
   {
     Range b = Block(count, n, r);
@@ -70,9 +81,8 @@ Status AllReduceRing(const Ctx& ctx, const void* send, void* recv, size_t count,
       rs_sends[0].push_back(ctx.Send(next, Tag(kReduceScatter, 0, k), in + (b.off + sl.off) * es, sl.len * es));
     }
   }
-  post_rs_recv(0);
+  for (int s = 0; s < steps; ++s) post_rs_recv(s);
   for (int s = 0; s < steps; ++s) {
-    if (s + 1 < steps) post_rs_recv(s + 1);
     Range b = Block(count, n, Mod(r - s - 1, n));
     size_t ns = NumSlices(b.len, se);
     for (size_t k = 0; k < ns; ++k) {
@@ -82,9 +92,7 @@ Status AllReduceRing(const Ctx& ctx, const void* send, void* recv, size_t count,
       ReduceInto(dt, op, dst, in + (b.off + sl.off) * es, tmp_at(s) + sl.off * es, sl.len);
       // Post allgather receives as early as their buffers are free, so that data arriving
       // early lands in place instead of in a staging copy.
-      while (ag_posted < steps && ag_posted <= s && ctx.AllDone(rs_sends[ag_posted])) {
-        FTCCL_RETURN_IF_ERROR(post_ag_recv(ag_posted));
-      }
+      FTCCL_RETURN_IF_ERROR(try_post_ag(s));
       if (s + 1 < steps) {
         rs_sends[s + 1].push_back(ctx.Send(next, Tag(kReduceScatter, s + 1, k), dst, sl.len * es));
       } else {
@@ -94,12 +102,14 @@ Status AllReduceRing(const Ctx& ctx, const void* send, void* recv, size_t count,
       }
     }
   }
+  FTCCL_RETURN_IF_ERROR(try_post_ag(steps - 1));
   for (int s = 0; s < steps; ++s) {
     if (ag_posted <= s) FTCCL_RETURN_IF_ERROR(post_ag_recv(s));
     Range b = Block(count, n, Mod(r - s, n));
     size_t ns = NumSlices(b.len, se);
     for (size_t k = 0; k < ns; ++k) {
       FTCCL_RETURN_IF_ERROR(ctx.Wait(ag_recvs[s][k]));
+      FTCCL_RETURN_IF_ERROR(try_post_ag(steps - 1));
       if (s + 1 < steps) {
         Range sl = Slice(b.len, se, k);
         ag_sends[s + 1].push_back(ctx.Send(next, Tag(kAllGather, s + 1, k), out + (b.off + sl.off) * es, sl.len * es));
@@ -126,9 +136,10 @@ Status ReduceScatterRing(const Ctx& ctx, const void* send, void* recv, size_t co
   FTCCL_RETURN_IF_ERROR(CheckGeometry(ctx, count, se));
   const int steps = n - 1;
   const size_t ns = NumSlices(count, se);
-  std::vector<uint8_t> tmp(2 * std::max<size_t>(1, bytes)), work(2 * std::max<size_t>(1, bytes));
-  auto tmp_at = [&](int s) { return tmp.data() + (s % 2) * bytes; };
-  auto work_at = [&](int s) { return work.data() + (s % 2) * bytes; };
+  uint8_t* tmp = ctx.scratch->Get(0, steps * bytes);
+  uint8_t* work = ctx.scratch->Get(1, 2 * bytes);
+  auto tmp_at = [&](int s) { return tmp + s * bytes; };
+  auto work_at = [&](int s) { return work + (s % 2) * bytes; };
   std::vector<std::vector<transport::OpPtr>> sends(steps), recvs(steps);
   auto post_recv = [&](int s) {
     for (size_t k = 0; k < ns; ++k) {
@@ -144,9 +155,8 @@ Status ReduceScatterRing(const Ctx& ctx, const void* send, void* recv, size_t co
       sends[0].push_back(ctx.Send(next, Tag(kReduceScatter, 0, k), b + sl.off * es, sl.len * es));
     }
   }
-  post_recv(0);
+  for (int s = 0; s < steps; ++s) post_recv(s);
   for (int s = 0; s < steps; ++s) {
-    if (s + 1 < steps) post_recv(s + 1);
     const uint8_t* mine = in + static_cast<size_t>(Mod(r - s - 2, n)) * bytes;
     const bool last = s + 1 == steps;
     uint8_t* acc = last ? out : work_at(s);

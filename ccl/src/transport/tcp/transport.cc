@@ -234,6 +234,7 @@ CommStats TcpTransport::Stats() const {
   s.out_of_order = st_ooo_;
   s.acks_sent = st_acks_;
   s.nacks_sent = st_nacks_;
+  s.bytes_staged = st_staged_;
   for (int r = 0; r < num_rails_; ++r) s.payload_bytes_sent_per_rail.push_back(st_rail_bytes_[r]);
   return s;
 }
@@ -736,6 +737,9 @@ void TcpTransport::OnHeader(int ci) {
       msg->sig = sig;
       msg->len = h.msg_len;
       if (h.msg_len > 0) msg->staging.reset(new uint8_t[h.msg_len]);
+      LOG_DEBUG("NET/TCP", "unexpected message from rank %d: collective #%lu tag %08x, %lu bytes",
+                c.peer, static_cast<unsigned long>(h.coll_seq), h.tag,
+                static_cast<unsigned long>(h.msg_len));
       it = p.rx.emplace(key, std::move(msg)).first;
     } else if (!(it->second->sig == sig) || it->second->len != h.msg_len) {
       const Signature& mine = it->second->sig;
@@ -814,6 +818,7 @@ void TcpTransport::OnPayloadDone(int ci) {
   msg->any_chunk = true;
   msg->bytes_done += h.length;
   if (c.into_staging) {
+    st_staged_ += h.length;
     if (msg->recv) {
       std::memcpy(msg->recv->buf + h.offset, dst, h.length);
     } else {

@@ -174,7 +174,7 @@ class TcpTransport final : public Transport {
 
   // Statistics (written by the progress thread).
   std::atomic<uint64_t> st_frames_sent_{0}, st_frames_recv_{0}, st_retx_{0}, st_crc_{0},
-      st_dups_{0}, st_ooo_{0}, st_acks_{0}, st_nacks_{0};
+      st_dups_{0}, st_ooo_{0}, st_acks_{0}, st_nacks_{0}, st_staged_{0};
   std::unique_ptr<std::atomic<uint64_t>[]> st_rail_bytes_;
 };
 
