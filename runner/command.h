@@ -1,0 +1,24 @@
+// Subcommands of the `faultline` CLI. Each lives in its own file (cmd_<name>.cc) and
+// registers itself on the app; the chosen one's action runs after parsing.
+//
+// Exit codes shared by the commands: 0 success; 1 an expectation failed (run); 2 bad input or
+// a refusal, nothing was changed; 3 the harness or the kernel failed (and said why).
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace faultline::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitExpectation = 1;
+inline constexpr int kExitBadInput = 2;
+inline constexpr int kExitHarness = 3;
+
+using Action = std::function<int()>;
+
+void RegisterInject(CLI::App& app, Action* action);
+void RegisterCleanup(CLI::App& app, Action* action);
+
+}  // namespace faultline::cli
