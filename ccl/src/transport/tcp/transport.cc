@@ -502,8 +502,14 @@ void TcpTransport::PostRecv(const OpPtr& op) {
 }
 
 void TcpTransport::Kick(int peer) {
-  for (int ci : peers_[peer].conns) {
-    if (conns_[ci].alive && !conns_[ci].blocked) Flush(ci);
+  // Deal chunks round-robin over the writable connections, so that even small messages are
+  // striped across rails; a connection that blocks drops out and the others take its share.
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (int ci : peers_[peer].conns) {
+      if (conns_[ci].alive && !conns_[ci].blocked && Flush(ci, 1) > 0) progress = true;
+    }
   }
 }
 
@@ -572,16 +578,19 @@ bool TcpTransport::PullData(int ci) {
   return false;
 }
 
-void TcpTransport::Flush(int ci) {
+size_t TcpTransport::Flush(int ci, size_t max_new_chunks) {
   Conn& c = conns_[ci];
+  size_t pulled = 0;
   while (c.alive && !c.blocked) {
     if (!c.cur) {
       if (!c.ctrl.empty()) {
         c.cur = std::move(c.ctrl.front());
         c.ctrl.pop_front();
         c.cur->sent = 0;
-      } else if (!PullData(ci)) {
-        return;
+      } else if (pulled >= max_new_chunks || !PullData(ci)) {
+        return pulled;
+      } else {
+        ++pulled;
       }
     }
     TxItem& it = *c.cur;
@@ -603,10 +612,10 @@ void TcpTransport::Flush(int ci) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
         c.blocked = true;
         WatchWrite(ci, true);
-        return;
+        return pulled;
       }
       ConnFailed(ci, std::string("send: ") + strerror(errno));
-      return;
+      return pulled;
     }
     it.sent += static_cast<size_t>(n);
     if (it.sent >= kHdr + it.len) {
@@ -623,6 +632,7 @@ void TcpTransport::Flush(int ci) {
       c.cur.reset();
     }
   }
+  return pulled;
 }
 
 void TcpTransport::OnReadable(int ci) {

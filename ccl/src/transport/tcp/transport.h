@@ -5,6 +5,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
@@ -126,7 +127,9 @@ class TcpTransport final : public Transport {
   void PostSend(const OpPtr& op);
   void PostRecv(const OpPtr& op);
   void Kick(int peer);
-  void Flush(int ci);
+  // Writes what `ci` has queued until it blocks, pulling at most `max_new_chunks` new data
+  // chunks. Returns the number pulled.
+  size_t Flush(int ci, size_t max_new_chunks = SIZE_MAX);
   bool PullData(int ci);
   void OnReadable(int ci);
   void OnHeader(int ci);
