@@ -4,7 +4,10 @@
 //  1. one TCP stream (127.0.1.1 -> 127.0.1.2), then
 //  2. R parallel streams, stream r over its own address pair 127.0.(r+1).1 -> 127.0.(r+1).2,
 //     one thread per stream on each side,
-// and the receiver reports bytes / (last byte - first byte). Sockets get the same buffer size
+// and the receiver reports bytes / (last byte - first byte). Then
+//  3. a ring of N processes (--ring, default 4) that each send to the next over every rail
+//     while receiving from the previous one: the ceiling of a ring collective's busbw here. Sockets
+//     get the same buffer size
 // ftccl asks for by default (4 MiB, SO_SNDBUF/SO_RCVBUF; 0 leaves the kernel's autotuning).
 // This is the ceiling ftccl's busbw is read against: a ring collective moves busbw bytes per
 // second through each rank's send and receive path.
@@ -42,6 +45,7 @@ struct CapacityOptions {
   double seconds = 3;
   size_t write_bytes = 1 << 20;
   int socket_buffer = 4 << 20;
+  int ring = 4;  // processes of the ring measurement; 0 skips it
   std::string json_path;
 };
 
@@ -277,6 +281,108 @@ Status Measure(const CapacityOptions& o, int streams, Measurement* out) {
   return Status::Ok();
 }
 
+// N processes in a ring, each sending to the next and receiving from the previous one at once
+// over every rail (process i, rail r: 127.0.(r+1).(i+1)): the pattern of a ring collective, so
+// the per-process receive rate is the ceiling of a ring collective's busbw on this machine.
+Status MeasureRing(const CapacityOptions& o, std::vector<double>* per_rank) {
+  const int n = o.ring;
+  const int rails = o.rails;
+  std::vector<int> listen_fds;  // [i * rails + r]
+  std::vector<uint16_t> ports;
+  auto close_all = [&] {
+    for (int fd : listen_fds) close(fd);
+  };
+  auto ip = [](int proc, int rail) {
+    return "127.0." + std::to_string(rail + 1) + "." + std::to_string(proc + 1);
+  };
+  for (int i = 0; i < n; ++i) {
+    for (int r = 0; r < rails; ++r) {
+      int fd = -1;
+      uint16_t port = 0;
+      Status st = Listen(ip(i, r), o.socket_buffer, &fd, &port);
+      if (!st.ok()) {
+        close_all();
+        return st;
+      }
+      listen_fds.push_back(fd);
+      ports.push_back(port);
+    }
+  }
+  std::fflush(stdout);
+  const int64_t deadline = NowNs() + static_cast<int64_t>(o.seconds * 1e9);
+  std::vector<pid_t> pids;
+  std::vector<int> pipes;
+  Status st = Status::Ok();
+  for (int i = 0; i < n && st.ok(); ++i) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+      st = Status::Error(Errno("pipe"));
+      break;
+    }
+    const pid_t pid = fork();
+    if (pid == 0) {
+      close(fds[0]);
+      std::vector<StreamResult> results(rails);
+      std::vector<std::string> errors(rails);
+      std::vector<std::thread> threads;
+      const int next = (i + 1) % n;
+      for (int r = 0; r < rails; ++r) {
+        threads.emplace_back(ReceiveStream, listen_fds[i * rails + r], &results[r]);
+        threads.emplace_back(SendStream, ip(i, r), ip(next, r), ports[next * rails + r],
+                             std::cref(o), deadline, &errors[r]);
+      }
+      for (auto& t : threads) t.join();
+      for (int r = 0; r < rails; ++r) {
+        if (!errors[r].empty() && results[r].error[0] == '\0') {
+          std::snprintf(results[r].error, sizeof(results[r].error), "%s", errors[r].c_str());
+        }
+      }
+      _exit(WriteAll(fds[1], results.data(), sizeof(StreamResult) * results.size()) ? 0 : 1);
+    }
+    close(fds[1]);
+    if (pid < 0) {
+      close(fds[0]);
+      st = Status::Error(Errno("fork"));
+      break;
+    }
+    pids.push_back(pid);
+    pipes.push_back(fds[0]);
+  }
+  close_all();
+  per_rank->clear();
+  for (size_t i = 0; i < pipes.size(); ++i) {
+    std::vector<StreamResult> results(rails);
+    const bool got = ReadAll(pipes[i], results.data(), sizeof(StreamResult) * results.size());
+    close(pipes[i]);
+    if (!st.ok()) continue;
+    if (!got) {
+      st = Status::Error("ring process " + std::to_string(i) + " reported nothing");
+      continue;
+    }
+    int64_t first = INT64_MAX, last = 0;
+    uint64_t total = 0;
+    for (const StreamResult& r : results) {
+      if (r.error[0] != '\0')
+        st = Status::Error("ring process " + std::to_string(i) + ": " + r.error);
+      if (r.bytes == 0) continue;
+      first = std::min(first, r.first_ns);
+      last = std::max(last, r.last_ns);
+      total += r.bytes;
+    }
+    per_rank->push_back(total == 0 ? 0.0
+                                   : static_cast<double>(total) /
+                                         static_cast<double>(std::max<int64_t>(1, last - first)));
+  }
+  if (!st.ok()) {
+    for (pid_t pid : pids) kill(pid, SIGKILL);
+  }
+  for (pid_t pid : pids) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+  }
+  return st;
+}
+
 int Main(int argc, char** argv) {
   CapacityOptions o;
   CLI::App app(
@@ -295,6 +401,11 @@ int Main(int argc, char** argv) {
                  "SO_SNDBUF/SO_RCVBUF bytes (ftccl's default); 0: kernel autotuning")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--ring", o.ring,
+                 "processes of the ring measurement (each sends to the next over every rail "
+                 "while receiving from the previous one); 0 skips it")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 254));
   app.add_option("-J,--json", o.json_path, "also write the figures as JSON to this file");
   try {
     app.parse(argc, argv);
@@ -307,7 +418,7 @@ int Main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
   std::printf(
       "# tcp-capacity: loopback TCP, %.1f s per measurement, %zu-byte writes, "
-      "socket buffers %d B, 1 sender and 1 receiver process\n",
+      "socket buffers %d B; every endpoint is its own process\n",
       o.seconds, o.write_bytes, o.socket_buffer);
   std::vector<int> counts{1};
   if (o.rails > 1) counts.push_back(o.rails);
@@ -335,6 +446,30 @@ int Main(int argc, char** argv) {
     std::fflush(stdout);
     j["measurements"].push_back(
         {{"streams", streams}, {"gbps", m.gbps}, {"per_stream_gbps", m.per_stream}});
+  }
+  if (o.ring >= 2) {
+    std::vector<double> per_rank;
+    Status st = MeasureRing(o, &per_rank);
+    if (!st.ok()) {
+      std::fprintf(stderr, "tcp-capacity: ring of %d: %s\n", o.ring, st.message().c_str());
+      return 3;
+    }
+    double sum = 0, lo = per_rank.empty() ? 0 : per_rank[0];
+    for (double g : per_rank) {
+      sum += g;
+      lo = std::min(lo, g);
+    }
+    const double mean = per_rank.empty() ? 0 : sum / static_cast<double>(per_rank.size());
+    std::printf(
+        "ring       %2d procs  : %8.3f GB/s per process (min %.3f) over %d rail%s: the "
+        "busbw ceiling of a ring collective\n",
+        o.ring, mean, lo, o.rails, o.rails == 1 ? "" : "s");
+    std::fflush(stdout);
+    j["ring"] = {{"processes", o.ring},
+                 {"rails", o.rails},
+                 {"mean_gbps", mean},
+                 {"min_gbps", lo},
+                 {"per_process_gbps", per_rank}};
   }
   if (!o.json_path.empty()) {
     std::ofstream f(o.json_path);
