@@ -1,0 +1,127 @@
+// link_down, link_flap, port_drop: the link state is read back with `ip -j link` (a separate
+// netlink client), and revert must restore the exact previous flags and addresses.
+#include <atomic>
+#include <thread>
+
+#include "injector/injection.h"
+#include "injector/link_flap.h"
+#include "injector/registry.h"
+#include "tests/cpp/injector/test_util.h"
+
+namespace faultline::testing {
+namespace {
+
+bool HasFlag(const nlohmann::json& link, const char* flag) {
+  if (link.is_null()) return false;
+  for (const auto& f : link.value("flags", nlohmann::json::array())) {
+    if (f == flag) return true;
+  }
+  return false;
+}
+
+std::unique_ptr<Injection> ArmOrDie(TwoHosts& t, const std::string& kind, nlohmann::json params) {
+  auto fault = CreateFault(kind, params);
+  EXPECT_TRUE(fault.ok()) << fault.status().ToString();
+  if (!fault.ok()) return nullptr;
+  auto inj = Injection::Arm(std::move(fault).value(), &t.journal(), t.policy());
+  EXPECT_TRUE(inj.ok()) << inj.status().ToString();
+  if (!inj.ok()) return nullptr;
+  return std::move(inj).value();
+}
+
+TEST(LinkDown, HostSideGoesDownAndRevertRestoresFlags) {
+  FL_SKIP_WITHOUT_NETNS(t);
+  nlohmann::json before = IpLink(t->a(), "va");
+  ASSERT_TRUE(HasFlag(before, "UP"));
+  auto inj = ArmOrDie(*t, "link_down", {{"netns", t->a()}, {"dev", "va"}});
+  ASSERT_NE(inj, nullptr);
+  ASSERT_TRUE(inj->ApplyAt().ok());
+  nlohmann::json during = IpLink(t->a(), "va");
+  EXPECT_FALSE(HasFlag(during, "UP"));
+  EXPECT_EQ(during.value("operstate", ""), "DOWN");
+  ASSERT_TRUE(inj->RevertAt().ok());
+  nlohmann::json after = IpLink(t->a(), "va");
+  EXPECT_EQ(before["flags"], after["flags"]);
+  auto entries = t->journal().List();
+  ASSERT_TRUE(entries.ok());
+  EXPECT_TRUE(entries->empty()) << "revert must remove the journal entry";
+}
+
+TEST(LinkDown, SwitchSideLeavesHostUpWithNoCarrier) {
+  FL_SKIP_WITHOUT_NETNS(t);
+  auto inj = ArmOrDie(*t, "link_down", {{"netns", t->a()}, {"dev", "va"}, {"side", "switch"}});
+  ASSERT_NE(inj, nullptr);
+  ASSERT_TRUE(inj->ApplyAt().ok());
+  nlohmann::json host = IpLink(t->a(), "va");
+  nlohmann::json sw = IpLink(t->b(), "vb");
+  EXPECT_TRUE(HasFlag(host, "UP"));
+  EXPECT_TRUE(HasFlag(host, "NO-CARRIER"));
+  EXPECT_FALSE(HasFlag(sw, "UP"));
+  ASSERT_TRUE(inj->RevertAt().ok());
+  EXPECT_TRUE(HasFlag(IpLink(t->b(), "vb"), "UP"));
+  EXPECT_TRUE(HasFlag(IpLink(t->a(), "va"), "LOWER_UP"));
+}
+
+TEST(LinkFlap, EveryTransitionHappensAndEndsUp) {
+  FL_SKIP_WITHOUT_NETNS(t);
+  auto inj = ArmOrDie(*t, "link_flap",
+                      {{"netns", t->a()},
+                       {"dev", "va"},
+                       {"down", "20ms"},
+                       {"up", "20ms"},
+                       {"count", 3},
+                       {"jitter", "2ms"},
+                       {"seed", 7}});
+  ASSERT_NE(inj, nullptr);
+  // Watch the link from another thread with an independent client while it flaps.
+  std::atomic<bool> done{false};
+  std::atomic<int> seen_down{0};
+  std::thread watcher([&] {
+    while (!done.load()) {
+      if (!HasFlag(IpLink(t->a(), "va"), "UP")) seen_down++;
+    }
+  });
+  MonoNs start = MonoNow() + 5'000'000;
+  ASSERT_TRUE(inj->ApplyAt(start).ok());
+  done = true;
+  watcher.join();
+  auto& flap = static_cast<LinkFlapFault&>(inj->fault());
+  ASSERT_EQ(flap.transitions().size(), 6u);
+  for (const FlapTransition& tr : flap.transitions()) {
+    EXPECT_TRUE(tr.observed_ok);
+    EXPECT_LT(tr.applied - tr.scheduled, 5'000'000) << "transition more than 5 ms late";
+  }
+  EXPECT_GT(seen_down.load(), 0) << "an independent observer never saw the link down";
+  EXPECT_TRUE(HasFlag(IpLink(t->a(), "va"), "UP"));
+  ASSERT_TRUE(inj->RevertAt().ok());
+}
+
+TEST(PortDrop, RemoveMakesTheDeviceDisappearAndRevertRestoresAddresses) {
+  FL_SKIP_WITHOUT_NETNS(t);
+  std::string addrs_before = Sh("ip -n " + t->a() + " -4 -br addr show dev va");
+  auto inj = ArmOrDie(*t, "port_drop", {{"netns", t->a()}, {"dev", "va"}, {"remove", true}});
+  ASSERT_NE(inj, nullptr);
+  ASSERT_TRUE(inj->ApplyAt().ok());
+  EXPECT_TRUE(IpLink(t->a(), "va").is_null()) << "the device must be gone from its namespace";
+  ASSERT_TRUE(inj->RevertAt().ok());
+  nlohmann::json after = IpLink(t->a(), "va");
+  ASSERT_FALSE(after.is_null());
+  EXPECT_TRUE(HasFlag(after, "UP"));
+  std::string addrs_after = Sh("ip -n " + t->a() + " -4 -br addr show dev va");
+  EXPECT_EQ(addrs_before.substr(addrs_before.find("198.18")),
+            addrs_after.substr(addrs_after.find("198.18")));
+  EXPECT_EQ(Sh("ip netns list").find("fl-park-"), std::string::npos);
+}
+
+TEST(PortDrop, WithoutRemoveTheLinkStaysDown) {
+  FL_SKIP_WITHOUT_NETNS(t);
+  auto inj = ArmOrDie(*t, "port_drop", {{"netns", t->a()}, {"dev", "va"}});
+  ASSERT_NE(inj, nullptr);
+  ASSERT_TRUE(inj->ApplyAt().ok());
+  EXPECT_FALSE(HasFlag(IpLink(t->a(), "va"), "UP"));
+  ASSERT_TRUE(inj->RevertAt().ok());
+  EXPECT_TRUE(HasFlag(IpLink(t->a(), "va"), "UP"));
+}
+
+}  // namespace
+}  // namespace faultline::testing
