@@ -442,6 +442,52 @@ TEST_P(InvalidArgumentTest, OneRankWithBadRoot) {
   EXPECT_TRUE(result.AllOk()) << result.Describe();
 }
 
+// The last rank never issues the collective (it idles past the others' deadline): the others
+// must fail by the per-call timeout (kTimeout, or kAborted when told of another rank's
+// timeout), a timeout never before the deadline and no error much after it.
+class DeadlineTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(DeadlineTest, PeerNeverCallsPerCallTimeout) {
+  const int ranks = GetParam();
+  constexpr Millis kCallTimeout(1000);
+  CommLaunch launch;
+  launch.size = ranks;
+  launch.op_timeout = Millis(30000);  // the per-call timeout must override this
+  launch.wall_limit = std::chrono::seconds(60);
+  LaunchResult result = LaunchCommunicators(launch, [&](Communicator& comm, RankReporter& rep) {
+    if (comm.rank() == ranks - 1) {
+      usleep(static_cast<useconds_t>((kCallTimeout.count() + 1500) * 1000));
+      return Status::Ok();
+    }
+    std::vector<float> send(1000, 1.0f), recv(1000);
+    const Clock::time_point start = Clock::now();
+    Status st = comm.AllReduce(send.data(), recv.data(), send.size(), DataType::kF32,
+                               ReduceOp::kSum, kCallTimeout);
+    const int64_t ms = MillisSince(start);
+    rep.Value("code", static_cast<int>(st.code()));
+    // A rank whose own deadline has not passed yet may hear of another's timeout first.
+    if (st.code() != Code::kTimeout && st.code() != Code::kAborted) {
+      rep.Fail("expected kTimeout (or kAborted by a peer's timeout), got " + st.ToString());
+    } else if (ms > kCallTimeout.count() + kSlackMs ||
+               (st.code() == Code::kTimeout && ms < kCallTimeout.count() - 50)) {
+      rep.Fail(st.ToString() + " after " + std::to_string(ms) + " ms for a " +
+               std::to_string(kCallTimeout.count()) + " ms timeout");
+    }
+    return Status::Ok();
+  });
+  EXPECT_TRUE(result.AllOk()) << result.Describe();
+  int timeouts = 0;
+  for (const RankOutcome& r : result.ranks) {
+    timeouts += r.value("code") == static_cast<int>(Code::kTimeout) ? 1 : 0;
+  }
+  EXPECT_GE(timeouts, 1) << "no rank reported kTimeout\n" << result.Describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(All, DeadlineTest, ::testing::Values(2, 3),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return RanksTag(info.param);
+                         });
+
 INSTANTIATE_TEST_SUITE_P(All, InvalidArgumentTest, ::testing::Values(1, 2, 3),
                          [](const ::testing::TestParamInfo<int>& info) {
                            return RanksTag(info.param);
