@@ -7,14 +7,13 @@
 #include <sched.h>
 #include <sys/mman.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
 #include "injector/injection.h"
 #include "injector/journal.h"
@@ -45,7 +44,9 @@ Dist Summarize(std::vector<int64_t> v) {
   return d;
 }
 
-nlohmann::json ToJson(const Dist& d) { return {{"p50_ms", d.p50}, {"p99_ms", d.p99}, {"max_ms", d.max}}; }
+nlohmann::json ToJson(const Dist& d) {
+  return {{"p50_ms", d.p50}, {"p99_ms", d.p99}, {"max_ms", d.max}};
+}
 
 }  // namespace
 
@@ -81,8 +82,8 @@ int main(int argc, char** argv) {
   }
   {
     auto sock = NlSock::ConnectInNetns(ns);
-    if (!sock.ok() || !CreateVeth(*sock, "h0", "s0", -1).ok() || !SetLinkUp(*sock, "h0", true).ok() ||
-        !SetLinkUp(*sock, "s0", true).ok()) {
+    if (!sock.ok() || !CreateVeth(*sock, "h0", "s0", -1).ok() ||
+        !SetLinkUp(*sock, "h0", true).ok() || !SetLinkUp(*sock, "s0", true).ok()) {
       std::fprintf(stderr, "injector-timing: cannot build the veth pair\n");
       return 3;
     }
@@ -114,12 +115,9 @@ int main(int argc, char** argv) {
   inj->reset();
   Dist l = Summarize(lateness), a = Summarize(apply_call), r = Summarize(revert_call);
   if (json) {
-    std::cout << nlohmann::json{{"flaps", count},
-                                {"transitions", lateness.size()},
-                                {"lateness", ToJson(l)},
-                                {"apply_call", ToJson(a)},
-                                {"revert_call", ToJson(r)},
-                                {"target_p99_ms", 1.0},
+    std::cout << nlohmann::json{{"flaps", count},           {"transitions", lateness.size()},
+                                {"lateness", ToJson(l)},    {"apply_call", ToJson(a)},
+                                {"revert_call", ToJson(r)}, {"target_p99_ms", 1.0},
                                 {"pass", l.p99 < 1.0}}
                      .dump(2)
               << std::endl;

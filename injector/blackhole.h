@@ -17,7 +17,8 @@ struct BlackholeParams {
 
 class BlackholeFault final : public NftDropFault {
  public:
-  explicit BlackholeFault(BlackholeParams p) : NftDropFault(p.netns, p.dev), params_(std::move(p)) {}
+  explicit BlackholeFault(BlackholeParams p)
+      : NftDropFault(p.netns, p.dev), params_(std::move(p)) {}
   static Result<std::unique_ptr<Fault>> Create(const nlohmann::json& p);
   std::string_view Kind() const override { return "blackhole"; }
   nlohmann::json Params() const override { return params_.ToJson(); }

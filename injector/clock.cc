@@ -27,9 +27,9 @@ int64_t WallNowNs() {
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-bool SleepUntil(MonoNs deadline, const volatile bool* stop, bool return_on_signal) {
+bool SleepUntil(MonoNs deadline, const std::atomic<bool>* stop, bool return_on_signal) {
   for (;;) {
-    if (stop != nullptr && *stop) return false;
+    if (stop != nullptr && stop->load()) return false;
     MonoNs target = deadline;
     if (stop != nullptr) {
       MonoNs poll = MonoNow() + kStopPollNs;

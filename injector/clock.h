@@ -5,6 +5,7 @@
 // Thread-safe.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 namespace faultline {
@@ -15,9 +16,10 @@ using MonoNs = int64_t;
 MonoNs MonoNow();
 
 // Sleeps until `deadline` (absolute CLOCK_MONOTONIC). Returns early only if `*stop` becomes
-// true (checked at least every `poll_ns` when stop is given) or on a signal when
+// true (checked at least every 10 ms when stop is given) or on a signal when
 // `return_on_signal`. Returns true when the deadline was reached.
-bool SleepUntil(MonoNs deadline, const volatile bool* stop = nullptr, bool return_on_signal = false);
+bool SleepUntil(MonoNs deadline, const std::atomic<bool>* stop = nullptr,
+                bool return_on_signal = false);
 
 // Nanoseconds since the Unix epoch (for human-readable records only, never for scheduling).
 int64_t WallNowNs();

@@ -10,10 +10,9 @@
 // Not thread-safe; one thread drives a Fault.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "injector/clock.h"
 #include "injector/status.h"

@@ -42,8 +42,7 @@ Result<nlohmann::json> HookCall(const std::string& path, nlohmann::json request,
   if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
     int err = errno;
     if (err == ENOENT || err == ECONNREFUSED || err == ENOTSOCK) {
-      return Unavailable("nothing listens at fault hook path " + path + " (" +
-                         std::strerror(err) +
+      return Unavailable("nothing listens at fault hook path " + path + " (" + std::strerror(err) +
                          "): is the rank running with its fault hook enabled at that path?");
     }
     return ErrnoStatus("connect to fault hook " + path, err);

@@ -53,8 +53,8 @@ Status Injection::ApplyAt(MonoNs scheduled) {
   if (!obs.ok()) return obs.status().WithContext("observe after apply");
   apply_.observation = *obs;
   if (fault_->Steady() && !obs->value("in_effect", false)) {
-    return Internal(std::string(fault_->Kind()) + " was applied but its effect is not observed: " +
-                    obs->dump());
+    return Internal(std::string(fault_->Kind()) +
+                    " was applied but its effect is not observed: " + obs->dump());
   }
   return Status::Ok();
 }
@@ -74,8 +74,8 @@ Status Injection::RevertAt(MonoNs scheduled) {
   if (!obs.ok()) return obs.status().WithContext("observe after revert");
   revert_.observation = *obs;
   if (fault_->Steady() && obs->value("in_effect", true)) {
-    return Internal(std::string(fault_->Kind()) + " was reverted but its effect is still observed: " +
-                    obs->dump());
+    return Internal(std::string(fault_->Kind()) +
+                    " was reverted but its effect is still observed: " + obs->dump());
   }
   reverted_ = true;
   return journal_->Remove(journal_id_);

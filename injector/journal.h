@@ -10,21 +10,20 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "injector/status.h"
 
 namespace faultline {
 
 struct JournalEntry {
-  std::string id;        // file name without ".json"; sorts in creation order
-  std::string kind;      // fault kind or resource kind ("netns", "veth", ...)
-  nlohmann::json undo;   // kind-specific description of how to undo
-  int pid = 0;           // the process that wrote it
+  std::string id;       // file name without ".json"; sorts in creation order
+  std::string kind;     // fault kind or resource kind ("netns", "veth", ...)
+  nlohmann::json undo;  // kind-specific description of how to undo
+  int pid = 0;          // the process that wrote it
   int64_t created_mono_ns = 0;
 };
 

@@ -30,8 +30,10 @@ Status LinkDownFault::Undo(const nlohmann::json& undo) {
 
 Result<nlohmann::json> ObserveLink(NlSock& sock, const LinkRef& ref) {
   FL_ASSIGN_OR_RETURN(LinkState s, GetLink(sock, ref.dev));
-  return nlohmann::json{{"netns", ref.netns},      {"dev", ref.dev},
-                        {"admin_up", s.admin_up},  {"carrier", s.carrier},
+  return nlohmann::json{{"netns", ref.netns},
+                        {"dev", ref.dev},
+                        {"admin_up", s.admin_up},
+                        {"carrier", s.carrier},
                         {"operstate", s.operstate}};
 }
 

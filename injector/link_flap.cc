@@ -25,8 +25,8 @@ Result<LinkFlapParams> LinkFlapParams::FromJson(const nlohmann::json& p) {
 }
 
 nlohmann::json LinkFlapParams::ToJson() const {
-  return {{"netns", target.netns},  {"dev", target.dev},          {"side", LinkSideName(target.side)},
-          {"down_ns", down_ns},     {"up_ns", up_ns},             {"count", count},
+  return {{"netns", target.netns},  {"dev", target.dev}, {"side", LinkSideName(target.side)},
+          {"down_ns", down_ns},     {"up_ns", up_ns},    {"count", count},
           {"jitter_ns", jitter_ns}, {"seed", seed}};
 }
 

@@ -69,8 +69,8 @@ Result<LinkRef> ResolveLinkTarget(const LinkTarget& target, const TargetPolicy& 
     return LinkRef{target.netns, target.dev, s.ifindex};
   }
   FL_ASSIGN_OR_RETURN(LinkRef peer, FindVethPeer(target.netns, target.dev));
-  FL_RETURN_IF_ERROR(policy.CheckInterface(peer.netns, peer.dev)
-                         .WithContext("switch side of " + target.dev));
+  FL_RETURN_IF_ERROR(
+      policy.CheckInterface(peer.netns, peer.dev).WithContext("switch side of " + target.dev));
   return peer;
 }
 

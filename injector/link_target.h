@@ -6,10 +6,9 @@
 // Both the named interface and the one acted on must pass the target policy.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "injector/status.h"
 

@@ -58,8 +58,8 @@ std::string LossFault::Rules() const {
     }
     i = j + 1;
   }
-  return rules + "    meta protocol { ip, ip6 } numgen inc mod " + std::to_string(kSlots) +
-         " { " + set + " } counter name \"dropped\" drop\n";
+  return rules + "    meta protocol { ip, ip6 } numgen inc mod " + std::to_string(kSlots) + " { " +
+         set + " } counter name \"dropped\" drop\n";
 }
 
 }  // namespace faultline

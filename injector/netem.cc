@@ -60,7 +60,8 @@ Status ProbeNetem() {
   int original = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
   if (original < 0) return ErrnoStatus("open /proc/thread-self/ns/net", errno);
   UniqueFd original_fd(original);
-  if (::unshare(CLONE_NEWNET) != 0) return ErrnoStatus("unshare(CLONE_NEWNET) for netem probe", errno);
+  if (::unshare(CLONE_NEWNET) != 0)
+    return ErrnoStatus("unshare(CLONE_NEWNET) for netem probe", errno);
   Status st;
   {
     auto sock = NlSock::Connect();
@@ -98,8 +99,11 @@ Result<NetemParams> NetemParams::FromJson(std::string_view kind, const nlohmann:
 }
 
 nlohmann::json NetemParams::ToJson() const {
-  return {{"netns", netns},       {"dev", dev},           {"delay_ns", delay_ns},
-          {"jitter_ns", jitter_ns}, {"percent", percent}};
+  return {{"netns", netns},
+          {"dev", dev},
+          {"delay_ns", delay_ns},
+          {"jitter_ns", jitter_ns},
+          {"percent", percent}};
 }
 
 Result<std::unique_ptr<Fault>> NetemFault::CreateDelay(const nlohmann::json& p) {

@@ -148,7 +148,8 @@ Status SetLinkUp(NlSock& sock, std::string_view name, bool up) {
     rtnl_link_unset_flags(change.get(), IFF_UP);
   }
   int err = rtnl_link_change(sock.get(), orig.get(), change.get(), 0);
-  if (err < 0) return NlStatus(std::string("set ") + std::string(name) + (up ? " up" : " down"), err);
+  if (err < 0)
+    return NlStatus(std::string("set ") + std::string(name) + (up ? " up" : " down"), err);
   return Status::Ok();
 }
 

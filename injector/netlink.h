@@ -43,13 +43,13 @@ class NlSock final {
 struct LinkState {
   int ifindex = 0;
   std::string name;
-  unsigned flags = 0;      // IFF_* from the kernel
-  bool admin_up = false;   // IFF_UP
-  bool carrier = false;    // IFF_LOWER_UP
-  bool running = false;    // IFF_RUNNING (operationally up)
-  std::string operstate;   // "up", "down", "lowerlayerdown", ...
-  std::string kind;        // "veth", "bridge", ... ("" for physical)
-  int link_ifindex = 0;    // IFLA_LINK (the veth peer's ifindex), 0 when absent
+  unsigned flags = 0;         // IFF_* from the kernel
+  bool admin_up = false;      // IFF_UP
+  bool carrier = false;       // IFF_LOWER_UP
+  bool running = false;       // IFF_RUNNING (operationally up)
+  std::string operstate;      // "up", "down", "lowerlayerdown", ...
+  std::string kind;           // "veth", "bridge", ... ("" for physical)
+  int link_ifindex = 0;       // IFLA_LINK (the veth peer's ifindex), 0 when absent
   int32_t link_netnsid = -1;  // IFLA_LINK_NETNSID, -1 when the peer is in this namespace
   int master_ifindex = 0;
 };

@@ -22,8 +22,7 @@ Result<NftSession> NftSession::Open(std::string_view netns) {
   return NftSession(std::move(fd), ctx);
 }
 
-NftSession::NftSession(NftSession&& o) noexcept
-    : netns_fd_(std::move(o.netns_fd_)), ctx_(o.ctx_) {
+NftSession::NftSession(NftSession&& o) noexcept : netns_fd_(std::move(o.netns_fd_)), ctx_(o.ctx_) {
   o.ctx_ = nullptr;
 }
 
@@ -55,7 +54,7 @@ Result<nlohmann::json> NftSession::ListJson(const std::string& command) {
     std::string err = nft_ctx_get_error_buffer(ctx_);
     while (!err.empty() && err.back() == '\n') err.pop_back();
     Code code = err.find("No such file or directory") != std::string::npos ? Code::kNotFound
-                                                                             : Code::kKernel;
+                                                                           : Code::kKernel;
     return Status(code, "nft: " + err);
   }
   nlohmann::json j = nlohmann::json::parse(nft_ctx_get_output_buffer(ctx_), nullptr, false);
@@ -93,8 +92,8 @@ Status DeleteNftTable(std::string_view netns, std::string_view family, std::stri
 }
 
 std::string NewNftTableName(std::string_view kind) {
-  return std::string(kNftTablePrefix) + std::string(kind) + "_" + std::to_string(::getpid()) +
-         "_" + std::to_string(g_table_seq++);
+  return std::string(kNftTablePrefix) + std::string(kind) + "_" + std::to_string(::getpid()) + "_" +
+         std::to_string(g_table_seq++);
 }
 
 }  // namespace faultline

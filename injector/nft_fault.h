@@ -24,7 +24,8 @@ class NftDropFault : public Fault {
   Result<nlohmann::json> Observe() override;
 
  protected:
-  NftDropFault(std::string netns, std::string dev) : netns_(std::move(netns)), dev_(std::move(dev)) {}
+  NftDropFault(std::string netns, std::string dev)
+      : netns_(std::move(netns)), dev_(std::move(dev)) {}
   // The rules of the ingress chain (after its declaration), nft syntax, one per line.
   virtual std::string Rules() const = 0;
 

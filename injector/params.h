@@ -6,17 +6,17 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "injector/status.h"
 
 namespace faultline::params {
 
 Status CheckKeys(const nlohmann::json& p, std::initializer_list<const char*> allowed);
-Result<std::string> String(const nlohmann::json& p, const char* key, std::optional<std::string> def);
+Result<std::string> String(const nlohmann::json& p, const char* key,
+                           std::optional<std::string> def);
 Result<int64_t> Duration(const nlohmann::json& p, const char* key, std::optional<int64_t> def);
 Result<int64_t> Int(const nlohmann::json& p, const char* key, std::optional<int64_t> def);
 Result<uint64_t> Rate(const nlohmann::json& p, const char* key, std::optional<uint64_t> def);

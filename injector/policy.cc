@@ -28,7 +28,8 @@ Result<TargetPolicy> TargetPolicy::Create(const std::vector<std::string>& specs,
     size_t slash = s.find('/');
     if (slash == std::string::npos || slash == 0 || slash + 1 == s.size() ||
         s.find('/', slash + 1) != std::string::npos) {
-      return InvalidArgument("malformed allowlist entry '" + s + "': expected NETNS/DEV or NETNS/*");
+      return InvalidArgument("malformed allowlist entry '" + s +
+                             "': expected NETNS/DEV or NETNS/*");
     }
     p.allow_.emplace_back(s.substr(0, slash), s.substr(slash + 1));
   }
@@ -70,8 +71,8 @@ Status TargetPolicy::CheckInterface(std::string_view netns, std::string_view dev
     return PermissionDenied("interface '" + std::string(dev) + "' in network namespace '" +
                             std::string(netns) +
                             "' is outside the allowlist: the namespace was not created by "
-                            "faultline (use --allow " + std::string(netns) + "/" +
-                            std::string(dev) + " or FAULTLINE_ALLOW)");
+                            "faultline (use --allow " +
+                            std::string(netns) + "/" + std::string(dev) + " or FAULTLINE_ALLOW)");
   }
   FL_ASSIGN_OR_RETURN(NlSock sock, NlSock::ConnectInNetns(netns));
   auto link = GetLink(sock, dev);

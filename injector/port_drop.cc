@@ -54,8 +54,8 @@ Result<nlohmann::json> PortDropFault::Prepare(const TargetPolicy& policy) {
            std::to_string(g_park_seq++);
   }
   sock_.emplace(std::move(sock));
-  undo_ = {{"netns", acted_.netns}, {"dev", acted_.dev},     {"up", s.admin_up},
-           {"park_netns", park},    {"addresses", addrs},    {"master", master}};
+  undo_ = {{"netns", acted_.netns}, {"dev", acted_.dev},  {"up", s.admin_up},
+           {"park_netns", park},    {"addresses", addrs}, {"master", master}};
   return undo_;
 }
 
@@ -97,10 +97,8 @@ Result<nlohmann::json> PortDropFault::Observe() {
   auto link = ObserveLink(*sock_, acted_);
   if (!link.ok()) {
     if (link.status().code() != Code::kNotFound) return link.status();
-    return nlohmann::json{{"in_effect", true},
-                          {"present", false},
-                          {"netns", acted_.netns},
-                          {"dev", acted_.dev}};
+    return nlohmann::json{
+        {"in_effect", true}, {"present", false}, {"netns", acted_.netns}, {"dev", acted_.dev}};
   }
   bool up = (*link)["admin_up"].get<bool>();
   return nlohmann::json{{"in_effect", !up}, {"present", true}, {"link", *link}};

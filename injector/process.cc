@@ -24,7 +24,8 @@ Result<std::vector<std::string>> StatFields(int pid) {
   std::string line;
   std::getline(in, line);
   size_t close = line.rfind(')');
-  if (close == std::string::npos) return Internal("malformed /proc/" + std::to_string(pid) + "/stat");
+  if (close == std::string::npos)
+    return Internal("malformed /proc/" + std::to_string(pid) + "/stat");
   std::stringstream ss(line.substr(close + 2));
   std::vector<std::string> f;
   std::string x;

@@ -123,8 +123,8 @@ Status SendTbf(NlSock& sock, int flags, int ifindex, uint32_t handle, const TbfC
   qopt.rate.linklayer = TC_LINKLAYER_ETHERNET;
   qopt.limit = static_cast<uint32_t>(limit);
   FL_ASSIGN_OR_RETURN(MsgPtr msg, NewQdiscMsg(RTM_NEWQDISC, flags, ifindex, handle));
-  FL_RETURN_IF_ERROR(PutTbf(msg.get(), qopt, rate >= (1ULL << 32) ? rate : 0, 0,
-                            static_cast<uint32_t>(burst)));
+  FL_RETURN_IF_ERROR(
+      PutTbf(msg.get(), qopt, rate >= (1ULL << 32) ? rate : 0, 0, static_cast<uint32_t>(burst)));
   return SendAndAck(sock, msg.get(), what);
 }
 
@@ -140,8 +140,11 @@ nlohmann::json QdiscInfo::ToJson() const {
 }
 
 nlohmann::json QdiscInfo::ToUndoJson() const {
-  return {{"kind", kind},         {"handle", handle}, {"tbf_qopt_hex", tbf_qopt_hex},
-          {"rate64", rate64},     {"prate64", prate64}};
+  return {{"kind", kind},
+          {"handle", handle},
+          {"tbf_qopt_hex", tbf_qopt_hex},
+          {"rate64", rate64},
+          {"prate64", prate64}};
 }
 
 Result<QdiscInfo> QdiscInfo::FromUndoJson(const nlohmann::json& j) {

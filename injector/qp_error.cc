@@ -29,16 +29,16 @@ Result<nlohmann::json> QpErrorFault::Prepare(const TargetPolicy&) {
 }
 
 Status QpErrorFault::Apply(MonoNs) {
-  FL_ASSIGN_OR_RETURN(reply_, HookCall(params_.hook, {{"op", hook::kOpQpError},
-                                                       {"peer", params_.peer},
-                                                       {"path", params_.path}}));
+  FL_ASSIGN_OR_RETURN(
+      reply_, HookCall(params_.hook,
+                       {{"op", hook::kOpQpError}, {"peer", params_.peer}, {"path", params_.path}}));
   return Status::Ok();
 }
 
 Result<nlohmann::json> QpErrorFault::Observe() {
   FL_ASSIGN_OR_RETURN(nlohmann::json q, HookCall(params_.hook, {{"op", hook::kOpQuery},
-                                                                 {"peer", params_.peer},
-                                                                 {"path", params_.path}}));
+                                                                {"peer", params_.peer},
+                                                                {"path", params_.path}}));
   std::string state = q.value("qp_state", "");
   return nlohmann::json{{"in_effect", state == "ERR"},
                         {"qp_state", state},

@@ -43,8 +43,8 @@ bool IsGone(const Status& st) { return st.code() == Code::kNotFound; }
 
 const std::vector<FaultKindInfo>& FaultKinds() {
   static const std::vector<FaultKindInfo> kinds = {
-      {"link_down", "set a link administratively down (host or switch side)",
-       "netns, dev, side", LinkDownFault::Create, LinkDownFault::Undo},
+      {"link_down", "set a link administratively down (host or switch side)", "netns, dev, side",
+       LinkDownFault::Create, LinkDownFault::Undo},
       {"link_flap", "flap a link: down D, up U, N times, optional seeded jitter",
        "netns, dev, side, down, up, count, jitter, seed", LinkFlapFault::Create,
        LinkDownFault::Undo},
@@ -66,8 +66,8 @@ const std::vector<FaultKindInfo>& FaultKinds() {
        NetemFault::CreateReorder, NetemFault::Undo},
       {"conn_reset", "reset matching TCP connections (sock_diag destroy)",
        "netns, src, dst, sport, dport", ConnResetFault::Create, ConnResetFault::Undo},
-      {"rank_pause", "SIGSTOP a rank; revert sends SIGCONT", "netns, pid",
-       RankPauseFault::Create, RankPauseFault::Undo},
+      {"rank_pause", "SIGSTOP a rank; revert sends SIGCONT", "netns, pid", RankPauseFault::Create,
+       RankPauseFault::Undo},
       {"rank_kill", "SIGKILL a rank", "netns, pid", RankKillFault::Create, RankKillFault::Undo},
       {"qp_error", "move a verbs QP of a rank to IBV_QPS_ERR (fault hook)", "hook, peer, path",
        QpErrorFault::Create, QpErrorFault::Undo},
@@ -105,7 +105,8 @@ Result<std::unique_ptr<Fault>> CreateFault(std::string_view kind, const nlohmann
 
 Status UndoJournalEntry(std::string_view kind, const nlohmann::json& undo) {
   const FaultKindInfo* info = FindFaultKind(kind);
-  if (info == nullptr) return InvalidArgument("journal entry of unknown kind '" + std::string(kind) + "'");
+  if (info == nullptr)
+    return InvalidArgument("journal entry of unknown kind '" + std::string(kind) + "'");
   // A namespace that no longer exists took everything in it along.
   if (undo.is_object() && undo.contains("netns") && info->undo != UndoNetns) {
     std::string ns = undo.value("netns", "");

@@ -17,7 +17,7 @@
 namespace faultline {
 
 struct TcpSocketInfo {
-  int family = 0;  // AF_INET or AF_INET6
+  int family = 0;   // AF_INET or AF_INET6
   std::string src;  // local address
   uint16_t sport = 0;
   std::string dst;  // remote address

@@ -14,13 +14,13 @@ namespace faultline {
 // The closed set of error codes.
 enum class Code : int {
   kOk = 0,
-  kInvalidArgument,  // bad parameters or input; nothing was changed
-  kNotFound,         // the named interface, namespace, process or entry does not exist
-  kPermissionDenied, // refused by the allowlist policy (or by the kernel: EPERM/EACCES)
-  kAlreadyExists,    // something is in the way (e.g. a qdisc the user created)
-  kUnavailable,      // a kernel feature or peer is missing (no sch_netem, no hook listener)
-  kKernel,           // the kernel refused an operation for another reason
-  kInternal,         // a bug or an unexpected system failure
+  kInvalidArgument,   // bad parameters or input; nothing was changed
+  kNotFound,          // the named interface, namespace, process or entry does not exist
+  kPermissionDenied,  // refused by the allowlist policy (or by the kernel: EPERM/EACCES)
+  kAlreadyExists,     // something is in the way (e.g. a qdisc the user created)
+  kUnavailable,       // a kernel feature or peer is missing (no sch_netem, no hook listener)
+  kKernel,            // the kernel refused an operation for another reason
+  kInternal,          // a bug or an unexpected system failure
 };
 
 const char* CodeName(Code code);
@@ -64,7 +64,7 @@ Status ErrnoStatus(const std::string& what, int err);
 template <typename T>
 class [[nodiscard]] Result final {
  public:
-  Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}          // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {}  // NOLINT: implicit by design
 
   bool ok() const { return status_.ok(); }
@@ -85,15 +85,15 @@ class [[nodiscard]] Result final {
 }  // namespace faultline
 
 // Aborts with file:line when an invariant is broken (a bug, not an expected failure).
-#define FL_CHECK(cond) \
-  do {                                                                       \
+#define FL_CHECK(cond)                                                          \
+  do {                                                                          \
     if (!(cond)) ::faultline::internal::CheckFailed(__FILE__, __LINE__, #cond); \
   } while (0)
 
-#define FL_RETURN_IF_ERROR(expr)   \
-  do {                             \
+#define FL_RETURN_IF_ERROR(expr)      \
+  do {                                \
     ::faultline::Status _st = (expr); \
-    if (!_st.ok()) return _st;     \
+    if (!_st.ok()) return _st;        \
   } while (0)
 
 #define FL_CONCAT_INNER(a, b) a##b

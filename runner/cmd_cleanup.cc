@@ -29,7 +29,8 @@ int RunCleanup(const CleanupOptions& o) {
     std::printf("cleanup: undid %d journal entr%s in %s\n", report.undone,
                 report.undone == 1 ? "y" : "ies", o.journal_dir.c_str());
   }
-  for (const std::string& e : report.errors) std::fprintf(stderr, "faultline cleanup: %s\n", e.c_str());
+  for (const std::string& e : report.errors)
+    std::fprintf(stderr, "faultline cleanup: %s\n", e.c_str());
   return report.failed == 0 ? kExitOk : kExitHarness;
 }
 

@@ -5,9 +5,8 @@
 // a refusal, nothing was changed; 3 the harness or the kernel failed (and said why).
 #pragma once
 
-#include <functional>
-
 #include <CLI/CLI.hpp>
+#include <functional>
 
 namespace faultline::cli {
 

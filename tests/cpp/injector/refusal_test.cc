@@ -35,8 +35,8 @@ TEST(Refusal, UnknownInterface) {
 
 TEST(Refusal, UnknownNamespace) {
   FL_SKIP_WITHOUT_NETNS(t);
-  Status st = ArmStatus(*t, "link_down", {{"netns", "fl-does-not-exist"}, {"dev", "va"}},
-                        t->policy());
+  Status st =
+      ArmStatus(*t, "link_down", {{"netns", "fl-does-not-exist"}, {"dev", "va"}}, t->policy());
   EXPECT_EQ(st.code(), Code::kNotFound);
   EXPECT_NE(st.message().find("does not exist"), std::string::npos) << st.message();
 }

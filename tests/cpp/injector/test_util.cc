@@ -46,8 +46,8 @@ std::string TcQdiscs(const std::string& netns, const std::string& dev) {
 }
 
 int64_t NftDroppedPackets(const std::string& netns) {
-  auto j = nlohmann::json::parse(Sh("ip netns exec " + netns + " nft -j list counters"), nullptr,
-                                 false);
+  auto j =
+      nlohmann::json::parse(Sh("ip netns exec " + netns + " nft -j list counters"), nullptr, false);
   int64_t total = 0;
   if (!j.is_object()) return -1;
   for (const auto& item : j.value("nftables", nlohmann::json::array())) {
