@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <ostream>
 #include <set>
 #include <string>
 #include <tuple>
@@ -250,6 +251,8 @@ const char* MismatchName(Mismatch m) {
   }
   return "?";
 }
+
+void PrintTo(Mismatch m, std::ostream* os) { *os << MismatchName(m); }
 
 using MismatchParam = std::tuple<Mismatch, int>;
 

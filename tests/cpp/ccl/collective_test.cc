@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <ostream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -34,6 +35,8 @@ const char* SizeClassName(SizeClass s) {
   }
   return "?";
 }
+
+void PrintTo(SizeClass s, std::ostream* os) { *os << SizeClassName(s); }
 
 constexpr size_t kMiB = size_t{1} << 20;
 // An odd element count that is no multiple of any rank count and spans several chunks.

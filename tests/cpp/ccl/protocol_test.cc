@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <ostream>
 #include <set>
 #include <string>
 #include <tuple>
@@ -60,6 +61,10 @@ std::vector<CollCase> ProtocolCases(int ranks) {
 }
 
 enum class Damage { kDuplicate, kReorder };
+
+void PrintTo(Damage d, std::ostream* os) {
+  *os << (d == Damage::kDuplicate ? "duplicate" : "reorder");
+}
 
 using DamageParam = std::tuple<Damage, int>;
 
