@@ -1,6 +1,7 @@
 // faultline: fault injection and resilience tests for collective communication libraries.
 #include <cstdio>
 
+#include "runner/cmd_validate.h"
 #include "runner/command.h"
 
 int main(int argc, char** argv) {
@@ -9,6 +10,7 @@ int main(int argc, char** argv) {
   faultline::cli::Action action;
   faultline::cli::RegisterInject(app, &action);
   faultline::cli::RegisterCleanup(app, &action);
+  faultline::cli::RegisterValidate(app, &action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,42 @@
+// faultline validate FILE...: parses and validates scenario files without running anything.
+// Exit 0 when every file is valid; 2 otherwise, with every error of every file printed as
+// file:line:column: message (hint).
+#include "runner/cmd_validate.h"
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runner/scenario.h"
+
+namespace faultline::cli {
+
+void RegisterValidate(CLI::App& app, Action* action) {
+  auto files = std::make_shared<std::vector<std::string>>();
+  CLI::App* cmd = app.add_subcommand("validate", "check scenario files (file:line:column errors)");
+  cmd->add_option("files", *files, "scenario YAML files")->required();
+  cmd->callback([action, files] {
+    *action = [files]() {
+      int errors = 0;
+      for (const std::string& f : *files) {
+        runner::ParseOutcome r = runner::ParseScenarioFile(f);
+        for (const runner::Diagnostic& d : r.diagnostics) {
+          std::fprintf(stderr, "%s\n", d.ToString().c_str());
+        }
+        errors += static_cast<int>(r.diagnostics.size());
+        if (r.ok()) {
+          std::printf("%s: ok (%s, %zu faults)\n", f.c_str(), r.scenario->name.c_str(),
+                      r.scenario->faults.size());
+        }
+      }
+      if (errors > 0) {
+        std::fprintf(stderr, "%d error%s\n", errors, errors == 1 ? "" : "s");
+        return kExitBadInput;
+      }
+      return kExitOk;
+    };
+  });
+}
+
+}  // namespace faultline::cli

@@ -1,0 +1,1069 @@
+#include "runner/scenario.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include "injector/units.h"
+
+namespace faultline::runner {
+namespace {
+
+constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
+
+struct KindEntry {
+  FaultKind kind;
+  const char* name;
+};
+constexpr KindEntry kKinds[] = {
+    {FaultKind::kLinkDown, "link_down"},
+    {FaultKind::kLinkFlap, "link_flap"},
+    {FaultKind::kPortDrop, "port_drop"},
+    {FaultKind::kBandwidth, "bandwidth"},
+    {FaultKind::kLoss, "loss"},
+    {FaultKind::kBlackhole, "blackhole"},
+    {FaultKind::kDelay, "delay"},
+    {FaultKind::kJitter, "jitter"},
+    {FaultKind::kCorrupt, "corrupt"},
+    {FaultKind::kReorder, "reorder"},
+    {FaultKind::kConnReset, "conn_reset"},
+    {FaultKind::kConnCorrupt, "conn_corrupt"},
+    {FaultKind::kQpError, "qp_error"},
+    {FaultKind::kRankPause, "rank_pause"},
+    {FaultKind::kRankKill, "rank_kill"},
+};
+
+struct OpEntry {
+  CollOp op;
+  const char* name;
+};
+constexpr OpEntry kOps[] = {
+    {CollOp::kAllReduce, "allreduce"},
+    {CollOp::kAllGather, "allgather"},
+    {CollOp::kReduceScatter, "reducescatter"},
+    {CollOp::kBroadcast, "broadcast"},
+    {CollOp::kReduce, "reduce"},
+    {CollOp::kAllToAll, "alltoall"},
+    {CollOp::kBarrier, "barrier"},
+};
+
+const std::vector<std::string> kDtypes = {"f32", "f64", "f16", "bf16", "i32", "i64", "u8"};
+const std::vector<std::string> kReduceOps = {"sum", "prod", "min", "max", "avg"};
+
+int EditDistance(const std::string& a, const std::string& b) {
+  std::vector<int> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = static_cast<int>(j);
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = static_cast<int>(i);
+    for (size_t j = 1; j <= b.size(); ++j) {
+      int sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+// "did you mean 'x'?" when a close candidate exists, else "expected one of: ...".
+std::string SuggestHint(const std::string& got, const std::vector<std::string>& candidates) {
+  int best = 1 << 30;
+  std::string best_name;
+  for (const auto& c : candidates) {
+    int d = EditDistance(got, c);
+    if (d < best) {
+      best = d;
+      best_name = c;
+    }
+  }
+  if (!best_name.empty() && best <= std::max<int>(1, static_cast<int>(got.size()) / 3)) {
+    return "did you mean '" + best_name + "'?";
+  }
+  return "expected one of: " + Join(candidates);
+}
+
+std::string Seconds(int64_t ns) { return FormatDuration(ns); }
+
+// Closed/half-open interval overlap where a zero-length interval is a single instant.
+bool Overlaps(int64_t s1, int64_t e1, int64_t s2, int64_t e2) {
+  if (e1 == s1 && e2 == s2) return s1 == s2;
+  if (e1 == s1) return s2 <= s1 && s1 < e2;
+  if (e2 == s2) return s1 <= s2 && s2 < e1;
+  return s1 < e2 && s2 < e1;
+}
+
+class Parser final {
+ public:
+  explicit Parser(std::string file) : file_(std::move(file)) {}
+
+  ParseOutcome Run(std::string_view text);
+
+ private:
+  SourceLoc Loc(const YAML::Node& n) const {
+    YAML::Mark m = n.Mark();
+    if (m.is_null()) return {};
+    return {m.line + 1, m.column + 1};
+  }
+  void Error(SourceLoc loc, std::string message, std::string hint = "") {
+    diags_.push_back({file_, loc, std::move(message), std::move(hint)});
+  }
+  void Error(const YAML::Node& n, std::string message, std::string hint = "") {
+    Error(Loc(n), std::move(message), std::move(hint));
+  }
+
+  static std::string Describe(const YAML::Node& n) {
+    switch (n.Type()) {
+      case YAML::NodeType::Map:
+        return "a mapping";
+      case YAML::NodeType::Sequence:
+        return "a list";
+      case YAML::NodeType::Null:
+        return "nothing";
+      case YAML::NodeType::Scalar:
+        return "'" + n.Scalar() + "'";
+      default:
+        return "an undefined value";
+    }
+  }
+
+  // Reports unknown and duplicate keys of `map` (which must be a mapping); `what` names it.
+  void CheckKeys(const YAML::Node& map, const std::vector<std::string>& allowed,
+                 const std::string& what) {
+    std::set<std::string> seen;
+    for (auto it = map.begin(); it != map.end(); ++it) {
+      const YAML::Node key = it->first;
+      if (!key.IsScalar()) {
+        Error(key, "a key in " + what + " must be a plain name", "");
+        continue;
+      }
+      const std::string& k = key.Scalar();
+      if (!seen.insert(k).second) {
+        Error(key, "duplicate key '" + k + "' in " + what, "remove one of the two");
+        continue;
+      }
+      if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
+        Error(key, "unknown key '" + k + "' in " + what, SuggestHint(k, allowed));
+      }
+    }
+  }
+
+  // Mapping check: reports "`what` must be a mapping" and returns false otherwise.
+  bool ExpectMap(const YAML::Node& n, const std::string& what) {
+    if (n.IsMap()) return true;
+    Error(n, what + " must be a mapping, got " + Describe(n),
+          "write it as 'key: value' lines or {key: value, ...}");
+    return false;
+  }
+
+  bool Required(const YAML::Node& parent, const char* key, const std::string& what,
+                const std::string& hint) {
+    if (parent[key]) return true;
+    Error(parent, "missing required key '" + std::string(key) + "' in " + what, hint);
+    return false;
+  }
+
+  std::optional<int64_t> Int(const YAML::Node& n, const std::string& what, int64_t lo, int64_t hi) {
+    if (n.IsScalar()) {
+      const std::string& s = n.Scalar();
+      errno = 0;
+      char* end = nullptr;
+      long long v = std::strtoll(s.c_str(), &end, 10);
+      if (!s.empty() && end == s.c_str() + s.size() && errno == 0) {
+        if (v < lo || v > hi) {
+          Error(n, what + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                       "], got " + s);
+          return std::nullopt;
+        }
+        return v;
+      }
+    }
+    Error(n, what + " must be an integer, got " + Describe(n));
+    return std::nullopt;
+  }
+
+  std::optional<double> Number(const YAML::Node& n, const std::string& what, double lo, double hi) {
+    if (n.IsScalar()) {
+      const std::string& s = n.Scalar();
+      char* end = nullptr;
+      double v = std::strtod(s.c_str(), &end);
+      if (!s.empty() && end == s.c_str() + s.size() && std::isfinite(v)) {
+        if (v < lo || v > hi) {
+          std::ostringstream os;
+          os << what << " must be in [" << lo << ", " << hi << "], got " << s;
+          Error(n, os.str());
+          return std::nullopt;
+        }
+        return v;
+      }
+    }
+    Error(n, what + " must be a number, got " + Describe(n));
+    return std::nullopt;
+  }
+
+  std::optional<std::string> String(const YAML::Node& n, const std::string& what) {
+    if (n.IsScalar()) return n.Scalar();
+    Error(n, what + " must be a string, got " + Describe(n));
+    return std::nullopt;
+  }
+
+  std::optional<bool> Bool(const YAML::Node& n, const std::string& what) {
+    if (n.IsScalar()) {
+      const std::string& s = n.Scalar();
+      if (s == "true") return true;
+      if (s == "false") return false;
+    }
+    Error(n, what + " must be true or false, got " + Describe(n));
+    return std::nullopt;
+  }
+
+  std::optional<std::string> Choice(const YAML::Node& n, const std::string& what,
+                                    const std::vector<std::string>& choices) {
+    auto s = String(n, what);
+    if (!s) return std::nullopt;
+    if (std::find(choices.begin(), choices.end(), *s) == choices.end()) {
+      Error(n, "unknown " + what + " '" + *s + "'", SuggestHint(*s, choices));
+      return std::nullopt;
+    }
+    return s;
+  }
+
+  std::optional<int64_t> Duration(const YAML::Node& n, const std::string& what) {
+    if (!n.IsScalar()) {
+      Error(n, what + " must be a duration, got " + Describe(n), "write e.g. 200ms or 2s");
+      return std::nullopt;
+    }
+    auto r = ParseDuration(n.Scalar());
+    if (!r.ok()) {
+      Error(n, what + ": " + r.status().message(), "durations need a unit, e.g. 200ms or 2s");
+      return std::nullopt;
+    }
+    return *r;
+  }
+
+  std::optional<uint64_t> Size(const YAML::Node& n, const std::string& what) {
+    if (!n.IsScalar()) {
+      Error(n, what + " must be a size, got " + Describe(n), "write e.g. 64KiB or 16MiB");
+      return std::nullopt;
+    }
+    auto r = ParseSize(n.Scalar());
+    if (!r.ok()) {
+      Error(n, what + ": " + r.status().message(), "sizes need a unit, e.g. 64KiB or 16MiB");
+      return std::nullopt;
+    }
+    return *r;
+  }
+
+  std::optional<uint64_t> Rate(const YAML::Node& n, const std::string& what) {
+    if (!n.IsScalar()) {
+      Error(n, what + " must be a rate, got " + Describe(n), "write e.g. 100Mbps or 1Gbps");
+      return std::nullopt;
+    }
+    auto r = ParseRate(n.Scalar());
+    if (!r.ok()) {
+      Error(n, what + ": " + r.status().message(), "rates need a unit, e.g. 100Mbps or 1Gbps");
+      return std::nullopt;
+    }
+    return *r;
+  }
+
+  std::optional<double> Percent(const YAML::Node& n, const std::string& what) {
+    if (n.IsScalar()) {
+      auto r = ParsePercent(n.Scalar());
+      if (r.ok()) return *r;
+    }
+    Error(n, what + " must be a percentage in [0, 100], got " + Describe(n), "write e.g. 5% or 5");
+    return std::nullopt;
+  }
+
+  void ParseTopology(const YAML::Node& n, Scenario* s);
+  void ParseWorkload(const YAML::Node& n, Scenario* s);
+  void ParseFaults(const YAML::Node& n, Scenario* s);
+  std::optional<FaultSpec> ParseFault(const YAML::Node& n, const Scenario& s);
+  bool ParseTarget(const YAML::Node& n, FaultKind kind, const Scenario& s, FaultSpec* f);
+  void ParseExpect(const YAML::Node& n, Scenario* s);
+  void CheckFaultSchedule(const Scenario& s);
+  void CheckExpectations(const YAML::Node& n, const Scenario& s);
+  std::optional<double> MaxOf(const YAML::Node& n, const std::string& what, const char* key,
+                              double lo, double hi);
+
+  std::string file_;
+  std::vector<Diagnostic> diags_;
+  bool topology_ok_ = false;
+  bool faults_ok_ = true;                 // every fault entry parsed
+  std::vector<SourceLoc> fault_at_locs_;  // parallel to Scenario::faults
+};
+
+ParseOutcome Parser::Run(std::string_view text) {
+  YAML::Node loaded;
+  try {
+    loaded = YAML::Load(std::string(text));
+  } catch (const YAML::ParserException& e) {
+    Error(SourceLoc{e.mark.line + 1, e.mark.column + 1}, "YAML syntax error: " + e.msg,
+          "check indentation, colons and brackets near this position");
+    return {std::nullopt, diags_};
+  }
+  const YAML::Node& root = loaded;
+  Scenario s;
+  try {
+    if (!root.IsMap()) {
+      Error(root.IsNull() ? SourceLoc{1, 1} : Loc(root),
+            "a scenario must be a mapping, got " + Describe(root),
+            "start with 'name:', 'topology:', 'workload:'");
+      return {std::nullopt, diags_};
+    }
+    CheckKeys(root,
+              {"name", "description", "seed", "topology", "ccl", "workload", "faults", "expect"},
+              "the scenario");
+    if (Required(root, "name", "the scenario", "add 'name: my-scenario'")) {
+      if (auto v = String(root["name"], "name")) {
+        if (v->empty()) Error(root["name"], "name must not be empty");
+        s.name = *v;
+      }
+    }
+    if (root["description"]) {
+      if (auto v = String(root["description"], "description")) s.description = *v;
+    }
+    if (root["seed"]) {
+      if (auto v = Int(root["seed"], "seed", 0, std::numeric_limits<int64_t>::max())) {
+        s.seed = static_cast<uint64_t>(*v);
+      }
+    }
+    if (root["ccl"]) {
+      if (auto v = Choice(root["ccl"], "ccl", {"ftccl", "gloo", "nccl"})) {
+        s.ccl = *v == "ftccl" ? CclName::kFtccl : *v == "gloo" ? CclName::kGloo : CclName::kNccl;
+      }
+    }
+    if (Required(root, "topology", "the scenario",
+                 "add 'topology: {hosts: 2, ranks_per_host: 2, rails: 2}'")) {
+      ParseTopology(root["topology"], &s);
+    }
+    if (Required(root, "workload", "the scenario",
+                 "add 'workload: {op: allreduce, bytes: 16MiB, duration: 8s}'")) {
+      ParseWorkload(root["workload"], &s);
+    }
+    if (root["faults"]) ParseFaults(root["faults"], &s);
+    if (root["expect"]) {
+      ParseExpect(root["expect"], &s);
+      CheckExpectations(root["expect"], s);
+    }
+    CheckFaultSchedule(s);
+  } catch (const YAML::Exception& e) {
+    Error(SourceLoc{e.mark.line + 1, e.mark.column + 1}, "malformed scenario: " + e.msg);
+  }
+  std::stable_sort(diags_.begin(), diags_.end(), [](const Diagnostic& a, const Diagnostic& b) {
+    return a.loc.line != b.loc.line ? a.loc.line < b.loc.line : a.loc.column < b.loc.column;
+  });
+  if (!diags_.empty()) return {std::nullopt, diags_};
+  return {std::move(s), {}};
+}
+
+void Parser::ParseTopology(const YAML::Node& n, Scenario* s) {
+  if (!ExpectMap(n, "topology")) return;
+  CheckKeys(n, {"hosts", "ranks_per_host", "rails", "rail_gbps"}, "topology");
+  bool ok = true;
+  auto need_int = [&](const char* key, int64_t lo, int64_t hi, int* out) {
+    if (!Required(n, key, "topology", std::string("add '") + key + ": N'")) {
+      ok = false;
+      return;
+    }
+    auto v = Int(n[key], std::string("topology.") + key, lo, hi);
+    if (v) {
+      *out = static_cast<int>(*v);
+    } else {
+      ok = false;
+    }
+  };
+  // Addresses are 198.18.<rail>.<host+1>: at most 253 hosts and 256 rails.
+  need_int("hosts", 1, 253, &s->topology.hosts);
+  need_int("ranks_per_host", 1, 256, &s->topology.ranks_per_host);
+  need_int("rails", 1, 256, &s->topology.rails);
+  if (n["rail_gbps"]) {
+    if (auto v = Number(n["rail_gbps"], "topology.rail_gbps", 0.001, 400)) {
+      s->topology.rail_gbps = *v;
+    } else {
+      ok = false;
+    }
+  }
+  topology_ok_ = ok;
+}
+
+void Parser::ParseWorkload(const YAML::Node& n, Scenario* s) {
+  if (!ExpectMap(n, "workload")) return;
+  CheckKeys(n, {"op", "dtype", "reduce", "root", "bytes", "duration", "iters", "warmup", "check"},
+            "workload");
+  Workload& w = s->workload;
+  std::vector<std::string> op_names;
+  for (const auto& e : kOps) op_names.push_back(e.name);
+  if (Required(n, "op", "workload", "add 'op: allreduce'")) {
+    if (auto v = Choice(n["op"], "workload.op", op_names)) {
+      for (const auto& e : kOps) {
+        if (*v == e.name) w.op = e.op;
+      }
+    }
+  }
+  if (n["dtype"]) {
+    if (auto v = Choice(n["dtype"], "workload.dtype", kDtypes)) w.dtype = *v;
+  }
+  if (n["reduce"]) {
+    if (auto v = Choice(n["reduce"], "workload.reduce", kReduceOps)) w.reduce = *v;
+  }
+  if (n["root"]) {
+    int64_t hi = topology_ok_ ? s->topology.world_size() - 1 : std::numeric_limits<int>::max();
+    if (auto v = Int(n["root"], "workload.root", 0, hi)) w.root = static_cast<int>(*v);
+  }
+  if (Required(n, "bytes", "workload", "add 'bytes: 16MiB'")) {
+    if (auto v = Size(n["bytes"], "workload.bytes")) {
+      if (*v == 0 && w.op != CollOp::kBarrier) {
+        Error(n["bytes"], "workload.bytes must be > 0");
+      }
+      w.bytes = *v;
+    }
+  }
+  const bool has_duration = static_cast<bool>(n["duration"]);
+  const bool has_iters = static_cast<bool>(n["iters"]);
+  if (has_duration && has_iters) {
+    Error(n["iters"], "workload has both 'duration' and 'iters'", "keep one of the two");
+  } else if (!has_duration && !has_iters) {
+    Error(n, "workload needs 'duration' or 'iters'", "add e.g. 'duration: 8s'");
+  }
+  if (has_duration) {
+    if (auto v = Duration(n["duration"], "workload.duration")) {
+      if (*v <= 0) {
+        Error(n["duration"], "workload.duration must be > 0");
+      } else {
+        w.duration_ns = *v;
+      }
+    }
+  }
+  if (has_iters) {
+    if (auto v = Int(n["iters"], "workload.iters", 1, std::numeric_limits<int64_t>::max())) {
+      w.iters = *v;
+    }
+  }
+  if (n["warmup"]) {
+    const YAML::Node wu = n["warmup"];
+    // An integer is a count of collectives; anything else must be a duration with a unit.
+    bool is_count = false;
+    if (wu.IsScalar()) {
+      const std::string& t = wu.Scalar();
+      is_count = !t.empty() &&
+                 std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+    }
+    if (is_count) {
+      if (auto v = Int(wu, "workload.warmup", 0, std::numeric_limits<int64_t>::max())) {
+        w.warmup_iters = *v;
+        if (w.iters && *v >= *w.iters) {
+          Error(wu,
+                "workload.warmup (" + std::to_string(*v) + " collectives) leaves no " +
+                    "measured collective of " + std::to_string(*w.iters),
+                "lower warmup or raise iters");
+        }
+      }
+    } else if (auto v = Duration(wu, "workload.warmup")) {
+      w.warmup_ns = *v;
+      if (w.duration_ns && *v >= *w.duration_ns) {
+        Error(wu,
+              "workload.warmup (" + Seconds(*v) + ") is not shorter than the run (" +
+                  Seconds(*w.duration_ns) + ")",
+              "lower warmup or raise duration");
+      }
+    }
+  }
+  if (n["check"]) {
+    if (auto v = Bool(n["check"], "workload.check")) w.check = *v;
+  }
+}
+
+void Parser::ParseFaults(const YAML::Node& n, Scenario* s) {
+  if (!n.IsSequence()) {
+    Error(n, "faults must be a list, got " + Describe(n), "write '- {id: f1, at: 2s, ...}' items");
+    return;
+  }
+  std::set<std::string> ids;
+  for (const auto& item : n) {
+    auto f = ParseFault(item, *s);
+    if (!f) {
+      faults_ok_ = false;
+      continue;
+    }
+    if (!ids.insert(f->id).second) {
+      Error(item["id"], "duplicate fault id '" + f->id + "'", "give every fault its own id");
+      continue;
+    }
+    s->faults.push_back(std::move(*f));
+    fault_at_locs_.push_back(Loc(item["at"]));
+  }
+}
+
+std::optional<FaultSpec> Parser::ParseFault(const YAML::Node& n, const Scenario& s) {
+  if (!ExpectMap(n, "a fault")) return std::nullopt;
+  FaultSpec f;
+  f.loc = Loc(n);
+  bool ok = true;
+  std::vector<std::string> kind_names;
+  for (const auto& e : kKinds) kind_names.push_back(e.name);
+  std::optional<FaultKind> kind;
+  if (Required(n, "type", "a fault", "add 'type: link_down' (or another fault kind)")) {
+    if (auto v = Choice(n["type"], "fault type", kind_names)) kind = ParseFaultKind(*v);
+  }
+  std::string what = "fault";
+  if (Required(n, "id", "a fault", "add 'id: f1'")) {
+    if (auto v = String(n["id"], "fault id")) {
+      f.id = *v;
+      what = "fault '" + f.id + "'";
+    } else {
+      ok = false;
+    }
+  } else {
+    ok = false;
+  }
+  // Keys common to every kind, then the kind's own parameters.
+  std::vector<std::string> keys = {"id", "type", "at", "target"};
+  if (kind) {
+    switch (*kind) {
+      case FaultKind::kLinkDown:
+      case FaultKind::kBlackhole:
+      case FaultKind::kRankPause:
+        keys.push_back("for");
+        break;
+      case FaultKind::kLinkFlap:
+        keys.insert(keys.end(), {"down", "up", "count", "jitter"});
+        break;
+      case FaultKind::kPortDrop:
+        keys.push_back("remove");
+        break;
+      case FaultKind::kBandwidth:
+        keys.insert(keys.end(), {"for", "rate", "burst"});
+        break;
+      case FaultKind::kLoss:
+      case FaultKind::kCorrupt:
+        keys.insert(keys.end(), {"for", "percent"});
+        break;
+      case FaultKind::kDelay:
+      case FaultKind::kJitter:
+        keys.insert(keys.end(), {"for", "delay", "jitter"});
+        break;
+      case FaultKind::kReorder:
+        keys.insert(keys.end(), {"for", "percent", "delay"});
+        break;
+      case FaultKind::kConnReset:
+      case FaultKind::kRankKill:
+        break;
+      case FaultKind::kConnCorrupt:
+      case FaultKind::kQpError:
+        keys.push_back("peer");
+        break;
+    }
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      const YAML::Node key = it->first;
+      if (key.IsScalar() && key.Scalar() == "for" &&
+          std::find(keys.begin(), keys.end(), "for") == keys.end()) {
+        ok = false;
+        Error(key, "'for' does not apply to " + std::string(FaultKindName(*kind)),
+              *kind == FaultKind::kLinkFlap   ? "a flap lasts count x (down + up)"
+              : *kind == FaultKind::kPortDrop ? "a dropped port stays down for the rest of the run"
+                                              : "this fault acts once, at 'at'");
+      }
+    }
+    // 'for' on a kind that refuses it was reported above; keep it out of the unknown-key pass.
+    std::vector<std::string> allowed = keys;
+    allowed.push_back("for");
+    CheckKeys(n, allowed, what);
+  } else {
+    ok = false;
+  }
+  if (Required(n, "at", what, "add 'at: 2s' (time from the start of the workload)")) {
+    if (auto v = Duration(n["at"], what + ".at")) {
+      f.at_ns = *v;
+    } else {
+      ok = false;
+    }
+  } else {
+    ok = false;
+  }
+  if (!kind) return std::nullopt;
+  f.kind = *kind;
+  if (n["for"] && std::find(keys.begin(), keys.end(), "for") != keys.end()) {
+    if (auto v = Duration(n["for"], what + ".for")) {
+      if (*v <= 0) {
+        Error(n["for"], what + ".for must be > 0", "leave 'for' out to last until the end");
+        ok = false;
+      } else {
+        f.for_ns = *v;
+      }
+    } else {
+      ok = false;
+    }
+  }
+  if (Required(n, "target", what,
+               IsRankFault(*kind) ? "add 'target: {host: 0, rank: 0}'"
+                                  : "add 'target: {host: 0, rail: 0}'")) {
+    ok = ParseTarget(n["target"], *kind, s, &f) && ok;
+  } else {
+    ok = false;
+  }
+  FaultParams& p = f.params;
+  auto dur = [&](const char* key, bool required, int64_t* out) {
+    if (!n[key]) {
+      if (required) {
+        Error(n, "missing required key '" + std::string(key) + "' in " + what,
+              "add '" + std::string(key) + ": 200ms'");
+        ok = false;
+      }
+      return;
+    }
+    if (auto v = Duration(n[key], what + "." + key)) {
+      *out = *v;
+    } else {
+      ok = false;
+    }
+  };
+  auto pct = [&](bool required) {
+    if (!n["percent"]) {
+      if (required) {
+        Error(n, "missing required key 'percent' in " + what, "add 'percent: 5%'");
+        ok = false;
+      }
+      return;
+    }
+    if (auto v = Percent(n["percent"], what + ".percent")) {
+      p.percent = *v;
+    } else {
+      ok = false;
+    }
+  };
+  switch (f.kind) {
+    case FaultKind::kLinkFlap: {
+      dur("down", true, &p.down_ns);
+      dur("up", true, &p.up_ns);
+      dur("jitter", false, &p.jitter_ns);
+      if (n["count"]) {
+        if (auto v = Int(n["count"], what + ".count", 1, 100000)) {
+          p.count = *v;
+        } else {
+          ok = false;
+        }
+      }
+      if (ok && (p.down_ns <= 0 || p.up_ns <= 0)) {
+        Error(n[p.down_ns <= 0 ? "down" : "up"], what + ": down and up must be > 0");
+        ok = false;
+      }
+      if (ok && p.jitter_ns > 0 && p.jitter_ns >= std::min(p.down_ns, p.up_ns)) {
+        Error(n["jitter"],
+              what + ": jitter " + Seconds(p.jitter_ns) + " is not below down/up (" +
+                  Seconds(p.down_ns) + "/" + Seconds(p.up_ns) + ")",
+              "jitter must be smaller than both periods so transitions keep their order");
+        ok = false;
+      }
+      break;
+    }
+    case FaultKind::kPortDrop:
+      if (n["remove"]) {
+        if (auto v = Bool(n["remove"], what + ".remove")) {
+          p.remove = *v;
+        } else {
+          ok = false;
+        }
+      }
+      break;
+    case FaultKind::kBandwidth:
+      if (!n["rate"]) {
+        Error(n, "missing required key 'rate' in " + what, "add 'rate: 100Mbps'");
+        ok = false;
+      } else if (auto v = Rate(n["rate"], what + ".rate")) {
+        p.rate_bps = *v;
+      } else {
+        ok = false;
+      }
+      if (n["burst"]) {
+        if (auto v = Size(n["burst"], what + ".burst")) {
+          p.burst_bytes = *v;
+        } else {
+          ok = false;
+        }
+      }
+      break;
+    case FaultKind::kLoss:
+    case FaultKind::kCorrupt:
+      pct(true);
+      break;
+    case FaultKind::kReorder:
+      pct(true);
+      p.delay_ns = 10'000'000;  // the injector's default
+      dur("delay", false, &p.delay_ns);
+      break;
+    case FaultKind::kDelay:
+      dur("delay", true, &p.delay_ns);
+      dur("jitter", false, &p.jitter_ns);
+      break;
+    case FaultKind::kJitter:
+      dur("jitter", true, &p.jitter_ns);
+      dur("delay", false, &p.delay_ns);
+      if (!n["delay"]) p.delay_ns = p.jitter_ns;  // the injector's default base delay
+      break;
+    case FaultKind::kConnCorrupt:
+    case FaultKind::kQpError:
+      if (!n["peer"]) {
+        Error(n, "missing required key 'peer' in " + what,
+              "add 'peer: N' (the global rank on the other end of the connection)");
+        ok = false;
+      } else if (auto v = Int(n["peer"], what + ".peer", 0, std::numeric_limits<int>::max())) {
+        p.peer = static_cast<int>(*v);
+        if (topology_ok_ && p.peer >= s.topology.world_size()) {
+          Error(n["peer"],
+                what + ": peer rank " + std::to_string(p.peer) + " does not exist (world of " +
+                    std::to_string(s.topology.world_size()) + " ranks)",
+                "peer must be in 0.." + std::to_string(s.topology.world_size() - 1));
+          ok = false;
+        } else if (topology_ok_ && f.target.GlobalRank(s.topology) == p.peer) {
+          Error(n["peer"], what + ": peer is the target rank itself",
+                "name the rank on the other end of the connection");
+          ok = false;
+        }
+      } else {
+        ok = false;
+      }
+      break;
+    default:
+      break;
+  }
+  if (!ok) return std::nullopt;
+  return f;
+}
+
+bool Parser::ParseTarget(const YAML::Node& n, FaultKind kind, const Scenario& s, FaultSpec* f) {
+  const std::string what = "target of fault '" + f->id + "'";
+  if (!ExpectMap(n, what)) return false;
+  const bool rank_fault = IsRankFault(kind);
+  const bool path_fault = kind == FaultKind::kQpError || kind == FaultKind::kConnCorrupt;
+  std::vector<std::string> keys = {"host"};
+  if (rank_fault) keys.push_back("rank");
+  if (!rank_fault || path_fault) keys.push_back("rail");
+  if (!rank_fault && kind != FaultKind::kConnReset) keys.push_back("side");
+  CheckKeys(n, keys, what);
+  bool ok = true;
+  const Topology& t = s.topology;
+  auto index = [&](const char* key, int count, const char* plural) -> std::optional<int> {
+    if (!Required(n, key, what, std::string("add '") + key + ": 0'")) return std::nullopt;
+    auto v = Int(n[key], what + "." + key, 0, std::numeric_limits<int>::max());
+    if (!v) return std::nullopt;
+    if (topology_ok_ && *v >= count) {
+      Error(n[key],
+            std::string(key) + " " + std::to_string(*v) + " does not exist: the topology has " +
+                std::to_string(count) + " " + plural,
+            std::string(key) + " must be in 0.." + std::to_string(count - 1));
+      return std::nullopt;
+    }
+    return static_cast<int>(*v);
+  };
+  if (auto h = index("host", t.hosts, "hosts")) {
+    f->target.host = *h;
+  } else {
+    ok = false;
+  }
+  if (rank_fault) {
+    if (auto r = index("rank", t.ranks_per_host, "ranks per host")) {
+      f->target.rank = *r;
+    } else {
+      ok = false;
+    }
+  }
+  if (!rank_fault || path_fault) {
+    if (auto r = index("rail", t.rails, "rails")) {
+      f->target.rail = *r;
+    } else {
+      ok = false;
+    }
+  }
+  if (n["side"] && std::find(keys.begin(), keys.end(), "side") != keys.end()) {
+    if (auto v = Choice(n["side"], "side", {"host", "switch"})) {
+      f->target.side = *v == "switch" ? LinkSide::kSwitch : LinkSide::kHost;
+    } else {
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+std::optional<double> Parser::MaxOf(const YAML::Node& n, const std::string& what, const char* key,
+                                    double lo, double hi) {
+  if (!ExpectMap(n, what)) return std::nullopt;
+  CheckKeys(n, {key}, what);
+  if (!Required(n, key, what, "write " + what + ": {" + key + ": N}")) return std::nullopt;
+  return Number(n[key], what + "." + key, lo, hi);
+}
+
+void Parser::ParseExpect(const YAML::Node& n, Scenario* s) {
+  if (!ExpectMap(n, "expect")) return;
+  CheckKeys(n,
+            {"outcome", "wrong_results", "stall_ms", "failover_latency_ms", "detection_ms",
+             "recovery", "degraded_ratio", "goodput_loss_pct"},
+            "expect");
+  Expectations& e = s->expect;
+  const double kBig = 1e12;
+  if (n["outcome"]) {
+    if (auto v = Choice(n["outcome"], "expected outcome", {"survive", "abort_clean"})) {
+      e.outcome = *v == "survive" ? ExpectedOutcome::kSurvive : ExpectedOutcome::kAbortClean;
+    }
+  }
+  if (n["wrong_results"]) {
+    e.wrong_results =
+        Int(n["wrong_results"], "expect.wrong_results", 0, std::numeric_limits<int64_t>::max());
+  }
+  if (n["stall_ms"]) e.stall_ms_max = MaxOf(n["stall_ms"], "expect.stall_ms", "max", 0, kBig);
+  if (n["failover_latency_ms"]) {
+    e.failover_latency_ms_max =
+        MaxOf(n["failover_latency_ms"], "expect.failover_latency_ms", "max", 0, kBig);
+  }
+  if (n["detection_ms"]) {
+    e.detection_ms_max = MaxOf(n["detection_ms"], "expect.detection_ms", "max", 0, kBig);
+  }
+  if (n["degraded_ratio"]) {
+    e.degraded_ratio_min = MaxOf(n["degraded_ratio"], "expect.degraded_ratio", "min", 0, 1);
+  }
+  if (n["goodput_loss_pct"]) {
+    e.goodput_loss_pct_max = MaxOf(n["goodput_loss_pct"], "expect.goodput_loss_pct", "max", 0, 100);
+  }
+  if (n["recovery"]) {
+    const YAML::Node r = n["recovery"];
+    if (ExpectMap(r, "expect.recovery")) {
+      CheckKeys(r, {"pct", "within_ms", "sustain_ms"}, "expect.recovery");
+      Expectations::Recovery rec;
+      bool ok = true;
+      if (Required(r, "pct", "expect.recovery", "add 'pct: 90'")) {
+        auto v = Number(r["pct"], "expect.recovery.pct", 1, 100);
+        ok = ok && v.has_value();
+        if (v) rec.pct = *v;
+      } else {
+        ok = false;
+      }
+      if (Required(r, "within_ms", "expect.recovery", "add 'within_ms: 1000'")) {
+        auto v = Number(r["within_ms"], "expect.recovery.within_ms", 0, kBig);
+        ok = ok && v.has_value();
+        if (v) rec.within_ms = *v;
+      } else {
+        ok = false;
+      }
+      if (r["sustain_ms"]) {
+        auto v = Number(r["sustain_ms"], "expect.recovery.sustain_ms", 1, kBig);
+        ok = ok && v.has_value();
+        if (v) rec.sustain_ms = *v;
+      }
+      if (ok) e.recovery = rec;
+    }
+  }
+}
+
+// Expectations that can never be measured in this scenario.
+void Parser::CheckExpectations(const YAML::Node& n, const Scenario& s) {
+  const Expectations& e = s.expect;
+  if (!n.IsMap()) return;
+  if (s.ccl != CclName::kFtccl) {
+    for (const char* key : {"detection_ms", "failover_latency_ms"}) {
+      if (n[key]) {
+        Error(n[key],
+              std::string("expect.") + key + " needs CCL path events, which " +
+                  CclNameString(s.ccl) + " does not emit",
+              "remove it, or run with 'ccl: ftccl'");
+      }
+    }
+  }
+  if (!faults_ok_) return;  // judged once the faults themselves are valid
+  if (e.degraded_ratio_min && std::none_of(s.faults.begin(), s.faults.end(),
+                                           [](const FaultSpec& f) { return f.Permanent(); })) {
+    Error(n["degraded_ratio"], "expect.degraded_ratio needs a permanent fault, and none is",
+          "add a fault without 'for' (or a port_drop), or remove degraded_ratio");
+  }
+  if (s.faults.empty()) {
+    for (const char* key : {"detection_ms", "failover_latency_ms", "recovery"}) {
+      if (n[key]) {
+        Error(n[key], std::string("expect.") + key + " needs a fault, and the scenario has none",
+              "add a fault under 'faults:' or remove this expectation");
+      }
+    }
+  }
+}
+
+// Overlapping faults on one target and faults outside the run.
+void Parser::CheckFaultSchedule(const Scenario& s) {
+  const auto& faults = s.faults;
+  auto end_of = [](const FaultSpec& f) { return f.LatestEndNs().value_or(kForever); };
+  auto key_of = [](const FaultSpec& f) {
+    if (f.target.rank) {
+      return "host " + std::to_string(f.target.host) + " rank " + std::to_string(*f.target.rank);
+    }
+    return "host " + std::to_string(f.target.host) + " rail " +
+           std::to_string(f.target.rail.value_or(0));
+  };
+  auto span = [&](const FaultSpec& f) {
+    int64_t e = end_of(f);
+    return Seconds(f.at_ns) + ".." + (e == kForever ? std::string("end of run") : Seconds(e));
+  };
+  for (size_t i = 0; i < faults.size(); ++i) {
+    const FaultSpec& f = faults[i];
+    if (s.workload.duration_ns) {
+      const int64_t run = *s.workload.duration_ns;
+      if (f.at_ns >= run) {
+        Error(fault_at_locs_[i],
+              "fault '" + f.id + "' starts at " + Seconds(f.at_ns) +
+                  ", not before the run ends at " + Seconds(run),
+              "move 'at' below " + Seconds(run) + " or lengthen workload.duration");
+        continue;
+      }
+      const int64_t e = end_of(f);
+      if (e != kForever && e > run) {
+        Error(fault_at_locs_[i],
+              "fault '" + f.id + "' lasts until " + Seconds(e) + ", beyond the end of the run at " +
+                  Seconds(run),
+              "shorten it, start it earlier, or lengthen workload.duration");
+      }
+    }
+    for (size_t j = 0; j < i; ++j) {
+      const FaultSpec& g = faults[j];
+      if (key_of(f) != key_of(g)) continue;
+      if (Overlaps(g.at_ns, end_of(g), f.at_ns, end_of(f))) {
+        Error(fault_at_locs_[i],
+              "fault '" + f.id + "' (" + span(f) + ") overlaps fault '" + g.id + "' (" + span(g) +
+                  ") on " + key_of(f),
+              end_of(g) == kForever
+                  ? "'" + g.id + "' holds its target until the end of the run; pick another target"
+                  : "faults on one link or rank must not overlap; let '" + f.id + "' end by " +
+                        Seconds(g.at_ns) + " or start at " + Seconds(end_of(g)) + " or later");
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::string Diagnostic::ToString() const {
+  std::string out =
+      file + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.column) + ": " + message;
+  if (!hint.empty()) out += " (" + hint + ")";
+  return out;
+}
+
+const char* CclNameString(CclName c) {
+  switch (c) {
+    case CclName::kFtccl:
+      return "ftccl";
+    case CclName::kGloo:
+      return "gloo";
+    case CclName::kNccl:
+      return "nccl";
+  }
+  return "?";
+}
+
+const char* CollOpName(CollOp op) {
+  for (const auto& e : kOps) {
+    if (e.op == op) return e.name;
+  }
+  return "?";
+}
+
+double BusBwFactor(CollOp op, int world) {
+  const double n = world;
+  switch (op) {
+    case CollOp::kAllReduce:
+      return world > 0 ? 2.0 * (n - 1) / n : 0;
+    case CollOp::kAllGather:
+    case CollOp::kReduceScatter:
+    case CollOp::kAllToAll:
+      return world > 0 ? (n - 1) / n : 0;
+    case CollOp::kBroadcast:
+    case CollOp::kReduce:
+      return 1.0;
+    case CollOp::kBarrier:
+      return 0.0;
+  }
+  return 0.0;
+}
+
+const char* FaultKindName(FaultKind k) {
+  for (const auto& e : kKinds) {
+    if (e.kind == k) return e.name;
+  }
+  return "?";
+}
+
+std::optional<FaultKind> ParseFaultKind(std::string_view name) {
+  for (const auto& e : kKinds) {
+    if (name == e.name) return e.kind;
+  }
+  return std::nullopt;
+}
+
+bool IsRankFault(FaultKind k) {
+  return k == FaultKind::kRankPause || k == FaultKind::kRankKill || k == FaultKind::kQpError ||
+         k == FaultKind::kConnCorrupt;
+}
+
+bool IsOneShot(FaultKind k) {
+  return k == FaultKind::kConnReset || k == FaultKind::kConnCorrupt || k == FaultKind::kQpError ||
+         k == FaultKind::kRankKill;
+}
+
+const char* LinkSideString(LinkSide s) { return s == LinkSide::kSwitch ? "switch" : "host"; }
+
+std::optional<int> FaultTarget::GlobalRank(const Topology& t) const {
+  if (!rank) return std::nullopt;
+  return host * t.ranks_per_host + *rank;
+}
+
+nlohmann::json FaultTarget::ToJson() const {
+  nlohmann::json j = {{"host", host}};
+  if (rank) j["rank"] = *rank;
+  if (rail) j["rail"] = *rail;
+  if (!rank) j["side"] = LinkSideString(side);
+  return j;
+}
+
+bool FaultSpec::Permanent() const {
+  if (kind == FaultKind::kPortDrop || kind == FaultKind::kRankKill) return true;
+  if (IsOneShot(kind) || kind == FaultKind::kLinkFlap) return false;
+  return !for_ns.has_value();
+}
+
+std::optional<int64_t> FaultSpec::LatestEndNs() const {
+  if (Permanent()) return std::nullopt;
+  if (IsOneShot(kind)) return at_ns;
+  if (kind == FaultKind::kLinkFlap) {
+    // The final "up" follows 2*count-1 periods, each stretched by at most `jitter`.
+    return at_ns + params.count * params.down_ns + (params.count - 1) * params.up_ns +
+           (2 * params.count - 1) * params.jitter_ns;
+  }
+  return at_ns + *for_ns;
+}
+
+ParseOutcome ParseScenario(std::string_view yaml_text, const std::string& file) {
+  Parser p(file);
+  return p.Run(yaml_text);
+}
+
+ParseOutcome ParseScenarioFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    ParseOutcome out;
+    out.diagnostics.push_back(
+        {path, {0, 0}, "cannot read the file", "check the path and its permissions"});
+    return out;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParseScenario(ss.str(), path);
+}
+
+}  // namespace faultline::runner

@@ -1,0 +1,184 @@
+// Scenario: the typed form of a scenario YAML file (schema: scenarios/README.md) and its
+// parser/validator.
+//
+// Parsing never stops at the first problem: every error in the file is collected as a
+// Diagnostic (file:line:column, message, hint) so that a user fixes them all in one pass. A
+// Scenario is only returned when the whole file validates; nothing may be started otherwise.
+// Times in a scenario are offsets from the start of the workload (the first collective,
+// warm-up included). Pure functions (ParseScenarioFile only reads the file); thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "injector/status.h"
+
+namespace faultline::runner {
+
+// 1-based line and column in the scenario file (0 when unknown).
+struct SourceLoc {
+  int line = 0;
+  int column = 0;
+};
+
+struct Diagnostic {
+  std::string file;
+  SourceLoc loc;
+  std::string message;
+  std::string hint;  // may be empty
+  // "file:line:column: message (hint)".
+  std::string ToString() const;
+};
+
+struct Topology {
+  int hosts = 0;
+  int ranks_per_host = 0;
+  int rails = 0;
+  double rail_gbps = 1.0;  // shaped capacity of every rail
+  int world_size() const { return hosts * ranks_per_host; }
+};
+
+enum class CclName { kFtccl, kGloo, kNccl };
+const char* CclNameString(CclName c);  // "ftccl", "gloo", "nccl"
+
+enum class CollOp {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kBroadcast,
+  kReduce,
+  kAllToAll,
+  kBarrier
+};
+const char* CollOpName(CollOp op);  // "allreduce", ... (the ftccl spelling)
+// busbw / algbw for `op` over `world` ranks (nccl-tests convention; reduce counts as 1).
+double BusBwFactor(CollOp op, int world);
+
+struct Workload {
+  CollOp op = CollOp::kAllReduce;
+  std::string dtype = "f32";           // f32 f64 f16 bf16 i32 i64 u8
+  std::string reduce = "sum";          // sum prod min max avg (reducing ops only)
+  int root = 0;                        // broadcast / reduce
+  uint64_t bytes = 0;                  // per-rank message size
+  std::optional<int64_t> duration_ns;  // exactly one of duration_ns / iters
+  std::optional<int64_t> iters;
+  int64_t warmup_ns = 0;     // warm-up given as a duration ...
+  int64_t warmup_iters = 0;  // ... or as a number of collectives
+  bool check = true;         // verify every result against the known answer
+};
+
+enum class FaultKind {
+  kLinkDown,
+  kLinkFlap,
+  kPortDrop,
+  kBandwidth,
+  kLoss,
+  kBlackhole,
+  kDelay,
+  kJitter,
+  kCorrupt,
+  kReorder,
+  kConnReset,
+  kConnCorrupt,
+  kQpError,
+  kRankPause,
+  kRankKill,
+};
+const char* FaultKindName(FaultKind k);  // the injector registry name ("link_down", ...)
+std::optional<FaultKind> ParseFaultKind(std::string_view name);
+// Faults that target a rank ({host, rank}) rather than a link ({host, rail, side}).
+bool IsRankFault(FaultKind k);
+// One-shot faults act at one instant and have no duration (conn_reset, conn_corrupt,
+// qp_error, rank_kill).
+bool IsOneShot(FaultKind k);
+
+enum class LinkSide { kHost, kSwitch };
+const char* LinkSideString(LinkSide s);  // "host", "switch"
+
+struct FaultTarget {
+  int host = 0;
+  std::optional<int> rail;  // link faults; qp_error/conn_corrupt: the path
+  std::optional<int> rank;  // rank faults: the local rank on `host`
+  LinkSide side = LinkSide::kHost;
+  // Global rank index of a rank target (host * ranks_per_host + rank).
+  std::optional<int> GlobalRank(const Topology& t) const;
+  nlohmann::json ToJson() const;
+};
+
+// Typed per-kind parameters; a field is meaningful only for the kinds named beside it.
+struct FaultParams {
+  int64_t down_ns = 0;       // link_flap
+  int64_t up_ns = 0;         // link_flap
+  int64_t count = 1;         // link_flap
+  int64_t jitter_ns = 0;     // link_flap (seeded period jitter), jitter, delay
+  int64_t delay_ns = 0;      // delay, jitter, reorder
+  uint64_t rate_bps = 0;     // bandwidth
+  uint64_t burst_bytes = 0;  // bandwidth (0: the injector's default)
+  double percent = 0;        // loss, corrupt, reorder
+  bool remove = false;       // port_drop
+  int peer = -1;             // qp_error, conn_corrupt: global rank of the peer
+};
+
+struct FaultSpec {
+  std::string id;
+  FaultKind kind = FaultKind::kLinkDown;
+  int64_t at_ns = 0;
+  std::optional<int64_t> for_ns;  // absent: until the end of the run (or one-shot)
+  FaultTarget target;
+  FaultParams params;
+  SourceLoc loc;  // of the fault's entry in the file
+
+  // The fault holds until the end of the run: port_drop, rank_kill, or a steady fault
+  // without `for`.
+  bool Permanent() const;
+  // Offset at which the fault's effect is certainly over (for link_flap: the latest possible
+  // final "up" with jitter); nullopt when permanent. One-shot faults end where they start.
+  std::optional<int64_t> LatestEndNs() const;
+};
+
+enum class ExpectedOutcome { kSurvive, kAbortClean };
+
+struct Expectations {
+  std::optional<ExpectedOutcome> outcome;
+  std::optional<int64_t> wrong_results;  // at most this many
+  std::optional<double> stall_ms_max;
+  std::optional<double> failover_latency_ms_max;
+  std::optional<double> detection_ms_max;
+  struct Recovery {
+    double pct = 90;
+    double within_ms = 0;
+    double sustain_ms = 500;
+  };
+  std::optional<Recovery> recovery;
+  std::optional<double> degraded_ratio_min;
+  std::optional<double> goodput_loss_pct_max;
+};
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  uint64_t seed = 0;
+  Topology topology;
+  CclName ccl = CclName::kFtccl;
+  Workload workload;
+  std::vector<FaultSpec> faults;  // in file order
+  Expectations expect;
+};
+
+// The outcome of parsing: a scenario when `diagnostics` is empty.
+struct ParseOutcome {
+  std::optional<Scenario> scenario;
+  std::vector<Diagnostic> diagnostics;
+  bool ok() const { return scenario.has_value() && diagnostics.empty(); }
+};
+
+// Parses and validates YAML text; `file` names it in diagnostics.
+ParseOutcome ParseScenario(std::string_view yaml_text, const std::string& file);
+// Reads and parses a file; an unreadable file is one diagnostic at 0:0.
+ParseOutcome ParseScenarioFile(const std::string& path);
+
+}  // namespace faultline::runner
