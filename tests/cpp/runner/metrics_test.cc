@@ -1,0 +1,381 @@
+// Metrics on synthetic histories with hand-computed answers.
+//
+// Every history below has 2 ranks running allreduce on 1,000,000-byte messages. The busbw
+// factor of a 2-rank allreduce is 2(n-1)/n = 1, so a collective of D ms has busbw
+// 8e6 bit / (D x 1e6 ns) = 8/D Gbit/s: 10 ms -> 0.8, 20 ms -> 0.4, 100 ms -> 0.08.
+#include "runner/metrics.h"
+
+#include <gtest/gtest.h>
+
+namespace faultline::runner {
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+
+class HistoryBuilder {
+ public:
+  HistoryBuilder() {
+    h_.world_size = 2;
+    h_.op = CollOp::kAllReduce;
+    h_.run_start_ns = 0;
+    h_.events_supported = true;
+    h_.ranks = {{0, RankExit::kCompleted, std::nullopt, 0},
+                {1, RankExit::kCompleted, std::nullopt, 0}};
+  }
+  // Collective `index` on both ranks over [start_ms, end_ms].
+  HistoryBuilder& Op(int64_t start_ms, int64_t end_ms) {
+    for (int r = 0; r < 2; ++r) {
+      h_.ops.push_back({r, next_, start_ms * kMs, end_ms * kMs, 1'000'000, true, false});
+    }
+    ++next_;
+    return *this;
+  }
+  // `n` back-to-back collectives of `d_ms` each, starting at `from_ms`.
+  HistoryBuilder& Ops(int n, int64_t from_ms, int64_t d_ms) {
+    for (int i = 0; i < n; ++i) Op(from_ms + i * d_ms, from_ms + (i + 1) * d_ms);
+    return *this;
+  }
+  HistoryBuilder& Fault(const std::string& id, FaultKind kind, int rail, int64_t applied_ms,
+                        std::optional<int64_t> reverted_ms) {
+    FaultRecord f;
+    f.id = id;
+    f.kind = kind;
+    f.target.host = 0;
+    f.target.rail = rail;
+    f.scheduled_ns = applied_ms * kMs;
+    f.applied_ns = applied_ms * kMs;
+    if (reverted_ms) f.reverted_ns = *reverted_ms * kMs;
+    h_.faults.push_back(f);
+    return *this;
+  }
+  HistoryBuilder& Event(int64_t t_ms, EventKind kind, int path) {
+    h_.events.push_back({t_ms * kMs, 0, kind, path, ""});
+    return *this;
+  }
+  HistoryBuilder& End(int64_t end_ms) {
+    h_.run_end_ns = end_ms * kMs;
+    for (auto& r : h_.ranks) r.end_ns = end_ms * kMs;
+    return *this;
+  }
+  History& h() { return h_; }
+
+ private:
+  History h_;
+  int64_t next_ = 0;
+};
+
+MetricsOptions Opts(double pct = 90, int64_t sustain_ms = 50) {
+  MetricsOptions o;
+  o.recovery_pct = pct;
+  o.sustain_ns = sustain_ms * kMs;
+  return o;
+}
+
+TEST(Metrics, CompleteOpsAndBusBw) {
+  HistoryBuilder b;
+  b.Ops(2, 0, 10).End(20);
+  // A collective only one rank finished is not complete.
+  b.h().ops.push_back({0, 2, 20 * kMs, 30 * kMs, 1'000'000, true, false});
+  auto ops = CompleteOps(b.h());
+  ASSERT_EQ(ops.size(), 2u);
+  EXPECT_DOUBLE_EQ(ops[0].busbw_gbps, 0.8);
+  EXPECT_EQ(ops[1].start_ns, 10 * kMs);
+  // Rank skew: the collective spans the earliest start to the latest end.
+  b.h().ops.push_back({1, 2, 22 * kMs, 40 * kMs, 1'000'000, true, false});
+  ops = CompleteOps(b.h());
+  ASSERT_EQ(ops.size(), 3u);
+  EXPECT_EQ(ops[2].start_ns, 20 * kMs);
+  EXPECT_EQ(ops[2].end_ns, 40 * kMs);
+  EXPECT_DOUBLE_EQ(ops[2].busbw_gbps, 0.4);
+  EXPECT_DOUBLE_EQ(BusBwFactor(CollOp::kAllReduce, 4), 1.5);
+  EXPECT_DOUBLE_EQ(BusBwFactor(CollOp::kAllGather, 4), 0.75);
+  EXPECT_DOUBLE_EQ(BusBwFactor(CollOp::kBroadcast, 4), 1.0);
+}
+
+TEST(Metrics, FaultFreeRun) {
+  HistoryBuilder b;
+  b.Ops(10, 0, 10).End(100);
+  RunMetrics m = ComputeMetrics(b.h(), Opts());
+  EXPECT_DOUBLE_EQ(*m.overall.baseline_busbw_gbps, 0.8);
+  EXPECT_EQ(m.overall.stall_ms, 0.0);
+  EXPECT_FALSE(m.overall.detection_ms.has_value());
+  EXPECT_FALSE(m.overall.failover_latency_ms.has_value());
+  EXPECT_FALSE(m.overall.recovery_ms.has_value());
+  EXPECT_FALSE(m.overall.degraded_ratio.has_value());
+  EXPECT_FALSE(m.overall.goodput_loss_pct.has_value());
+  EXPECT_TRUE(m.per_fault.empty());
+  EXPECT_EQ(m.outcome, Outcome::kSurvived);
+  EXPECT_EQ(m.wrong_results, 0);
+  EXPECT_EQ(m.completed_ops, 10);
+}
+
+// Transient link_down on rail 0 over [100, 300] ms. Ops 0-9 take 10 ms each (0.8 Gbit/s);
+// op 10 stalls over [100, 250] (0.0533 Gbit/s); ops 11-25 run at 10 ms again from 250 ms.
+History TransientHistory() {
+  HistoryBuilder b;
+  b.Ops(10, 0, 10).Op(100, 250).Ops(15, 250, 10).End(400);
+  b.Fault("f1", FaultKind::kLinkDown, 0, 100, 300);
+  b.Event(90, EventKind::kPathDown, 0)      // before the fault: ignored
+      .Event(120, EventKind::kPathDown, 1)  // another rail: ignored
+      .Event(130, EventKind::kPathDown, 0)
+      .Event(140, EventKind::kResumed, 0)  // on the failed rail: ignored
+      .Event(145, EventKind::kResumed, 1)
+      .Event(300, EventKind::kPathUp, 0);
+  return b.h();
+}
+
+TEST(Metrics, TransientLinkDown) {
+  RunMetrics m = ComputeMetrics(TransientHistory(), Opts(90, 50));
+  ASSERT_EQ(m.per_fault.size(), 1u);
+  const MetricValues& v = m.per_fault[0].values;
+  EXPECT_EQ(m.per_fault[0].id, "f1");
+  EXPECT_DOUBLE_EQ(*v.baseline_busbw_gbps, 0.8);
+  // Longest gap overlapping [100, 300]: (100, 250) = 150 ms, minus the 10 ms median op.
+  EXPECT_DOUBLE_EQ(*v.stall_ms, 140);
+  EXPECT_DOUBLE_EQ(*v.detection_ms, 30);
+  EXPECT_DOUBLE_EQ(*v.failover_latency_ms, 45);
+  // Op 10 (starting at 100) is below 0.72; from op 11 (250) every op up to 300 is 0.8.
+  EXPECT_DOUBLE_EQ(*v.recovery_ms, 150);
+  EXPECT_FALSE(v.degraded_ratio.has_value());  // transient
+  // Delivered over [100, 300]: 0.05333 x 150 + 5 x 0.8 x 10 = 48 Gbit/s.ms of 0.8 x 200 = 160.
+  EXPECT_NEAR(*v.goodput_loss_pct, 70.0, 1e-9);
+  // One fault: the overall values are its values.
+  EXPECT_EQ(m.overall.stall_ms, v.stall_ms);
+  EXPECT_EQ(m.overall.recovery_ms, v.recovery_ms);
+  EXPECT_EQ(m.overall.goodput_loss_pct, v.goodput_loss_pct);
+}
+
+TEST(Metrics, RecoveryNeedsTheWholeSustainWindow) {
+  // With a 200 ms sustain, a window starting at 250 would need ops up to 450: the run ends
+  // at 400, so recovery is never shown.
+  RunMetrics m = ComputeMetrics(TransientHistory(), Opts(90, 200));
+  EXPECT_FALSE(m.per_fault[0].values.recovery_ms.has_value());
+  EXPECT_FALSE(m.overall.recovery_ms.has_value());
+  // A 150 ms sustain fits: [250, 400].
+  m = ComputeMetrics(TransientHistory(), Opts(90, 150));
+  EXPECT_DOUBLE_EQ(*m.overall.recovery_ms, 150);
+}
+
+// Permanent port_drop at 100 ms that halves the capacity: op 10 stalls over [100, 200]
+// (0.08 Gbit/s), then 20 ms ops (0.4 Gbit/s) until 400.
+History PermanentHistory() {
+  HistoryBuilder b;
+  b.Ops(10, 0, 10).Op(100, 200).Ops(10, 200, 20).End(400);
+  b.Fault("drop", FaultKind::kPortDrop, 1, 100, std::nullopt);
+  return b.h();
+}
+
+TEST(Metrics, PermanentFaultRecoversToTheSurvivingCapacity) {
+  MetricsOptions o = Opts(90, 50);
+  o.faults.push_back({"drop", true, 0.5});
+  RunMetrics m = ComputeMetrics(PermanentHistory(), o);
+  const MetricValues& v = m.per_fault[0].values;
+  EXPECT_DOUBLE_EQ(*v.stall_ms, 90);  // gap (100, 200) minus 10
+  // Expected level 0.8 x 0.5 = 0.4, threshold 0.36: op 11 at 200 and every op to 260 pass.
+  EXPECT_DOUBLE_EQ(*v.recovery_ms, 100);
+  // Ops starting at or after 100 + 300/2 = 250: 260, 280, ..., 380, all 0.4.
+  EXPECT_DOUBLE_EQ(*v.degraded_ratio, 0.5);
+  // Delivered over [100, 400]: 0.08 x 100 + 10 x 0.4 x 20 = 88 of 0.8 x 300 = 240.
+  EXPECT_NEAR(*v.goodput_loss_pct, 100.0 * (1.0 - 88.0 / 240.0), 1e-9);
+  EXPECT_DOUBLE_EQ(*m.overall.degraded_ratio, 0.5);
+  // No path events were logged: detection and failover are null, not zero.
+  EXPECT_FALSE(v.detection_ms.has_value());
+  EXPECT_FALSE(v.failover_latency_ms.has_value());
+}
+
+TEST(Metrics, PermanentFaultAgainstFullCapacityOrUnknownCapacityDoesNotRecover) {
+  MetricsOptions full = Opts(90, 50);
+  full.faults.push_back({"drop", true, 1.0});
+  EXPECT_FALSE(ComputeMetrics(PermanentHistory(), full).overall.recovery_ms.has_value());
+  MetricsOptions unknown = Opts(90, 50);
+  unknown.faults.push_back({"drop", true, std::nullopt});
+  RunMetrics m = ComputeMetrics(PermanentHistory(), unknown);
+  EXPECT_FALSE(m.overall.recovery_ms.has_value());
+  EXPECT_DOUBLE_EQ(*m.overall.degraded_ratio, 0.5);  // needs no capacity model
+}
+
+TEST(Metrics, FaultBeforeWarmupEndsLeavesNoBaseline) {
+  HistoryBuilder b;
+  b.Ops(10, 0, 10).Op(100, 250).Ops(15, 250, 10).End(400);
+  b.Fault("early", FaultKind::kLinkDown, 0, 50, 150);
+  b.Event(80, EventKind::kPathDown, 0);
+  MetricsOptions o = Opts();
+  o.warmup_ns = 200 * kMs;
+  RunMetrics m = ComputeMetrics(b.h(), o);
+  const MetricValues& v = m.per_fault[0].values;
+  EXPECT_FALSE(m.overall.baseline_busbw_gbps.has_value());
+  EXPECT_FALSE(v.stall_ms.has_value());
+  EXPECT_FALSE(v.recovery_ms.has_value());
+  EXPECT_FALSE(v.goodput_loss_pct.has_value());
+  EXPECT_FALSE(m.overall.recovery_ms.has_value());
+  // Event metrics do not need a baseline.
+  EXPECT_DOUBLE_EQ(*v.detection_ms, 30);
+}
+
+TEST(Metrics, WarmupByCountExcludesTheFirstCollectives) {
+  HistoryBuilder b;
+  b.Ops(6, 0, 40).Ops(4, 240, 10).End(280);  // 6 slow (0.2) then 4 fast (0.8)
+  RunMetrics no_warmup = ComputeMetrics(b.h(), Opts());
+  EXPECT_DOUBLE_EQ(*no_warmup.overall.baseline_busbw_gbps, 0.2);
+  MetricsOptions o = Opts();
+  o.warmup_iters = 6;
+  EXPECT_DOUBLE_EQ(*ComputeMetrics(b.h(), o).overall.baseline_busbw_gbps, 0.8);
+  o.warmup_iters = 5;  // 0.2 and four 0.8: odd count, median 0.8
+  EXPECT_DOUBLE_EQ(*ComputeMetrics(b.h(), o).overall.baseline_busbw_gbps, 0.8);
+  o.warmup_iters = 4;  // 0.2, 0.2, 0.8 x 4: even count, median (0.8 + 0.8) / 2
+  EXPECT_DOUBLE_EQ(*ComputeMetrics(b.h(), o).overall.baseline_busbw_gbps, 0.8);
+  o.warmup_iters = 2;  // 0.2 x 4, 0.8 x 4: median (0.2 + 0.8) / 2
+  EXPECT_DOUBLE_EQ(*ComputeMetrics(b.h(), o).overall.baseline_busbw_gbps, 0.5);
+}
+
+TEST(Metrics, NoCollectiveAfterTheFault) {
+  HistoryBuilder b;
+  b.Ops(10, 0, 10).End(500);
+  b.Fault("f1", FaultKind::kLinkDown, 0, 100, std::nullopt);
+  MetricsOptions o = Opts();
+  o.faults.push_back({"f1", true, 0.5});
+  RunMetrics m = ComputeMetrics(b.h(), o);
+  const MetricValues& v = m.per_fault[0].values;
+  EXPECT_DOUBLE_EQ(*v.stall_ms, 390);  // (100, 500) minus 10
+  EXPECT_FALSE(v.recovery_ms.has_value());
+  EXPECT_FALSE(v.degraded_ratio.has_value());  // no collective in the steady half
+  EXPECT_DOUBLE_EQ(*v.goodput_loss_pct, 100);
+  EXPECT_FALSE(m.overall.recovery_ms.has_value());
+}
+
+TEST(Metrics, PeerWithoutEventsHasNullEventMetrics) {
+  History h = TransientHistory();
+  h.events_supported = false;
+  h.events.clear();
+  RunMetrics m = ComputeMetrics(h, Opts(90, 50));
+  EXPECT_FALSE(m.per_fault[0].values.detection_ms.has_value());
+  EXPECT_FALSE(m.per_fault[0].values.failover_latency_ms.has_value());
+  EXPECT_FALSE(m.overall.detection_ms.has_value());
+  const nlohmann::json j = m.overall.ToJson();
+  EXPECT_TRUE(j.at("detection_ms").is_null());
+  EXPECT_TRUE(j.at("failover_latency_ms").is_null());
+  EXPECT_DOUBLE_EQ(j.at("stall_ms").get<double>(), 140);
+}
+
+TEST(Metrics, UnappliedFaultHasOnlyTheBaseline) {
+  History h = TransientHistory();
+  h.faults[0].applied_ns.reset();
+  h.faults[0].error = "kernel refused";
+  RunMetrics m = ComputeMetrics(h, Opts(90, 50));
+  const MetricValues& v = m.per_fault[0].values;
+  EXPECT_DOUBLE_EQ(*v.baseline_busbw_gbps, 0.8);  // every op counts as pre-fault now
+  EXPECT_FALSE(v.stall_ms.has_value());
+  EXPECT_FALSE(v.detection_ms.has_value());
+  EXPECT_FALSE(m.overall.recovery_ms.has_value());
+}
+
+TEST(Metrics, OverallIsTheWorstOverFaults) {
+  HistoryBuilder b;
+  b.Ops(10, 0, 10).Op(100, 150).Ops(10, 150, 10).Op(250, 450).Ops(5, 450, 10).End(500);
+  b.Fault("a", FaultKind::kLinkDown, 0, 100, 150);
+  b.Fault("b", FaultKind::kLinkDown, 1, 250, 300);
+  b.Event(110, EventKind::kPathDown, 0).Event(300, EventKind::kPathDown, 1);
+  RunMetrics m = ComputeMetrics(b.h(), Opts(90, 30));
+  EXPECT_DOUBLE_EQ(*m.per_fault[0].values.stall_ms, 40);
+  EXPECT_DOUBLE_EQ(*m.per_fault[1].values.stall_ms, 190);
+  EXPECT_DOUBLE_EQ(*m.overall.stall_ms, 190);
+  EXPECT_DOUBLE_EQ(*m.per_fault[0].values.detection_ms, 10);
+  EXPECT_DOUBLE_EQ(*m.per_fault[1].values.detection_ms, 50);
+  EXPECT_DOUBLE_EQ(*m.overall.detection_ms, 50);
+  EXPECT_DOUBLE_EQ(*m.per_fault[0].values.recovery_ms, 50);
+  EXPECT_DOUBLE_EQ(*m.per_fault[1].values.recovery_ms, 200);
+  EXPECT_DOUBLE_EQ(*m.overall.recovery_ms, 200);
+}
+
+TEST(Metrics, WrongResultsCountDistinctCollectives) {
+  HistoryBuilder b;
+  b.Ops(5, 0, 10).End(50);
+  b.h().ops[2].wrong = true;  // op 1, rank 0
+  b.h().ops[3].wrong = true;  // op 1, rank 1
+  b.h().ops[8].wrong = true;  // op 4, rank 0
+  EXPECT_EQ(ComputeMetrics(b.h(), Opts()).wrong_results, 2);
+}
+
+History WithExits(std::vector<RankEnd> ends) {
+  HistoryBuilder b;
+  b.Ops(5, 0, 10).End(1000);
+  b.Fault("f", FaultKind::kLinkDown, 0, 100, std::nullopt);
+  b.h().ranks = std::move(ends);
+  return b.h();
+}
+
+TEST(Metrics, Outcomes) {
+  auto outcome = [](const History& h) { return ComputeMetrics(h, Opts()).outcome; };
+  EXPECT_EQ(
+      outcome(WithExits({{0, RankExit::kCompleted, {}, 0}, {1, RankExit::kCompleted, {}, 0}})),
+      Outcome::kSurvived);
+  EXPECT_EQ(outcome(WithExits(
+                {{0, RankExit::kError, 200 * kMs, 0}, {1, RankExit::kError, 900 * kMs, 0}})),
+            Outcome::kAbortedClean);
+  // One rank errs 11 s after the fault: beyond the 10 s abort bound.
+  EXPECT_EQ(outcome(WithExits(
+                {{0, RankExit::kError, 200 * kMs, 0}, {1, RankExit::kError, 11'100 * kMs, 0}})),
+            Outcome::kHung);
+  EXPECT_EQ(
+      outcome(WithExits({{0, RankExit::kCompleted, {}, 0}, {1, RankExit::kError, 200 * kMs, 0}})),
+      Outcome::kCrashed);
+  EXPECT_EQ(outcome(WithExits({{0, RankExit::kCompleted, {}, 0}, {1, RankExit::kCrashed, {}, 0}})),
+            Outcome::kCrashed);
+  // A rank killed by the scenario does not count against survival.
+  EXPECT_EQ(outcome(WithExits({{0, RankExit::kCompleted, {}, 0}, {1, RankExit::kKilled, {}, 0}})),
+            Outcome::kSurvived);
+  History hung = WithExits({{0, RankExit::kCompleted, {}, 0}, {1, RankExit::kCompleted, {}, 0}});
+  hung.watchdog_fired = true;
+  EXPECT_EQ(outcome(hung), Outcome::kHung);
+  EXPECT_EQ(outcome(WithExits({})), Outcome::kCrashed);
+  EXPECT_STREQ(OutcomeName(Outcome::kAbortedClean), "aborted_clean");
+}
+
+TEST(Metrics, CapacityModel) {
+  Topology t{2, 2, 2, 1.0};
+  FaultSpec down;
+  down.kind = FaultKind::kLinkDown;
+  down.target.host = 0;
+  down.target.rail = 1;
+  EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&down}), 0.5);
+  FaultSpec bw;
+  bw.kind = FaultKind::kBandwidth;
+  bw.target.host = 1;
+  bw.target.rail = 0;
+  bw.params.rate_bps = 250'000'000;
+  EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&bw}), 0.625);
+  EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&bw, &down}), 0.5);
+  FaultSpec loss;
+  loss.kind = FaultKind::kLoss;
+  loss.target.rail = 0;
+  EXPECT_FALSE(CapacityLeft(t, {&loss}).has_value());
+  EXPECT_DOUBLE_EQ(*CapacityLeft(t, {}), 1.0);
+}
+
+TEST(Metrics, OptionsFromScenario) {
+  const std::string yaml =
+      "name: t\n"
+      "topology: {hosts: 2, ranks_per_host: 1, rails: 2}\n"
+      "workload: {op: allreduce, bytes: 1MiB, duration: 10s, warmup: 500ms}\n"
+      "faults:\n"
+      "  - {id: t1, at: 1s, type: link_down, target: {host: 0, rail: 0}, for: 1s}\n"
+      "  - {id: p1, at: 3s, type: port_drop, target: {host: 1, rail: 1}}\n"
+      "  - {id: t2, at: 5s, type: link_down, target: {host: 0, rail: 0}, for: 1s}\n"
+      "expect:\n"
+      "  recovery: {pct: 80, within_ms: 900, sustain_ms: 250}\n";
+  ParseOutcome r = ParseScenario(yaml, "t.yaml");
+  ASSERT_TRUE(r.ok());
+  MetricsOptions o = MetricsOptionsFor(*r.scenario);
+  EXPECT_EQ(o.warmup_ns, 500 * kMs);
+  EXPECT_DOUBLE_EQ(o.recovery_pct, 80);
+  EXPECT_EQ(o.sustain_ns, 250 * kMs);
+  ASSERT_EQ(o.faults.size(), 3u);
+  EXPECT_FALSE(o.faults[0].permanent);
+  EXPECT_DOUBLE_EQ(*o.faults[0].capacity, 1.0);  // transient, nothing permanent yet
+  EXPECT_TRUE(o.faults[1].permanent);
+  EXPECT_DOUBLE_EQ(*o.faults[1].capacity, 0.5);
+  EXPECT_DOUBLE_EQ(*o.faults[2].capacity, 0.5);  // recovers to what the drop left
+}
+
+}  // namespace
+}  // namespace faultline::runner

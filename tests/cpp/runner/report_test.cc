@@ -1,0 +1,160 @@
+// Checks (expectations -> pass/fail, exit code) and the report.json writer.
+#include <gtest/gtest.h>
+
+#include "runner/checks.h"
+#include "runner/report_json.h"
+
+namespace faultline::runner {
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+
+RunMetrics SomeMetrics() {
+  RunMetrics m;
+  m.outcome = Outcome::kSurvived;
+  m.wrong_results = 0;
+  m.overall.baseline_busbw_gbps = 0.8;
+  m.overall.stall_ms = 140;
+  m.overall.recovery_ms = 150;
+  m.overall.goodput_loss_pct = 70;
+  m.per_fault.push_back({"f1", m.overall});
+  return m;
+}
+
+const CheckResult* Named(const std::vector<CheckResult>& cs, const std::string& name) {
+  for (const auto& c : cs) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+TEST(Checks, EachExpectationAgainstItsMetric) {
+  Expectations e;
+  e.outcome = ExpectedOutcome::kSurvive;
+  e.wrong_results = 0;
+  e.stall_ms_max = 100;                              // 140: fails
+  e.recovery = Expectations::Recovery{90, 200, 50};  // 150: passes
+  e.goodput_loss_pct_max = 70;                       // 70: passes (at the limit)
+  e.detection_ms_max = 1000;                         // null: fails
+  std::vector<CheckResult> cs = CheckExpectations(e, SomeMetrics());
+  ASSERT_EQ(cs.size(), 6u);
+  EXPECT_EQ(cs[0].name, "outcome");
+  EXPECT_TRUE(Named(cs, "outcome")->pass);
+  EXPECT_EQ(Named(cs, "outcome")->value, "survived");
+  EXPECT_TRUE(Named(cs, "wrong_results")->pass);
+  EXPECT_FALSE(Named(cs, "stall_ms")->pass);
+  EXPECT_EQ(Named(cs, "stall_ms")->limit, (nlohmann::json{{"max", 100.0}}));
+  EXPECT_EQ(Named(cs, "stall_ms")->value, 140.0);
+  EXPECT_TRUE(Named(cs, "recovery_ms")->pass);
+  EXPECT_EQ(Named(cs, "recovery_ms")->limit["within_ms"], 200.0);
+  EXPECT_TRUE(Named(cs, "goodput_loss_pct")->pass);
+  EXPECT_FALSE(Named(cs, "detection_ms")->pass);
+  EXPECT_TRUE(Named(cs, "detection_ms")->value.is_null());
+  EXPECT_EQ(ExitCodeForChecks(cs), 1);
+  e.stall_ms_max = 140;
+  e.detection_ms_max.reset();
+  EXPECT_EQ(ExitCodeForChecks(CheckExpectations(e, SomeMetrics())), 0);
+}
+
+TEST(Checks, OutcomeAndWrongResultsAndDegradedRatio) {
+  RunMetrics m = SomeMetrics();
+  m.outcome = Outcome::kHung;
+  m.wrong_results = 2;
+  m.overall.degraded_ratio = 0.45;
+  Expectations e;
+  e.outcome = ExpectedOutcome::kAbortClean;
+  e.wrong_results = 1;
+  e.degraded_ratio_min = 0.4;
+  auto cs = CheckExpectations(e, m);
+  EXPECT_FALSE(Named(cs, "outcome")->pass);
+  EXPECT_EQ(Named(cs, "outcome")->limit, "aborted_clean");
+  EXPECT_EQ(Named(cs, "outcome")->value, "hung");
+  EXPECT_FALSE(Named(cs, "wrong_results")->pass);
+  EXPECT_TRUE(Named(cs, "degraded_ratio")->pass);
+  m.overall.degraded_ratio.reset();
+  EXPECT_FALSE(Named(CheckExpectations(e, m), "degraded_ratio")->pass);
+  EXPECT_TRUE(CheckExpectations(Expectations{}, m).empty());
+  EXPECT_EQ(ExitCodeForChecks({}), 0);
+}
+
+TEST(Report, KeysAndValuesOfV1) {
+  Scenario s;
+  s.name = "demo";
+  s.ccl = CclName::kFtccl;
+  s.workload.check = true;
+  History h;
+  h.run_start_ns = 1000 * kMs;
+  FaultRecord f;
+  f.id = "f1";
+  f.kind = FaultKind::kLinkDown;
+  f.target.host = 0;
+  f.target.rail = 1;
+  f.target.side = LinkSide::kSwitch;
+  f.scheduled_ns = 3000 * kMs;
+  f.applied_ns = 3001 * kMs;
+  f.observed_ns = 3002 * kMs;
+  f.observed = {{"in_effect", true}};
+  h.faults.push_back(f);
+  RunMetrics m = SomeMetrics();
+  Expectations e;
+  e.stall_ms_max = 100;
+  std::vector<CheckResult> cs = CheckExpectations(e, m);
+  ReportInputs in;
+  in.scenario = &s;
+  in.scenario_file = "scenarios/demo.yaml";
+  in.scenario_sha256 = Sha256Hex("x");
+  in.seed = 42;
+  in.environment = {{"kernel", "6.1"}};
+  in.history = &h;
+  in.metrics = &m;
+  in.checks = &cs;
+  in.files.junit = "junit.xml";
+  nlohmann::json r = BuildReportJson(in);
+  for (const char* key : {"schema", "scenario", "environment", "ccl", "outcome", "correctness",
+                          "faults", "metrics", "per_fault", "expectations", "files"}) {
+    EXPECT_TRUE(r.contains(key)) << key;
+  }
+  EXPECT_EQ(r["schema"], "faultline.report/v1");
+  EXPECT_EQ(r["scenario"]["name"], "demo");
+  EXPECT_EQ(r["scenario"]["seed"], 42);
+  EXPECT_EQ(r["scenario"]["sha256"].get<std::string>().size(), 64u);
+  EXPECT_EQ(r["ccl"], "ftccl");
+  EXPECT_EQ(r["outcome"], "survived");
+  EXPECT_EQ(r["correctness"], (nlohmann::json{{"checked", true}, {"wrong", 0}}));
+  const nlohmann::json& fj = r["faults"][0];
+  EXPECT_EQ(fj["id"], "f1");
+  EXPECT_EQ(fj["type"], "link_down");
+  EXPECT_EQ(fj["target"], (nlohmann::json{{"host", 0}, {"rail", 1}, {"side", "switch"}}));
+  EXPECT_DOUBLE_EQ(fj["scheduled_s"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(fj["applied_s"].get<double>(), 2.001);
+  EXPECT_TRUE(fj["reverted_s"].is_null());
+  EXPECT_EQ(fj["observed"]["in_effect"], true);
+  const nlohmann::json& mj = r["metrics"];
+  for (const char* key : {"baseline_busbw_gbps", "stall_ms", "detection_ms", "failover_latency_ms",
+                          "recovery_ms", "degraded_ratio", "goodput_loss_pct"}) {
+    EXPECT_TRUE(mj.contains(key)) << key;
+  }
+  EXPECT_TRUE(mj["detection_ms"].is_null());
+  EXPECT_EQ(mj["stall_ms"], 140.0);
+  EXPECT_EQ(r["per_fault"][0]["id"], "f1");
+  EXPECT_EQ(r["per_fault"][0]["recovery_ms"], 150.0);
+  EXPECT_EQ(
+      r["expectations"][0],
+      (nlohmann::json{
+          {"name", "stall_ms"}, {"limit", {{"max", 100.0}}}, {"value", 140.0}, {"pass", false}}));
+  EXPECT_EQ(r["files"]["junit"], "junit.xml");
+  EXPECT_TRUE(r["files"]["html"].is_null());
+  // Unchecked results report no count rather than zero.
+  s.workload.check = false;
+  EXPECT_TRUE(BuildReportJson(in)["correctness"]["wrong"].is_null());
+}
+
+TEST(Report, Sha256KnownVectors) {
+  EXPECT_EQ(Sha256Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(Sha256Hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
+}  // namespace
+}  // namespace faultline::runner

@@ -1,0 +1,420 @@
+// Scenario schema: a valid file parses into the right values; every error class is reported
+// at its file:line:column with a hint, and all errors of a file come out at once.
+#include "runner/scenario.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+
+namespace faultline::runner {
+namespace {
+
+// 1-based column of `token` in line `line` (1-based) of `text`: where the parser must point.
+int Col(const std::string& text, int line, const std::string& token) {
+  std::istringstream in(text);
+  std::string l;
+  for (int i = 0; i < line; ++i) std::getline(in, l);
+  size_t pos = l.find(token);
+  EXPECT_NE(pos, std::string::npos) << "'" << token << "' not on line " << line;
+  return static_cast<int>(pos) + 1;
+}
+
+std::vector<Diagnostic> Errors(const std::string& yaml) {
+  ParseOutcome r = ParseScenario(yaml, "t.yaml");
+  EXPECT_FALSE(r.ok());
+  EXPECT_FALSE(r.scenario.has_value());
+  return r.diagnostics;
+}
+
+// The diagnostic at exactly (line, column) whose message contains `text`.
+const Diagnostic* Find(const std::vector<Diagnostic>& ds, int line, int col,
+                       const std::string& text) {
+  for (const Diagnostic& d : ds) {
+    if (d.loc.line == line && d.loc.column == col && d.message.find(text) != std::string::npos) {
+      return &d;
+    }
+  }
+  return nullptr;
+}
+
+std::string Dump(const std::vector<Diagnostic>& ds) {
+  std::string out;
+  for (const auto& d : ds) out += d.ToString() + "\n";
+  return out;
+}
+
+#define EXPECT_DIAG(ds, line, col, text)                                    \
+  EXPECT_NE(Find(ds, line, col, text), nullptr)                             \
+      << "want " << (line) << ":" << (col) << " '" << (text) << "', got:\n" \
+      << Dump(ds)
+
+const char* kHead =
+    "name: t\n"
+    "topology: {hosts: 2, ranks_per_host: 2, rails: 2}\n"
+    "workload: {op: allreduce, bytes: 16MiB, duration: 8s}\n";
+
+TEST(ScenarioParse, DesignExampleParsesIntoTypedValues) {
+  const std::string yaml = R"(name: rail0-flap-allreduce
+seed: 42
+topology: {hosts: 2, ranks_per_host: 2, rails: 2, rail_gbps: 1}
+ccl: ftccl
+workload: {op: allreduce, dtype: f32, bytes: 16MiB, duration: 8s, check: true}
+faults:
+  - {id: f1, at: 2s, type: link_flap, target: {host: 1, rail: 0}, down: 200ms, up: 300ms, count: 3}
+  - {id: f2, at: 5s, type: link_down, target: {host: 0, rail: 1, side: switch}, for: 1s}
+expect:
+  outcome: survive
+  wrong_results: 0
+  stall_ms: {max: 500}
+  failover_latency_ms: {max: 100}
+  recovery: {pct: 90, within_ms: 1000}
+)";
+  ParseOutcome r = ParseScenario(yaml, "design.yaml");
+  ASSERT_TRUE(r.ok()) << Dump(r.diagnostics);
+  const Scenario& s = *r.scenario;
+  EXPECT_EQ(s.name, "rail0-flap-allreduce");
+  EXPECT_EQ(s.seed, 42u);
+  EXPECT_EQ(s.topology.world_size(), 4);
+  EXPECT_EQ(s.topology.rails, 2);
+  EXPECT_DOUBLE_EQ(s.topology.rail_gbps, 1.0);
+  EXPECT_EQ(s.workload.op, CollOp::kAllReduce);
+  EXPECT_EQ(s.workload.bytes, 16u << 20);
+  EXPECT_EQ(s.workload.duration_ns, 8'000'000'000);
+  ASSERT_EQ(s.faults.size(), 2u);
+  EXPECT_EQ(s.faults[0].kind, FaultKind::kLinkFlap);
+  EXPECT_EQ(s.faults[0].params.down_ns, 200'000'000);
+  EXPECT_EQ(s.faults[0].params.up_ns, 300'000'000);
+  EXPECT_EQ(s.faults[0].params.count, 3);
+  EXPECT_EQ(s.faults[0].target.rail, 0);
+  EXPECT_EQ(s.faults[0].LatestEndNs(), int64_t{3'200'000'000});
+  EXPECT_EQ(s.faults[1].target.side, LinkSide::kSwitch);
+  EXPECT_EQ(s.faults[1].for_ns, 1'000'000'000);
+  EXPECT_FALSE(s.faults[1].Permanent());
+  EXPECT_EQ(s.expect.outcome, ExpectedOutcome::kSurvive);
+  EXPECT_EQ(s.expect.wrong_results, 0);
+  EXPECT_EQ(s.expect.stall_ms_max, 500);
+  ASSERT_TRUE(s.expect.recovery.has_value());
+  EXPECT_EQ(s.expect.recovery->pct, 90);
+  EXPECT_EQ(s.expect.recovery->within_ms, 1000);
+}
+
+TEST(ScenarioParse, EveryFaultKindWithItsParameters) {
+  const std::string yaml = std::string(kHead) + R"(faults:
+  - {id: a, at: 0s, type: bandwidth, target: {host: 0, rail: 0}, rate: 250Mbps, burst: 64KiB, for: 1s}
+  - {id: b, at: 1s, type: loss, target: {host: 0, rail: 0}, percent: 5%, for: 1s}
+  - {id: c, at: 2s, type: blackhole, target: {host: 0, rail: 0}, for: 100ms}
+  - {id: d, at: 3s, type: delay, target: {host: 0, rail: 0}, delay: 5ms, jitter: 1ms, for: 1s}
+  - {id: e, at: 4s, type: jitter, target: {host: 0, rail: 0}, jitter: 2ms, for: 1s}
+  - {id: f, at: 5s, type: corrupt, target: {host: 0, rail: 0}, percent: 1, for: 1s}
+  - {id: g, at: 6s, type: reorder, target: {host: 0, rail: 0}, percent: 10, for: 1s}
+  - {id: h, at: 7s, type: conn_reset, target: {host: 0, rail: 0}}
+  - {id: i, at: 1s, type: qp_error, target: {host: 1, rank: 1, rail: 1}, peer: 0}
+  - {id: j, at: 2s, type: conn_corrupt, target: {host: 1, rank: 1, rail: 0}, peer: 2}
+  - {id: k, at: 3s, type: rank_pause, target: {host: 1, rank: 1}, for: 500ms}
+  - {id: l, at: 6s, type: rank_kill, target: {host: 1, rank: 1}}
+  - {id: m, at: 1s, type: port_drop, target: {host: 1, rail: 1, side: switch}, remove: true}
+)";
+  ParseOutcome r = ParseScenario(yaml, "kinds.yaml");
+  ASSERT_TRUE(r.ok()) << Dump(r.diagnostics);
+  const auto& f = r.scenario->faults;
+  ASSERT_EQ(f.size(), 13u);
+  EXPECT_EQ(f[0].params.rate_bps, 250'000'000u);
+  EXPECT_EQ(f[0].params.burst_bytes, 65536u);
+  EXPECT_DOUBLE_EQ(f[1].params.percent, 5);
+  EXPECT_EQ(f[3].params.delay_ns, 5'000'000);
+  EXPECT_EQ(f[3].params.jitter_ns, 1'000'000);
+  EXPECT_EQ(f[4].params.delay_ns, 2'000'000);  // base delay defaults to the jitter
+  EXPECT_EQ(f[6].params.delay_ns, 10'000'000);
+  EXPECT_EQ(f[8].params.peer, 0);
+  EXPECT_EQ(f[8].target.GlobalRank(r.scenario->topology), 3);
+  EXPECT_TRUE(f[11].Permanent());
+  EXPECT_TRUE(f[12].Permanent());
+  EXPECT_TRUE(f[12].params.remove);
+}
+
+TEST(ScenarioErrors, YamlSyntaxError) {
+  const std::string yaml = "name: t\ntopology: {hosts: 2, rails: 2\nworkload: x\n";
+  auto ds = Errors(yaml);
+  ASSERT_EQ(ds.size(), 1u) << Dump(ds);
+  EXPECT_NE(ds[0].message.find("YAML syntax error"), std::string::npos);
+  EXPECT_GE(ds[0].loc.line, 2);
+  EXPECT_FALSE(ds[0].hint.empty());
+}
+
+TEST(ScenarioErrors, RootNotAMapping) {
+  auto ds = Errors("- a\n- b\n");
+  EXPECT_DIAG(ds, 1, 1, "a scenario must be a mapping");
+}
+
+TEST(ScenarioErrors, UnknownKeyWithSuggestion) {
+  const std::string yaml = std::string(kHead) + "expect:\n  outcom: survive\n";
+  auto ds = Errors(yaml);
+  ASSERT_EQ(ds.size(), 1u) << Dump(ds);
+  EXPECT_DIAG(ds, 5, 3, "unknown key 'outcom' in expect");
+  EXPECT_EQ(ds[0].hint, "did you mean 'outcome'?");
+  EXPECT_EQ(ds[0].ToString(),
+            "t.yaml:5:3: unknown key 'outcom' in expect (did you mean 'outcome'?)");
+}
+
+TEST(ScenarioErrors, UnknownKeyInsideAFaultAndATarget) {
+  const std::string yaml = std::string(kHead) +
+                           "faults:\n"
+                           "  - {id: f1, at: 1s, type: link_down, target: {host: 0, rial: 0}, "
+                           "fo: 1s}\n";
+  auto ds = Errors(yaml);
+  EXPECT_DIAG(ds, 5, Col(yaml, 5, "rial"), "unknown key 'rial' in target of fault 'f1'");
+  EXPECT_DIAG(ds, 5, Col(yaml, 5, "fo:"), "unknown key 'fo' in fault 'f1'");
+}
+
+TEST(ScenarioErrors, MissingRequiredKeys) {
+  auto ds = Errors("name: t\ntopology: {hosts: 2, rails: 2}\n");
+  EXPECT_DIAG(ds, 1, 1, "missing required key 'workload' in the scenario");
+  EXPECT_DIAG(ds, 2, 11, "missing required key 'ranks_per_host' in topology");
+}
+
+TEST(ScenarioErrors, WrongTypes) {
+  const std::string yaml =
+      "name: t\n"
+      "topology: {hosts: two, ranks_per_host: 2, rails: 2}\n"
+      "workload: [allreduce]\n"
+      "faults: {id: f1}\n";
+  auto ds = Errors(yaml);
+  EXPECT_DIAG(ds, 2, Col(yaml, 2, "two"), "topology.hosts must be an integer, got 'two'");
+  EXPECT_DIAG(ds, 3, 11, "workload must be a mapping, got a list");
+  EXPECT_DIAG(ds, 4, 9, "faults must be a list");
+}
+
+TEST(ScenarioErrors, UnitsAreRequiredAndChecked) {
+  const std::string yaml =
+      "name: t\n"
+      "topology: {hosts: 2, ranks_per_host: 2, rails: 2}\n"
+      "workload: {op: allreduce, bytes: 1024, duration: 8parsecs}\n"
+      "faults:\n"
+      "  - {id: f1, at: 2, type: bandwidth, target: {host: 0, rail: 0}, rate: 100, for: 1s}\n";
+  auto ds = Errors(yaml);
+  EXPECT_DIAG(ds, 3, Col(yaml, 3, "1024"), "workload.bytes");
+  EXPECT_DIAG(ds, 3, Col(yaml, 3, "8parsecs"), "unit must be one of");
+  EXPECT_DIAG(ds, 5, Col(yaml, 5, "2,"), "fault 'f1'.at");
+  EXPECT_DIAG(ds, 5, Col(yaml, 5, "100"), "fault 'f1'.rate");
+  const Diagnostic* at = Find(ds, 5, Col(yaml, 5, "2,"), "fault 'f1'.at");
+  ASSERT_NE(at, nullptr);
+  EXPECT_NE(at->hint.find("need a unit"), std::string::npos);
+}
+
+TEST(ScenarioErrors, UnknownChoicesSuggestTheNearest) {
+  const std::string yaml =
+      "name: t\n"
+      "topology: {hosts: 2, ranks_per_host: 2, rails: 2}\n"
+      "ccl: glooo\n"
+      "workload: {op: allreduse, bytes: 1MiB, duration: 8s}\n"
+      "faults:\n"
+      "  - {id: f1, at: 1s, type: link_dwn, target: {host: 0, rail: 0}}\n";
+  auto ds = Errors(yaml);
+  const Diagnostic* ccl = Find(ds, 3, 6, "unknown ccl 'glooo'");
+  ASSERT_NE(ccl, nullptr) << Dump(ds);
+  EXPECT_EQ(ccl->hint, "did you mean 'gloo'?");
+  const Diagnostic* op = Find(ds, 4, Col(yaml, 4, "allreduse"), "unknown workload.op");
+  ASSERT_NE(op, nullptr) << Dump(ds);
+  EXPECT_EQ(op->hint, "did you mean 'allreduce'?");
+  const Diagnostic* type = Find(ds, 6, Col(yaml, 6, "link_dwn"), "unknown fault type 'link_dwn'");
+  ASSERT_NE(type, nullptr) << Dump(ds);
+  EXPECT_EQ(type->hint, "did you mean 'link_down'?");
+}
+
+TEST(ScenarioErrors, ImpossibleTargets) {
+  const std::string yaml = std::string(kHead) +
+                           "faults:\n"
+                           "  - {id: f1, at: 1s, type: link_down, target: {host: 5, rail: 0}}\n"
+                           "  - {id: f2, at: 1s, type: link_down, target: {host: 1, rail: 2}}\n"
+                           "  - {id: f3, at: 1s, type: rank_kill, target: {host: 0, rank: 2}}\n"
+                           "  - {id: f4, at: 1s, type: qp_error, target: {host: 0, rank: 1, "
+                           "rail: 0}, peer: 1}\n"
+                           "  - {id: f5, at: 1s, type: qp_error, target: {host: 1, rank: 0, "
+                           "rail: 0}, peer: 4}\n";
+  auto ds = Errors(yaml);
+  const Diagnostic* h = Find(ds, 5, Col(yaml, 5, "5,"), "host 5 does not exist");
+  ASSERT_NE(h, nullptr) << Dump(ds);
+  EXPECT_NE(h->message.find("the topology has 2 hosts"), std::string::npos);
+  EXPECT_EQ(h->hint, "host must be in 0..1");
+  EXPECT_DIAG(ds, 6, Col(yaml, 6, "2}"), "rail 2 does not exist");
+  EXPECT_DIAG(ds, 7, Col(yaml, 7, "2}"), "rank 2 does not exist");
+  EXPECT_DIAG(ds, 8, Col(yaml, 8, "peer: 1") + 6, "peer is the target rank itself");
+  EXPECT_DIAG(ds, 9, Col(yaml, 9, "peer: 4") + 6, "peer rank 4 does not exist");
+}
+
+TEST(ScenarioErrors, OverlappingFaultsOnOneTarget) {
+  const std::string yaml =
+      std::string(kHead) +
+      "faults:\n"
+      "  - {id: f1, at: 1s, type: link_down, target: {host: 0, rail: 0}, for: 2s}\n"
+      "  - {id: f2, at: 2500ms, type: loss, target: {host: 0, rail: 0, side: host}, percent: 5, "
+      "for: 1s}\n"
+      "  - {id: f3, at: 3s, type: blackhole, target: {host: 0, rail: 0}, for: 1s}\n"
+      "  - {id: f4, at: 1s, type: link_down, target: {host: 1, rail: 0}, for: 2s}\n"
+      "  - {id: f5, at: 1s, type: rank_kill, target: {host: 1, rank: 0}}\n"
+      "  - {id: f6, at: 7s, type: rank_pause, target: {host: 1, rank: 0}, for: 100ms}\n";
+  auto ds = Errors(yaml);
+  const Diagnostic* d = Find(ds, 6, Col(yaml, 6, "2500ms"),
+                             "fault 'f2' (2500ms..3500ms) overlaps "
+                             "fault 'f1' (1s..3s) on host 0 rail 0");
+  ASSERT_NE(d, nullptr) << Dump(ds);
+  EXPECT_EQ(d->hint,
+            "faults on one link or rank must not overlap; let 'f2' end by 1s or start at 3s or "
+            "later");
+  // f3 starts where f1 ends (back to back is fine) but inside f2.
+  EXPECT_DIAG(ds, 7, Col(yaml, 7, "3s"), "fault 'f3' (3s..4s) overlaps fault 'f2'");
+  EXPECT_EQ(Find(ds, 7, Col(yaml, 7, "3s"), "overlaps fault 'f1'"), nullptr);
+  // A killed rank cannot be paused later.
+  const Diagnostic* k = Find(ds, 10, Col(yaml, 10, "7s"), "overlaps fault 'f5' (1s..end of run)");
+  ASSERT_NE(k, nullptr) << Dump(ds);
+  EXPECT_NE(k->hint.find("until the end of the run"), std::string::npos);
+  EXPECT_EQ(ds.size(), 3u) << Dump(ds);
+}
+
+TEST(ScenarioErrors, FaultsOutsideTheRun) {
+  const std::string yaml =
+      std::string(kHead) +
+      "faults:\n"
+      "  - {id: f1, at: 9s, type: link_down, target: {host: 0, rail: 0}, for: 1s}\n"
+      "  - {id: f2, at: 7s, type: link_down, target: {host: 1, rail: 0}, for: 2s}\n"
+      "  - {id: f3, at: 7s, type: link_flap, target: {host: 1, rail: 1}, down: 400ms, up: 400ms, "
+      "count: 2}\n";
+  auto ds = Errors(yaml);
+  const Diagnostic* d = Find(ds, 5, Col(yaml, 5, "9s"),
+                             "fault 'f1' starts at 9s, not before the "
+                             "run ends at 8s");
+  ASSERT_NE(d, nullptr) << Dump(ds);
+  EXPECT_FALSE(d->hint.empty());
+  EXPECT_DIAG(ds, 6, Col(yaml, 6, "7s"), "fault 'f2' lasts until 9s, beyond the end of the run");
+  EXPECT_DIAG(ds, 7, Col(yaml, 7, "7s"), "fault 'f3' lasts until 8200ms");
+}
+
+TEST(ScenarioErrors, DuplicateIdsAndKeys) {
+  const std::string yaml = std::string(kHead) +
+                           "faults:\n"
+                           "  - {id: f1, at: 1s, type: link_down, target: {host: 0, rail: 0}, "
+                           "for: 1s}\n"
+                           "  - {id: f1, at: 3s, type: link_down, target: {host: 0, rail: 1}, "
+                           "at: 4s}\n";
+  auto ds = Errors(yaml);
+  EXPECT_DIAG(ds, 6, Col(yaml, 6, "f1"), "duplicate fault id 'f1'");
+  EXPECT_DIAG(ds, 6, Col(yaml, 6, "at: 4s"), "duplicate key 'at' in fault 'f1'");
+}
+
+TEST(ScenarioErrors, KindSpecificParameterRules) {
+  const std::string yaml =
+      std::string(kHead) +
+      "faults:\n"
+      "  - {id: f1, at: 1s, type: link_flap, target: {host: 0, rail: 0}, down: 100ms, up: 300ms, "
+      "for: 1s}\n"
+      "  - {id: f2, at: 1s, type: link_flap, target: {host: 1, rail: 0}, down: 100ms, up: 300ms, "
+      "jitter: 100ms}\n"
+      "  - {id: f3, at: 1s, type: bandwidth, target: {host: 0, rail: 1}, for: 1s}\n"
+      "  - {id: f4, at: 1s, type: rank_kill, target: {host: 0, rank: 0, rail: 0}}\n"
+      "  - {id: f5, at: 1s, type: loss, target: {host: 1, rail: 1}, percent: 150, for: 1s}\n";
+  auto ds = Errors(yaml);
+  EXPECT_DIAG(ds, 5, Col(yaml, 5, "for"), "'for' does not apply to link_flap");
+  EXPECT_DIAG(ds, 6, Col(yaml, 6, "100ms}"), "jitter 100ms is not below down/up");
+  EXPECT_DIAG(ds, 7, 5, "missing required key 'rate' in fault 'f3'");
+  EXPECT_DIAG(ds, 8, Col(yaml, 8, "rail"), "unknown key 'rail' in target of fault 'f4'");
+  EXPECT_DIAG(ds, 9, Col(yaml, 9, "150"), "fault 'f5'.percent must be a percentage");
+}
+
+TEST(ScenarioErrors, WorkloadRules) {
+  const std::string yaml =
+      "name: t\n"
+      "topology: {hosts: 2, ranks_per_host: 2, rails: 2}\n"
+      "workload: {op: allreduce, bytes: 1MiB, duration: 2s, iters: 10, warmup: 3s, root: 4}\n";
+  auto ds = Errors(yaml);
+  EXPECT_DIAG(ds, 3, Col(yaml, 3, "10"), "workload has both 'duration' and 'iters'");
+  EXPECT_DIAG(ds, 3, Col(yaml, 3, "3s"), "workload.warmup (3s) is not shorter than the run (2s)");
+  EXPECT_DIAG(ds, 3, Col(yaml, 3, "4}"), "workload.root must be in [0, 3]");
+}
+
+TEST(ScenarioErrors, ExpectationsTheRunCannotMeasure) {
+  const std::string yaml =
+      "name: t\n"
+      "topology: {hosts: 2, ranks_per_host: 2, rails: 2}\n"
+      "ccl: gloo\n"
+      "workload: {op: allreduce, bytes: 1MiB, duration: 8s}\n"
+      "faults:\n"
+      "  - {id: f1, at: 1s, type: link_down, target: {host: 0, rail: 0}, for: 1s}\n"
+      "expect:\n"
+      "  detection_ms: {max: 100}\n"
+      "  degraded_ratio: {min: 0.4}\n"
+      "  stall_ms: {maximum: 3}\n";
+  auto ds = Errors(yaml);
+  const Diagnostic* d = Find(ds, 8, 17, "expect.detection_ms needs CCL path events, which gloo");
+  ASSERT_NE(d, nullptr) << Dump(ds);
+  EXPECT_EQ(d->hint, "remove it, or run with 'ccl: ftccl'");
+  EXPECT_DIAG(ds, 9, 19, "expect.degraded_ratio needs a permanent fault");
+  EXPECT_DIAG(ds, 10, 14, "unknown key 'maximum' in expect.stall_ms");
+  EXPECT_DIAG(ds, 10, 13, "missing required key 'max' in expect.stall_ms");
+}
+
+TEST(ScenarioErrors, AllErrorsComeOutAtOnceInFileOrder) {
+  const std::string yaml =
+      "name: t\n"
+      "topology: {hosts: 2, ranks_per_host: 2, rails: 2}\n"
+      "workload: {op: allreduce, bytes: 1, duration: 8s}\n"
+      "faults:\n"
+      "  - {id: f1, at: 1s, type: link_down, target: {host: 3, rail: 0}}\n"
+      "expect: {outcome: survived}\n"
+      "colour: blue\n";
+  auto ds = Errors(yaml);
+  ASSERT_EQ(ds.size(), 4u) << Dump(ds);
+  EXPECT_EQ(ds[0].loc.line, 3);
+  EXPECT_EQ(ds[1].loc.line, 5);
+  EXPECT_EQ(ds[2].loc.line, 6);
+  EXPECT_EQ(ds[2].hint, "did you mean 'survive'?");
+  EXPECT_EQ(ds[3].loc.line, 7);
+  EXPECT_EQ(ds[3].loc.column, 1);
+}
+
+TEST(ScenarioFiles, UnreadableFileIsOneDiagnostic) {
+  ParseOutcome r = ParseScenarioFile("/nonexistent/x.yaml");
+  ASSERT_EQ(r.diagnostics.size(), 1u);
+  EXPECT_EQ(r.diagnostics[0].file, "/nonexistent/x.yaml");
+  EXPECT_NE(r.diagnostics[0].message.find("cannot read"), std::string::npos);
+}
+
+TEST(ScenarioFiles, DemoValidates) {
+  ParseOutcome r = ParseScenarioFile(std::string(FAULTLINE_SOURCE_DIR) + "/scenarios/demo.yaml");
+  ASSERT_TRUE(r.ok()) << Dump(r.diagnostics);
+  const Scenario& s = *r.scenario;
+  EXPECT_EQ(s.topology.hosts, 2);
+  EXPECT_EQ(s.topology.ranks_per_host, 2);
+  EXPECT_EQ(s.topology.rails, 2);
+  EXPECT_EQ(s.workload.op, CollOp::kAllReduce);
+  ASSERT_EQ(s.faults.size(), 2u);
+  EXPECT_EQ(s.faults[0].kind, FaultKind::kLinkFlap);
+  EXPECT_EQ(s.faults[1].kind, FaultKind::kLinkDown);
+  EXPECT_EQ(s.faults[0].target.rail, s.faults[1].target.rail);
+}
+
+// Every complete scenario shown in the schema reference (```yaml blocks with a `name:`) must
+// validate, so the documentation cannot drift from the parser.
+TEST(ScenarioFiles, ReadmeExamplesValidate) {
+  std::ifstream in(std::string(FAULTLINE_SOURCE_DIR) + "/scenarios/README.md");
+  ASSERT_TRUE(in.good());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  std::regex block("```yaml\n([\\s\\S]*?)```");
+  int checked = 0;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), block);
+       it != std::sregex_iterator(); ++it) {
+    const std::string body = (*it)[1].str();
+    if (body.rfind("name:", 0) != 0) continue;
+    ParseOutcome r = ParseScenario(body, "README.md example " + std::to_string(checked));
+    EXPECT_TRUE(r.ok()) << Dump(r.diagnostics) << body;
+    ++checked;
+  }
+  EXPECT_GE(checked, 2);
+}
+
+}  // namespace
+}  // namespace faultline::runner
