@@ -97,6 +97,10 @@ Status Bootstrap::JoinAsRoot(const CommOptions& options, const std::vector<net::
   std::string error;
   while (joined < size) {
     auto conn = net::Accept(listener.get(), deadline);
+    if (!conn.ok() && conn.status().code() != Code::kTimeout) {
+      BroadcastError(conn.status().message(), Clock::now() + std::chrono::seconds(1));
+      return conn.status().WithContext("accepting ranks on the bootstrap socket");
+    }
     if (!conn.ok()) {
       std::string missing;
       for (int r = 1; r < size; ++r) {

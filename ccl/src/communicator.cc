@@ -193,6 +193,7 @@ void Communicator::Impl::WorkerLoop() {
       ctx.sig = task.sig;
       ctx.deadline = task.deadline;
       ctx.slice_bytes = options_.slice_bytes;
+      transport_->Begin(seq, task.sig);
       st = task.run(ctx);
       if (!st.ok()) {
         Status sticky = transport_->error();

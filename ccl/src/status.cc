@@ -36,6 +36,8 @@ Status ErrnoStatus(const std::string& what, int err) {
     case EAFNOSUPPORT:
     case EADDRNOTAVAIL:
     case ENODEV:
+    case ENOTSOCK:
+    case EBADF:
       code = Code::kInvalidArgument;
       break;
     case ETIMEDOUT:

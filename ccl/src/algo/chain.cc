@@ -1,5 +1,11 @@
 // Pipelined chain algorithms rooted at one rank: broadcast flows root -> root+1 -> ...;
 // reduce flows toward the root, each rank adding its contribution to a slice before passing it.
+//
+// In a chain, a rank learns nothing from the ranks beyond its neighbours, so a rank that
+// called a different collective could go unnoticed by the others. Every hop checks the
+// collective's signature, so once the last hop is through, the root knows the whole chain
+// agreed; with three or more ranks it then tells every other rank with an empty message, and
+// nobody returns success from a collective that another rank saw as a mismatch.
 #include <cstring>
 #include <vector>
 
@@ -8,7 +14,7 @@
 
 namespace ftccl::algo {
 namespace {
-enum Phase : uint32_t { kBroadcast = 3, kReduce = 4 };
+enum Phase : uint32_t { kBroadcast = 3, kReduce = 4, kChainDone = 5 };
 int Mod(int a, int n) { return ((a % n) + n) % n; }
 }  // namespace
 
@@ -34,11 +40,25 @@ Status BroadcastChain(const Ctx& ctx, const void* send, void* recv, size_t count
       recvs.push_back(ctx.Recv(prev, Tag(kBroadcast, 0, k), out + sl.off * es, sl.len * es));
     }
   }
+  const bool close_loop = n >= 3;
+  transport::OpPtr done;
+  if (close_loop) {
+    // The root hears from the far end; the others hear from the root.
+    done = pos == 0 ? ctx.Recv(prev, Tag(kChainDone, 0, 0), nullptr, 0)
+                    : (pos < n - 1 ? ctx.Recv(root, Tag(kChainDone, 1, 0), nullptr, 0) : nullptr);
+  }
   for (size_t k = 0; k < ns; ++k) {
     if (pos > 0) FTCCL_RETURN_IF_ERROR(ctx.Wait(recvs[k]));
     if (has_next) {
       Range sl = Slice(count, se, k);
       sends.push_back(ctx.Send(next, Tag(kBroadcast, 0, k), src + sl.off * es, sl.len * es));
+    }
+  }
+  if (close_loop && pos == n - 1) sends.push_back(ctx.Send(next, Tag(kChainDone, 0, 0), nullptr, 0));
+  if (done) FTCCL_RETURN_IF_ERROR(ctx.Wait(done));
+  if (close_loop && pos == 0) {
+    for (int p = 0; p < n; ++p) {
+      if (p != r && p != prev) sends.push_back(ctx.Send(p, Tag(kChainDone, 1, 0), nullptr, 0));
     }
   }
   return ctx.WaitAll(sends);
@@ -85,6 +105,15 @@ Status ReduceChain(const Ctx& ctx, const void* send, void* recv, size_t count, D
       FinalizeReduce(dt, op, acc + sl.off * es, sl.len, n);
     } else {
       sends.push_back(ctx.Send(to, Tag(kReduce, 0, k), data, sl.len * es));
+    }
+  }
+  if (n >= 3) {
+    if (pos == 0) {
+      for (int p = 0; p < n; ++p) {
+        if (p != r) sends.push_back(ctx.Send(p, Tag(kChainDone, 0, 0), nullptr, 0));
+      }
+    } else {
+      FTCCL_RETURN_IF_ERROR(ctx.Wait(ctx.Recv(root, Tag(kChainDone, 0, 0), nullptr, 0)));
     }
   }
   return ctx.WaitAll(sends);

@@ -68,6 +68,13 @@ class Transport {
  public:
   virtual ~Transport() = default;
 
+  // Declares that this rank now runs collective `coll_seq` with signature `sig` (collectives
+  // begin in increasing order). Every data chunk is checked against the signature of its
+  // collective, even where no receive is posted, and chunks of a collective that has not begun
+  // here yet are held unacknowledged until it does: a send completes only once the receiver
+  // has accepted it into the matching collective.
+  virtual void Begin(uint64_t coll_seq, const Signature& sig) = 0;
+
   virtual OpPtr Send(int peer, const MsgKey& key, const Signature& sig, const void* buf,
                      size_t len) = 0;
   virtual OpPtr Recv(int peer, const MsgKey& key, const Signature& sig, void* buf, size_t len) = 0;

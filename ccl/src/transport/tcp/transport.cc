@@ -167,6 +167,10 @@ void TcpTransport::Post(std::function<void()> fn) {
   if (wake_.valid()) (void)!write(wake_.get(), &one, sizeof(one));
 }
 
+void TcpTransport::Begin(uint64_t coll_seq, const Signature& sig) {
+  Post([this, coll_seq, sig] { OnBegin(coll_seq, sig); });
+}
+
 OpPtr TcpTransport::Send(int peer, const MsgKey& key, const Signature& sig, const void* buf,
                          size_t len) {
   auto op = std::make_shared<Op>();
@@ -249,7 +253,7 @@ void TcpTransport::Shutdown() {
           if (!conns_[ci].alive) continue;
           TxItem bye;
           bye.hdr = wire::MakeHeader(wire::FrameType::kBye, comm_id_);
-          bye.hdr.chunk_seq = peers_[p].cum;
+          bye.hdr.chunk_seq = AckValue(peers_[p]);
           wire::Seal(&bye.hdr, nullptr);
           conns_[ci].ctrl.push_back(std::move(bye));
           Flush(ci);
@@ -486,10 +490,7 @@ void TcpTransport::PostRecv(const OpPtr& op) {
   }
   RxMsg& msg = *it->second;
   if (!(msg.sig == op->sig) || msg.len != op->len) {
-    FailLocked(Mismatch("collective #" + std::to_string(op->key.coll_seq) + ": rank " +
-                        std::to_string(rank_) + " called " + op->sig.ToString() + " but rank " +
-                        std::to_string(op->peer) + " called " + msg.sig.ToString()),
-               op->key.coll_seq);
+    FailLocked(MismatchStatus(op->key.coll_seq, op->peer, op->sig, msg.sig), op->key.coll_seq);
     return;
   }
   for (auto [off, len] : msg.staged) std::memcpy(op->buf + off, msg.staging.get() + off, len);
@@ -740,8 +741,13 @@ void TcpTransport::OnHeader(int ci) {
     sig.op = static_cast<ReduceOp>(h.redop);
     sig.root = h.root;
     sig.count = h.count;
+    if (begun_ && h.coll_seq == cur_seq_ && !(sig == cur_sig_)) {
+      FailLocked(MismatchStatus(h.coll_seq, c.peer, cur_sig_, sig), h.coll_seq);
+    }
     auto it = p.rx.find(key);
-    if (it == p.rx.end()) {
+    if (failed_) {
+      // Discarded below.
+    } else if (it == p.rx.end()) {
       auto msg = std::make_shared<RxMsg>();
       msg->key = key;
       msg->sig = sig;
@@ -752,11 +758,7 @@ void TcpTransport::OnHeader(int ci) {
                 static_cast<unsigned long>(h.msg_len));
       it = p.rx.emplace(key, std::move(msg)).first;
     } else if (!(it->second->sig == sig) || it->second->len != h.msg_len) {
-      const Signature& mine = it->second->sig;
-      FailLocked(Mismatch("collective #" + std::to_string(h.coll_seq) + ": rank " +
-                          std::to_string(rank_) + " called " + mine.ToString() + " but rank " +
-                          std::to_string(c.peer) + " called " + sig.ToString()),
-                 h.coll_seq);
+      FailLocked(MismatchStatus(h.coll_seq, c.peer, it->second->sig, sig), h.coll_seq);
     }
     if (!failed_) {
       c.msg = it->second;
@@ -824,6 +826,8 @@ void TcpTransport::OnPayloadDone(int ci) {
     p.above.insert(seq);
     st_ooo_++;
   }
+  // A chunk of a collective this rank has not begun yet is kept but not acknowledged.
+  if (!begun_ || h.coll_seq > cur_seq_) p.held.emplace(seq, h.coll_seq);
   p.ack_dirty = true;
   msg->any_chunk = true;
   msg->bytes_done += h.length;
@@ -884,6 +888,42 @@ void TcpTransport::Requeue(Peer& p, std::vector<uint64_t> seqs) {
   }
 }
 
+Status TcpTransport::MismatchStatus(uint64_t coll_seq, int peer, const Signature& mine,
+                                   const Signature& theirs) const {
+  return Mismatch("collective #" + std::to_string(coll_seq) + ": rank " + std::to_string(rank_) +
+                  " called " + mine.ToString() + " but rank " + std::to_string(peer) +
+                  " called " + theirs.ToString());
+}
+
+uint64_t TcpTransport::AckValue(const Peer& p) const {
+  return p.held.empty() ? p.cum : std::min(p.cum, p.held.begin()->first);
+}
+
+void TcpTransport::OnBegin(uint64_t coll_seq, const Signature& sig) {
+  begun_ = true;
+  cur_seq_ = coll_seq;
+  cur_sig_ = sig;
+  if (failed_) return;
+  for (int peer = 0; peer < size_; ++peer) {
+    Peer& p = peers_[peer];
+    for (const auto& [key, msg] : p.rx) {
+      if (key.coll_seq == coll_seq && !(msg->sig == sig)) {
+        FailLocked(MismatchStatus(coll_seq, peer, sig, msg->sig), coll_seq);
+        return;
+      }
+    }
+    bool released = false;
+    while (!p.held.empty()) {
+      auto it = std::find_if(p.held.begin(), p.held.end(),
+                             [&](const auto& e) { return e.second <= coll_seq; });
+      if (it == p.held.end()) break;
+      p.held.erase(it);
+      released = true;
+    }
+    if (released) p.ack_dirty = true;
+  }
+}
+
 void TcpTransport::ConnFailed(int ci, const std::string& reason) {
   Conn& c = conns_[ci];
   if (!c.alive) return;
@@ -938,7 +978,7 @@ void TcpTransport::SendAcks() {
     p.ack_dirty = false;
     TxItem ack;
     ack.hdr = wire::MakeHeader(wire::FrameType::kAck, comm_id_);
-    ack.hdr.chunk_seq = p.cum;
+    ack.hdr.chunk_seq = AckValue(p);
     wire::Seal(&ack.hdr, nullptr);
     st_acks_++;
     EnqueueCtrl(peer, std::move(ack));

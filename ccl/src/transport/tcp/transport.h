@@ -45,6 +45,7 @@ class TcpTransport final : public Transport {
   // Starts the progress thread. REQUIRES: called once, after Connect.
   Status Start();
 
+  void Begin(uint64_t coll_seq, const Signature& sig) override;
   OpPtr Send(int peer, const MsgKey& key, const Signature& sig, const void* buf,
              size_t len) override;
   OpPtr Recv(int peer, const MsgKey& key, const Signature& sig, void* buf, size_t len) override;
@@ -113,6 +114,7 @@ class TcpTransport final : public Transport {
     std::set<uint64_t> above;
     std::unordered_set<uint64_t> inflight;
     std::map<MsgKey, std::shared_ptr<RxMsg>> rx;
+    std::map<uint64_t, uint64_t> held;  // chunk_seq -> coll_seq of collectives not begun here
     bool ack_dirty = false;
     size_t ack_rr = 0;
     bool closing = false;  // BYE received
@@ -142,6 +144,10 @@ class TcpTransport final : public Transport {
   void SendAcks();
   void CheckTimers();
   void Requeue(Peer& p, std::vector<uint64_t> seqs);
+  uint64_t AckValue(const Peer& p) const;
+  void OnBegin(uint64_t coll_seq, const Signature& sig);
+  Status MismatchStatus(uint64_t coll_seq, int peer, const Signature& mine,
+                        const Signature& theirs) const;
   void EnqueueCtrl(int peer, TxItem item);
   void Complete(const OpPtr& op, Status st);
   void FailLocked(const Status& why, uint64_t coll_seq);
@@ -162,6 +168,9 @@ class TcpTransport final : public Transport {
   std::thread thread_;
   bool started_ = false;
   bool stopping_ = false;  // progress thread: shutdown requested
+  bool begun_ = false;     // progress thread: a collective has begun
+  uint64_t cur_seq_ = 0;   // progress thread: the collective begun last
+  Signature cur_sig_;
   std::unique_ptr<uint8_t[]> discard_;
   std::mt19937_64 rng_;
 
