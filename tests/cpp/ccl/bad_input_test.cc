@@ -4,12 +4,15 @@
 // destructor within its bound, no thread and no descriptor left behind.
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <ostream>
@@ -210,6 +213,8 @@ TEST(BootstrapTest, MissingRankFailsEveryoneWithinInitTimeout) {
 
 // Nothing listens at the bootstrap address (connection refused) / the address is not
 // routable (TEST-NET-1, RFC 5737) / rank 0 cannot bind it: a clear error within init_timeout.
+// The unroutable cases run in a fresh network namespace of their own (only a loopback device,
+// down), so no packet for TEST-NET-1 ever leaves this machine.
 TEST(BootstrapTest, UnreachableBootstrapAddress) {
   const int port = ClosedPort();
   LaunchResult result = LaunchRanks(1, std::chrono::seconds(60), [&](int, RankReporter& rep) {
@@ -217,6 +222,11 @@ TEST(BootstrapTest, UnreachableBootstrapAddress) {
     const int64_t bound = kInitTimeout.count() + kSlackMs;
     ExpectCreateFails("connection refused", BaseOptions(1, 2, "127.0.0.1:" + std::to_string(port)),
                       codes, bound, rep);
+    if (unshare(CLONE_NEWNET) != 0) {
+      rep.Fail("cannot create a private network namespace for the unroutable cases (unshare: " +
+               std::string(strerror(errno)) + ")");
+      return 1;
+    }
     ExpectCreateFails("unroutable address", BaseOptions(1, 2, "192.0.2.1:9"), codes, bound, rep);
     // An address that is not local to rank 0 is also a bad option.
     ExpectCreateFails("rank 0 cannot bind", BaseOptions(0, 2, "192.0.2.1:29500"),
