@@ -28,105 +28,39 @@
 #include <utility>
 #include <vector>
 
+#include "workload/check_values.h"
+#include "workload/collective.h"
+
 namespace faultline::bench {
 
-enum class Coll : uint8_t { kAllReduce = 0, kAllGather, kReduceScatter, kBroadcast, kAllToAll };
-enum class DType : uint8_t { kF32 = 0, kF64, kF16, kBF16, kI32, kI64, kU8 };
-enum class RedOp : uint8_t { kSum = 0, kProd, kMin, kMax, kAvg };
-
-const char* CollName(Coll c);     // "allreduce", "allgather", "reducescatter", ...
-const char* DTypeName(DType t);   // "f32", "f64", "f16", "bf16", "i32", "i64", "u8"
-const char* RedOpName(RedOp op);  // "sum", "prod", "min", "max", "avg"
-size_t DTypeSize(DType t);
-std::optional<Coll> ParseColl(std::string_view name);
-std::optional<DType> ParseDType(std::string_view name);  // also nccl-tests names: float, half...
-std::optional<RedOp> ParseRedOp(std::string_view name);
-bool IsReduction(Coll c);  // allreduce and reducescatter take a reduction operator
-
-// IEEE half and bfloat16 conversions (round to nearest even), for check values and the
-// reductions of libraries that have no 16-bit float type of their own.
-uint16_t FloatToHalf(float f);
-float HalfToFloat(uint16_t h);
-uint16_t FloatToBF16(float f);
-float BF16ToFloat(uint16_t b);
-
-// Element codecs: the storage type, the type arithmetic happens in, and the conversions
-// (f16 and bf16 compute in float and round back after every step).
-template <typename S>
-struct PlainCodec {
-  using Storage = S;
-  using Arith = S;
-  static S Decode(S s) { return s; }
-  static S Encode(S a) { return a; }
-};
-struct HalfCodec {
-  using Storage = uint16_t;
-  using Arith = float;
-  static float Decode(uint16_t s) { return HalfToFloat(s); }
-  static uint16_t Encode(float a) { return FloatToHalf(a); }
-};
-struct BF16Codec {
-  using Storage = uint16_t;
-  using Arith = float;
-  static float Decode(uint16_t s) { return BF16ToFloat(s); }
-  static uint16_t Encode(float a) { return FloatToBF16(a); }
-};
-
-// One reduction step in the arithmetic type. Integers wrap (two's complement) without undefined
-// behaviour; avg combines as sum (the division comes once, at the end).
-template <typename A>
-A Combine(RedOp op, A a, A b) {
-  if constexpr (std::is_integral_v<A>) {
-    using U = std::make_unsigned_t<A>;
-    if (op == RedOp::kSum || op == RedOp::kAvg) {
-      return static_cast<A>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-    }
-    if (op == RedOp::kProd) {
-      return static_cast<A>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
-    }
-  } else {
-    if (op == RedOp::kSum || op == RedOp::kAvg) return a + b;
-    if (op == RedOp::kProd) return a * b;
-  }
-  return op == RedOp::kMin ? (b < a ? b : a) : (a < b ? b : a);
-}
-
-// Calls F<Codec>::Run(args...) with the codec of `t`.
-template <template <typename> class F, typename... Args>
-auto DispatchType(DType t, Args&&... args) {
-  switch (t) {
-    case DType::kF32:
-      return F<PlainCodec<float>>::Run(std::forward<Args>(args)...);
-    case DType::kF64:
-      return F<PlainCodec<double>>::Run(std::forward<Args>(args)...);
-    case DType::kF16:
-      return F<HalfCodec>::Run(std::forward<Args>(args)...);
-    case DType::kBF16:
-      return F<BF16Codec>::Run(std::forward<Args>(args)...);
-    case DType::kI32:
-      return F<PlainCodec<int32_t>>::Run(std::forward<Args>(args)...);
-    case DType::kI64:
-      return F<PlainCodec<int64_t>>::Run(std::forward<Args>(args)...);
-    case DType::kU8:
-      break;
-  }
-  return F<PlainCodec<uint8_t>>::Run(std::forward<Args>(args)...);
-}
-
-// Errors are values: ok, or a message saying what failed.
-class [[nodiscard]] Status final {
- public:
-  Status() = default;
-  static Status Ok() { return Status(); }
-  static Status Error(std::string message) { return Status(std::move(message), true); }
-  bool ok() const { return !failed_; }
-  const std::string& message() const { return message_; }
-
- private:
-  Status(std::string message, bool failed) : message_(std::move(message)), failed_(failed) {}
-  std::string message_;
-  bool failed_ = false;
-};
+// The collectives, types, layouts, busbw factors and check values are the shared workload
+// library's (workload/); the benchmarks use them under their old names.
+using workload::BF16Codec;
+using workload::BF16ToFloat;
+using workload::BusBwFactor;
+using workload::Coll;
+using workload::CollName;
+using workload::Combine;
+using workload::DispatchType;
+using workload::DType;
+using workload::DTypeName;
+using workload::DTypeSize;
+using workload::FloatToBF16;
+using workload::FloatToHalf;
+using workload::HalfCodec;
+using workload::HalfToFloat;
+using workload::IsReduction;
+using workload::LayoutFor;
+using workload::OpArgs;
+using workload::ParseBytes;
+using workload::ParseColl;
+using workload::ParseDType;
+using workload::ParseRedOp;
+using workload::PlainCodec;
+using workload::RedOp;
+using workload::RedOpName;
+using workload::SizeLayout;
+using workload::Status;
 
 struct PerfOptions {
   Coll coll = Coll::kAllReduce;
@@ -145,40 +79,13 @@ struct PerfOptions {
   std::string json_path;
 };
 
-// Element counts of one size of the sweep. `count` is the count argument of the collective
-// (ftccl's convention): allreduce/broadcast: elements of send and recv; allgather: elements each
-// rank contributes; reducescatter: elements each rank receives; alltoall: elements per peer block.
-struct SizeLayout {
-  size_t bytes = 0;        // the size printed (nccl-tests: total bytes of the larger buffer)
-  size_t count = 0;        // the collective's count argument
-  size_t send_elems = 0;   // elements in the send buffer
-  size_t recv_elems = 0;   // elements in the recv buffer
-  size_t print_count = 0;  // the count printed: bytes / element size
-};
-SizeLayout LayoutFor(Coll c, DType t, int ranks, size_t bytes);
-
 // Sizes from min to max, multiplying by factor (> 1); always includes min, never exceeds max.
 std::vector<size_t> SizeSweep(size_t min_bytes, size_t max_bytes, double factor);
-
-// busbw / algbw (nccl-tests): allreduce 2(n-1)/n; allgather, reducescatter, alltoall (n-1)/n;
-// broadcast 1.
-double BusBwFactor(Coll c, int ranks);
 
 // Fills `send` of `rank` with the check values of this collective and size.
 void FillInput(const PerfOptions& o, const SizeLayout& l, int rank, void* send);
 // Counts the elements of `recv` on `rank` that differ from the known result.
 uint64_t CountWrong(const PerfOptions& o, const SizeLayout& l, int rank, const void* recv);
-
-// One collective's arguments, as handed to a backend.
-struct OpArgs {
-  Coll coll = Coll::kAllReduce;
-  const void* send = nullptr;
-  void* recv = nullptr;
-  size_t count = 0;  // see SizeLayout::count
-  DType dtype = DType::kF32;
-  RedOp redop = RedOp::kSum;
-  int root = 0;
-};
 
 // Where a rank runs; handed to the backend inside the rank's process.
 struct RankEnv {

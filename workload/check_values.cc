@@ -1,0 +1,158 @@
+#include "workload/check_values.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+
+namespace faultline::workload {
+namespace {
+
+// Input element i of rank r is a small integer drawn from a hash of (r, i), so that a misplaced
+// block, a stale buffer or a missing contribution shows up. The range keeps every result exact
+// in every type (integers up to 256 are exact in bf16, sums stay below 3 * ranks, products are
+// powers of two): only avg of floating types needs a tolerance (one division).
+uint64_t Mix(uint64_t r, uint64_t i) {
+  uint64_t h = i * 0x9E3779B97F4A7C15ull + (r + 1) * 0xC2B2AE3D27D4EB4Full;
+  h ^= h >> 31;
+  h *= 0xBF58476D1CE4E5B9ull;
+  h ^= h >> 29;
+  return h;
+}
+
+int InputValue(Coll c, RedOp op, int rank, size_t i) {
+  const uint64_t h = Mix(static_cast<uint64_t>(rank), i);
+  if (!IsReduction(c)) return static_cast<int>(h % 128);
+  switch (op) {
+    case RedOp::kSum:
+    case RedOp::kAvg:
+      return static_cast<int>(h % 4);
+    case RedOp::kProd:
+      return 1 + static_cast<int>(h % 2);
+    case RedOp::kMin:
+    case RedOp::kMax:
+      return static_cast<int>(h % 64);
+  }
+  return 0;
+}
+
+// Reduction of element `i` of every rank's send buffer, rounded to the storage type after each
+// step and divided once at the end for avg.
+template <typename C>
+typename C::Storage Reduced(Coll c, RedOp op, int ranks, size_t i) {
+  using A = typename C::Arith;
+  A acc = C::Decode(C::Encode(static_cast<A>(InputValue(c, op, 0, i))));
+  for (int r = 1; r < ranks; ++r) {
+    A v = C::Decode(C::Encode(static_cast<A>(InputValue(c, op, r, i))));
+    acc = C::Decode(C::Encode(Combine(op, acc, v)));
+  }
+  if (op == RedOp::kAvg) acc = acc / static_cast<A>(ranks);
+  return C::Encode(acc);
+}
+
+template <typename C>
+bool Matches(RedOp op, bool reduction, typename C::Storage got, typename C::Storage want) {
+  using A = typename C::Arith;
+  const A g = C::Decode(got);
+  const A w = C::Decode(want);
+  if constexpr (std::is_floating_point_v<A>) {
+    if (reduction && op == RedOp::kAvg) {
+      // One rounding in the division and one in the conversion, whatever order a library uses.
+      const double tol = std::is_same_v<C, HalfCodec>   ? 2e-3
+                         : std::is_same_v<C, BF16Codec> ? 1.6e-2
+                         : std::is_same_v<A, float>     ? 1e-6
+                                                        : 1e-12;
+      return std::fabs(static_cast<double>(g) - static_cast<double>(w)) <=
+             tol * std::max(1.0, std::fabs(static_cast<double>(w)));
+    }
+  }
+  return g == w;  // NaN (the poison of floating types) never matches
+}
+
+template <typename C>
+void FillTyped(const CheckSpec& o, const SizeLayout& l, int rank, void* send) {
+  using S = typename C::Storage;
+  using A = typename C::Arith;
+  S* out = static_cast<S*>(send);
+  for (size_t i = 0; i < l.send_elems; ++i) {
+    out[i] = C::Encode(static_cast<A>(InputValue(o.coll, o.redop, rank, i)));
+  }
+}
+
+template <typename C>
+uint64_t CountWrongTyped(const CheckSpec& o, const SizeLayout& l, int rank, const void* recv) {
+  using S = typename C::Storage;
+  using A = typename C::Arith;
+  const S* in = static_cast<const S*>(recv);
+  const int n = o.ranks;
+  const size_t count = l.count;
+  const bool red = IsReduction(o.coll);
+  uint64_t wrong = 0;
+  auto value = [&](int r, size_t i) {
+    return C::Encode(static_cast<A>(InputValue(o.coll, o.redop, r, i)));
+  };
+  switch (o.coll) {
+    case Coll::kAllReduce:
+      for (size_t i = 0; i < count; ++i) {
+        wrong += !Matches<C>(o.redop, red, in[i], Reduced<C>(o.coll, o.redop, n, i));
+      }
+      break;
+    case Coll::kReduceScatter:
+      for (size_t i = 0; i < count; ++i) {
+        const size_t src = static_cast<size_t>(rank) * count + i;
+        wrong += !Matches<C>(o.redop, red, in[i], Reduced<C>(o.coll, o.redop, n, src));
+      }
+      break;
+    case Coll::kAllGather:
+      for (int j = 0; j < n; ++j) {
+        for (size_t i = 0; i < count; ++i) {
+          wrong += !Matches<C>(o.redop, red, in[j * count + i], value(j, i));
+        }
+      }
+      break;
+    case Coll::kBroadcast:
+      for (size_t i = 0; i < count; ++i)
+        wrong += !Matches<C>(o.redop, red, in[i], value(o.root, i));
+      break;
+    case Coll::kAllToAll:
+      for (int j = 0; j < n; ++j) {
+        for (size_t i = 0; i < count; ++i) {
+          const size_t src = static_cast<size_t>(rank) * count + i;
+          wrong += !Matches<C>(o.redop, red, in[j * count + i], value(j, src));
+        }
+      }
+      break;
+  }
+  return wrong;
+}
+
+template <typename C>
+struct FillFn {
+  static int Run(const CheckSpec& o, const SizeLayout& l, int rank, void* send) {
+    FillTyped<C>(o, l, rank, send);
+    return 0;
+  }
+};
+template <typename C>
+struct CountWrongFn {
+  static uint64_t Run(const CheckSpec& o, const SizeLayout& l, int rank, const void* recv) {
+    return CountWrongTyped<C>(o, l, rank, recv);
+  }
+};
+
+}  // namespace
+
+void FillInput(const CheckSpec& o, const SizeLayout& l, int rank, void* send) {
+  DispatchType<FillFn>(o.dtype, o, l, rank, send);
+}
+
+uint64_t CountWrong(const CheckSpec& o, const SizeLayout& l, int rank, const void* recv) {
+  return DispatchType<CountWrongFn>(o.dtype, o, l, rank, recv);
+}
+
+void PoisonOutput(const CheckSpec& o, const SizeLayout& l, void* recv) {
+  // All ones: NaN in f32/f64/f16/bf16, and for integers a value no input combination reaches.
+  std::memset(recv, 0xFF, l.recv_elems * DTypeSize(o.dtype));
+}
+
+}  // namespace faultline::workload
