@@ -54,8 +54,8 @@ struct CommOptions {
   // Local rail endpoints: IPv4 addresses or interface names. Every rank has the same count.
   std::vector<std::string> rails;
   int channels_per_rail = 1;                  // FTCCL_CHANNELS_PER_RAIL
-  size_t chunk_bytes = 512 * 1024;            // FTCCL_CHUNK_BYTES: largest payload of one frame
-  size_t slice_bytes = 2 * 1024 * 1024;       // FTCCL_SLICE_BYTES: pipelining unit of ring steps
+  size_t chunk_bytes = 256 * 1024;            // FTCCL_CHUNK_BYTES: largest payload of one frame
+  size_t slice_bytes = 1024 * 1024;           // FTCCL_SLICE_BYTES: pipelining unit of ring steps
   int socket_buffer_bytes = 4 * 1024 * 1024;  // FTCCL_SOCKET_BUFFER_BYTES: SO_SNDBUF/SO_RCVBUF, 0 = kernel
   Millis init_timeout{30000};                 // FTCCL_INIT_TIMEOUT_MS: bootstrap + connection setup
   Millis op_timeout{60000};                   // FTCCL_OP_TIMEOUT_MS: default deadline of a collective
