@@ -1,0 +1,366 @@
+#include "runner/launcher.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <filesystem>
+
+#include "injector/clock.h"
+#include "injector/netns.h"
+
+extern char** environ;
+
+namespace faultline::runner {
+namespace {
+
+// What a child reports through its close-on-exec pipe when it cannot exec.
+struct ChildError {
+  int stage = 0;  // kStage*
+  int err = 0;    // errno
+};
+constexpr int kStageSetns = 1;
+constexpr int kStageExec = 2;
+constexpr int kStageParentGone = 3;
+
+std::string EnvKey(const std::string& entry) { return entry.substr(0, entry.find('=')); }
+
+// The launcher's environment with `overrides` ("K=V") replacing entries of the same key.
+std::vector<std::string> MergeEnv(const std::vector<std::string>& overrides) {
+  std::vector<std::string> out;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string entry(*e);
+    bool replaced = false;
+    for (const std::string& o : overrides) {
+      if (EnvKey(o) == EnvKey(entry)) replaced = true;
+    }
+    if (!replaced) out.push_back(std::move(entry));
+  }
+  out.insert(out.end(), overrides.begin(), overrides.end());
+  return out;
+}
+
+// A program path: as given when it contains '/', else the first executable in $PATH.
+Result<std::string> ResolveProgram(const std::string& prog) {
+  if (prog.empty()) return InvalidArgument("empty program name");
+  if (prog.find('/') != std::string::npos) {
+    if (::access(prog.c_str(), X_OK) != 0) return ErrnoStatus("program " + prog, errno);
+    return prog;
+  }
+  const char* path = std::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::string dir = dirs.substr(start, end - start);
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + prog;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = end + 1;
+  }
+  return NotFound("program '" + prog + "' not found in $PATH");
+}
+
+Result<UniqueFd> OpenLog(const std::string& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoStatus("open log " + path, errno);
+  return UniqueFd(fd);
+}
+
+ExitStatus FromSiginfo(const siginfo_t& info) {
+  ExitStatus s;
+  if (info.si_code == CLD_EXITED) {
+    s.state = ExitStatus::State::kExited;
+    s.code = info.si_status;
+  } else {
+    s.state = ExitStatus::State::kSignaled;
+    s.signal = info.si_status;
+  }
+  return s;
+}
+
+// The child side of Start: only async-signal-safe calls until exec.
+[[noreturn]] void ChildExec(pid_t parent, int netns_fd, int in_fd, int out_fd, int err_fd,
+                            int report_fd, const char* path, char* const argv[],
+                            char* const envp[]) {
+  auto fail = [report_fd](int stage, int err) {
+    ChildError e{stage, err};
+    ssize_t n = ::write(report_fd, &e, sizeof(e));
+    (void)n;
+    ::_exit(127);
+  };
+  ::setpgid(0, 0);
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) fail(kStageParentGone, 0);
+  // A signal mask and ignored signals survive exec: give the rank a clean slate.
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  struct sigaction dfl;
+  std::memset(&dfl, 0, sizeof(dfl));
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);
+  }
+  if (netns_fd >= 0 && ::setns(netns_fd, CLONE_NEWNET) != 0) fail(kStageSetns, errno);
+  // dup2 onto itself would keep close-on-exec: clear the flag instead.
+  const int redirects[3][2] = {{in_fd, STDIN_FILENO}, {out_fd, STDOUT_FILENO},
+                               {err_fd, STDERR_FILENO}};
+  for (const auto& [from, to] : redirects) {
+    if (from == to) {
+      ::fcntl(to, F_SETFD, 0);
+    } else {
+      ::dup2(from, to);
+    }
+  }
+  ::execve(path, argv, envp);
+  fail(kStageExec, errno);
+  ::_exit(127);  // not reached
+}
+
+}  // namespace
+
+std::string ExitStatus::ToString() const {
+  switch (state) {
+    case State::kRunning:
+      return "running";
+    case State::kExited:
+      return "exited " + std::to_string(code);
+    case State::kSignaled: {
+      const char* abbrev = ::sigabbrev_np(signal);
+      std::string s = "killed by " + (abbrev != nullptr ? "SIG" + std::string(abbrev)
+                                                         : "signal " + std::to_string(signal));
+      return killed_by_watchdog ? s + " (watchdog)" : s;
+    }
+  }
+  return "unknown";
+}
+
+Result<std::unique_ptr<LocalNetnsLauncher>> LocalNetnsLauncher::Create(
+    std::vector<std::string> host_netns, std::string log_dir) {
+  if (log_dir.empty()) return InvalidArgument("empty log directory");
+  std::error_code ec;
+  std::filesystem::create_directories(log_dir, ec);
+  if (ec) return ErrnoStatus("create log directory " + log_dir, ec.value());
+  for (const std::string& ns : host_netns) {
+    if (!ns.empty()) FL_RETURN_IF_ERROR(ValidateNetnsName(ns));
+  }
+  return std::unique_ptr<LocalNetnsLauncher>(
+      new LocalNetnsLauncher(std::move(host_netns), std::move(log_dir)));
+}
+
+LocalNetnsLauncher::~LocalNetnsLauncher() {
+  for (Rank& r : ranks_) {
+    if (!TryReap(r)) KillAndReap(r);
+  }
+}
+
+Status LocalNetnsLauncher::CheckHandle(int handle) const {
+  if (handle < 0 || handle >= size()) {
+    return InvalidArgument("unknown rank handle " + std::to_string(handle));
+  }
+  return Status::Ok();
+}
+
+Result<int> LocalNetnsLauncher::Start(const LaunchSpec& spec) {
+  if (spec.argv.empty()) return InvalidArgument("empty argv");
+  const int host = spec.placement.host;
+  if (host < 0 || host >= static_cast<int>(host_netns_.size())) {
+    return InvalidArgument("placement on host " + std::to_string(host) + " (the launcher has " +
+                           std::to_string(host_netns_.size()) + " hosts)");
+  }
+  std::string name =
+      spec.name.empty() ? "rank" + std::to_string(spec.placement.global_rank) : spec.name;
+  if (name.find('/') != std::string::npos) return InvalidArgument("rank name with '/'");
+  FL_ASSIGN_OR_RETURN(std::string path, ResolveProgram(spec.argv[0]));
+
+  // Everything the child needs is prepared here: after fork it may only make system calls.
+  UniqueFd netns_fd;
+  if (!host_netns_[host].empty()) {
+    FL_ASSIGN_OR_RETURN(netns_fd, OpenNetns(host_netns_[host]));
+  }
+  int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (null_fd < 0) return ErrnoStatus("open /dev/null", errno);
+  UniqueFd in_fd(null_fd);
+  FL_ASSIGN_OR_RETURN(UniqueFd out_fd, OpenLog(log_dir_ + "/" + name + ".out"));
+  FL_ASSIGN_OR_RETURN(UniqueFd err_fd, OpenLog(log_dir_ + "/" + name + ".err"));
+  std::vector<std::string> args = spec.argv;
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env = MergeEnv(spec.env);
+  std::vector<char*> envp;
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) return ErrnoStatus("pipe2", errno);
+  UniqueFd report_rd(report[0]);
+  UniqueFd report_wr(report[1]);
+
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) return ErrnoStatus("fork", errno);
+  if (pid == 0) {
+    ChildExec(parent, netns_fd.get(), in_fd.get(), out_fd.get(), err_fd.get(), report_wr.get(),
+              path.c_str(), argv.data(), envp.data());
+  }
+  report_wr.Reset();
+  Rank rank;
+  rank.pid = pid;
+  rank.name = name;
+  // The pipe closes at exec (success) or carries the reason the child could not exec.
+  ChildError child_error;
+  ssize_t n;
+  do {
+    n = ::read(report_rd.get(), &child_error, sizeof(child_error));
+  } while (n < 0 && errno == EINTR);
+  int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (fd >= 0) rank.pidfd.Reset(fd);
+  const int pidfd_err = errno;
+  if (n != 0 || fd < 0) {
+    KillAndReap(rank);
+    if (n < 0) return ErrnoStatus("read the start report of " + name, errno);
+    if (n == 0) return ErrnoStatus("pidfd_open of " + name, pidfd_err);
+    switch (child_error.stage) {
+      case kStageSetns:
+        return ErrnoStatus(name + ": setns into " + host_netns_[host], child_error.err);
+      case kStageExec:
+        return ErrnoStatus(name + ": exec " + path, child_error.err);
+      default:
+        return Internal(name + ": the launcher's thread went away during start");
+    }
+  }
+  ranks_.push_back(std::move(rank));
+  return size() - 1;
+}
+
+bool LocalNetnsLauncher::TryReap(Rank& r) {
+  if (!r.status.running()) return true;
+  siginfo_t info;
+  std::memset(&info, 0, sizeof(info));
+  int rc;
+  do {
+    rc = ::waitid(P_PID, r.pid, &info, WEXITED | WNOHANG);
+  } while (rc != 0 && errno == EINTR);
+  if (rc != 0) {
+    // ECHILD: reaped behind our back (SIGCHLD ignored); the exit status is lost.
+    r.status.state = ExitStatus::State::kExited;
+    r.status.code = -1;
+  } else if (info.si_pid == 0) {
+    return false;
+  } else {
+    r.status = FromSiginfo(info);
+  }
+  r.pidfd.Reset();
+  return true;
+}
+
+void LocalNetnsLauncher::KillAndReap(Rank& r) noexcept {
+  if (!r.status.running()) return;
+  // The group first (helpers the rank started), then the rank itself through its pidfd in
+  // case it left its group.
+  ::kill(-r.pid, SIGKILL);
+  if (r.pidfd.valid()) {
+    ::syscall(SYS_pidfd_send_signal, r.pidfd.get(), SIGKILL, nullptr, 0);
+  } else {
+    ::kill(r.pid, SIGKILL);
+  }
+  siginfo_t info;
+  std::memset(&info, 0, sizeof(info));
+  int rc;
+  do {
+    rc = ::waitid(P_PID, r.pid, &info, WEXITED);
+  } while (rc != 0 && errno == EINTR);
+  if (rc == 0) {
+    r.status = FromSiginfo(info);
+  } else {
+    r.status.state = ExitStatus::State::kExited;
+    r.status.code = -1;
+  }
+  r.pidfd.Reset();
+}
+
+Result<ExitStatus> LocalNetnsLauncher::Wait(int handle, int64_t deadline_ns) {
+  FL_RETURN_IF_ERROR(CheckHandle(handle));
+  Rank& r = ranks_[handle];
+  while (!TryReap(r)) {
+    int64_t left = deadline_ns - MonoNow();
+    if (left <= 0) break;
+    pollfd p{r.pidfd.get(), POLLIN, 0};
+    int ms = static_cast<int>(std::min<int64_t>((left + 999'999) / 1'000'000, INT_MAX));
+    if (::poll(&p, 1, ms) < 0 && errno != EINTR) return ErrnoStatus("poll pidfd", errno);
+  }
+  return r.status;
+}
+
+Status LocalNetnsLauncher::Kill(int handle, int sig) {
+  FL_RETURN_IF_ERROR(CheckHandle(handle));
+  Rank& r = ranks_[handle];
+  if (TryReap(r)) return Status::Ok();
+  // Unreaped, so the pid (and the group it leads) cannot have been reused.
+  if (::kill(-r.pid, sig) != 0 && errno != ESRCH) {
+    return ErrnoStatus("kill " + r.name + " (group " + std::to_string(r.pid) + ")", errno);
+  }
+  if (::syscall(SYS_pidfd_send_signal, r.pidfd.get(), sig, nullptr, 0) != 0 && errno != ESRCH) {
+    return ErrnoStatus("signal " + r.name, errno);
+  }
+  return Status::Ok();
+}
+
+WaitAllReport LocalNetnsLauncher::WaitAll(int64_t deadline_ns) {
+  for (;;) {
+    std::vector<pollfd> fds;
+    for (Rank& r : ranks_) {
+      if (!TryReap(r)) fds.push_back({r.pidfd.get(), POLLIN, 0});
+    }
+    if (fds.empty()) break;
+    int64_t left = deadline_ns - MonoNow();
+    if (left <= 0) break;
+    int ms = static_cast<int>(std::min<int64_t>((left + 999'999) / 1'000'000, INT_MAX));
+    if (::poll(fds.data(), fds.size(), ms) < 0 && errno != EINTR) break;
+  }
+  WaitAllReport report;
+  for (int h = 0; h < size(); ++h) {
+    Rank& r = ranks_[h];
+    if (!TryReap(r)) {
+      KillAndReap(r);
+      // A rank that exited on its own in the last instant is not reported as hung.
+      if (r.status.state == ExitStatus::State::kSignaled && r.status.signal == SIGKILL) {
+        r.status.killed_by_watchdog = true;
+        report.killed.push_back(h);
+      }
+    }
+    report.statuses.push_back(r.status);
+  }
+  return report;
+}
+
+ExitStatus LocalNetnsLauncher::status(int handle) const {
+  if (!CheckHandle(handle).ok()) return {};
+  return ranks_[handle].status;
+}
+
+std::optional<pid_t> LocalNetnsLauncher::LocalPid(int handle) const {
+  if (!CheckHandle(handle).ok()) return std::nullopt;
+  return ranks_[handle].pid;
+}
+
+std::string LocalNetnsLauncher::StdoutPath(int handle) const {
+  if (!CheckHandle(handle).ok()) return "";
+  return log_dir_ + "/" + ranks_[handle].name + ".out";
+}
+
+std::string LocalNetnsLauncher::StderrPath(int handle) const {
+  if (!CheckHandle(handle).ok()) return "";
+  return log_dir_ + "/" + ranks_[handle].name + ".err";
+}
+
+}  // namespace faultline::runner
