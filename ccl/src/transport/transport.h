@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ftccl/communicator.h"
 #include "ftccl/status.h"
@@ -55,6 +56,10 @@ struct Op {
   Signature sig;
   uint8_t* buf = nullptr;
   size_t len = 0;
+  // Payload CRC32C of every chunk, computed by the posting thread so that the progress thread
+  // (which owns all socket I/O) does not spend its time on it.
+  std::vector<uint32_t> chunk_crcs;
+  size_t chunk_bytes = 0;
   // Progress-thread bookkeeping.
   size_t chunks_left = 0;
   bool finished = false;

@@ -180,6 +180,10 @@ OpPtr TcpTransport::Send(int peer, const MsgKey& key, const Signature& sig, cons
   op->sig = sig;
   op->buf = static_cast<uint8_t*>(const_cast<void*>(buf));
   op->len = len;
+  op->chunk_bytes = std::max<size_t>(1, std::min<size_t>(options_.chunk_bytes, kMaxFrame));
+  for (size_t off = 0; off < len; off += op->chunk_bytes) {
+    op->chunk_crcs.push_back(Crc32c(op->buf + off, std::min(op->chunk_bytes, len - off)));
+  }
   Post([this, op] { PostSend(op); });
   return op;
 }
@@ -439,7 +443,7 @@ void TcpTransport::PostSend(const OpPtr& op) {
     FailLocked(PeerLost("rank " + std::to_string(op->peer) + " is no longer connected"), op->key.coll_seq);
     return;
   }
-  const size_t chunk = std::max<size_t>(1, std::min<size_t>(options_.chunk_bytes, kMaxFrame));
+  const size_t chunk = op->chunk_bytes;
   size_t nchunks = op->len == 0 ? 1 : (op->len + chunk - 1) / chunk;
   op->chunks_left = nchunks;
   for (size_t i = 0; i < nchunks; ++i) {
@@ -460,7 +464,8 @@ void TcpTransport::PostSend(const OpPtr& op) {
     c.hdr.offset = c.offset;
     c.hdr.msg_len = op->len;
     c.hdr.length = c.len;
-    wire::Seal(&c.hdr, op->buf + c.offset);
+    c.hdr.payload_crc = c.len ? op->chunk_crcs[i] : 0;
+    c.hdr.header_crc = wire::HeaderCrc(c.hdr);
     c.in_ready = true;
     p.unacked.emplace(seq, std::move(c));
     p.ready.push_back(seq);
