@@ -88,24 +88,30 @@ int main(int argc, char** argv) {
     up_ms.push_back(static_cast<double>(t1 - t0) / 1e6);
     down_ms.push_back(static_cast<double>(t3 - t2) / 1e6);
     if (!json) {
-      std::printf("run %-6s %3d hosts x %2d rails (%zu namespaces, %d veth pairs): up %8.1f ms"
-                  "  down %8.1f ms\n",
-                  o.run_id.c_str(), hosts, rails, names.size(), hosts * (rails + !no_mgmt),
-                  up_ms.back(), down_ms.back());
+      std::printf(
+          "run %-6s %3d hosts x %2d rails (%zu namespaces, %d veth pairs): up %8.1f ms"
+          "  down %8.1f ms\n",
+          o.run_id.c_str(), hosts, rails, names.size(), hosts * (rails + !no_mgmt), up_ms.back(),
+          down_ms.back());
     }
   }
   ::rmdir(journal_dir.c_str());
   if (json) {
-    nlohmann::json j = {{"hosts", hosts},       {"rails", rails},
-                        {"rail_gbps", gbps},    {"management", !no_mgmt},
-                        {"up_ms", up_ms},       {"down_ms", down_ms},
-                        {"up_median_ms", Median(up_ms)}, {"down_median_ms", Median(down_ms)},
+    nlohmann::json j = {{"hosts", hosts},
+                        {"rails", rails},
+                        {"rail_gbps", gbps},
+                        {"management", !no_mgmt},
+                        {"up_ms", up_ms},
+                        {"down_ms", down_ms},
+                        {"up_median_ms", Median(up_ms)},
+                        {"down_median_ms", Median(down_ms)},
                         {"ok", rc == 0}};
     std::cout << j.dump(2) << "\n";
   } else if (!up_ms.empty()) {
-    std::printf("median: up %.1f ms, down %.1f ms (down = namespaces unmounted; the kernel "
-                "frees them asynchronously)\n",
-                Median(up_ms), Median(down_ms));
+    std::printf(
+        "median: up %.1f ms, down %.1f ms (down = namespaces unmounted; the kernel "
+        "frees them asynchronously)\n",
+        Median(up_ms), Median(down_ms));
   }
   return rc;
 }

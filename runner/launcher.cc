@@ -112,8 +112,8 @@ ExitStatus FromSiginfo(const siginfo_t& info) {
   }
   if (netns_fd >= 0 && ::setns(netns_fd, CLONE_NEWNET) != 0) fail(kStageSetns, errno);
   // dup2 onto itself would keep close-on-exec: clear the flag instead.
-  const int redirects[3][2] = {{in_fd, STDIN_FILENO}, {out_fd, STDOUT_FILENO},
-                               {err_fd, STDERR_FILENO}};
+  const int redirects[3][2] = {
+      {in_fd, STDIN_FILENO}, {out_fd, STDOUT_FILENO}, {err_fd, STDERR_FILENO}};
   for (const auto& [from, to] : redirects) {
     if (from == to) {
       ::fcntl(to, F_SETFD, 0);
@@ -137,7 +137,7 @@ std::string ExitStatus::ToString() const {
     case State::kSignaled: {
       const char* abbrev = ::sigabbrev_np(signal);
       std::string s = "killed by " + (abbrev != nullptr ? "SIG" + std::string(abbrev)
-                                                         : "signal " + std::to_string(signal));
+                                                        : "signal " + std::to_string(signal));
       return killed_by_watchdog ? s + " (watchdog)" : s;
     }
   }

@@ -10,8 +10,8 @@
 // it passes to `srun --output/--error`. Callers that need a local pid (rank_pause/rank_kill
 // faults) must handle its absence.
 //
-// Deadlines are CLOCK_MONOTONIC nanoseconds (faultline::MonoNow(), injector/clock.h). Not thread-safe: one
-// thread owns a launcher and makes every call.
+// Deadlines are CLOCK_MONOTONIC nanoseconds (faultline::MonoNow(), injector/clock.h). Not
+// thread-safe: one thread owns a launcher and makes every call.
 #pragma once
 
 #include <sys/types.h>

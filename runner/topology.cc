@@ -58,8 +58,8 @@ Status Wire(NlSock& sw, NlSock& host, int host_netns_fd, const std::string& sw_d
     tbf.rate_bits_per_s = rate_bps;
     FL_RETURN_IF_ERROR(CreateRootTbf(host, host_link.ifindex, kShapingHandle, tbf)
                            .WithContext("shape " + host_dev));
-    FL_RETURN_IF_ERROR(CreateRootTbf(sw, sw_link.ifindex, kShapingHandle, tbf)
-                           .WithContext("shape " + sw_dev));
+    FL_RETURN_IF_ERROR(
+        CreateRootTbf(sw, sw_link.ifindex, kShapingHandle, tbf).WithContext("shape " + sw_dev));
   }
   FL_RETURN_IF_ERROR(SetLinkUp(sw, sw_dev, true));
   FL_RETURN_IF_ERROR(SetLinkUp(host, host_dev, true));
@@ -144,8 +144,8 @@ Status NetTopology::CreateNamespaces() {
   // Refuse before creating anything when the run id is taken.
   for (const std::string& name : names) {
     if (NetnsExists(name)) {
-      return AlreadyExists("network namespace '" + name + "' exists (run id '" +
-                           options_.run_id + "' is in use)");
+      return AlreadyExists("network namespace '" + name + "' exists (run id '" + options_.run_id +
+                           "' is in use)");
     }
   }
   for (const std::string& name : names) {
@@ -183,8 +183,8 @@ Status NetTopology::BuildHost(int h) {
   auto rate_bps = static_cast<uint64_t>(std::llround(options_.rail_gbps * 1e9));
   for (int r = 0; r < options_.rails; ++r) {
     FL_RETURN_IF_ERROR(Wire(sw, hs, host_fd.get(), SwitchRailDev(h, r), host.rail_devs[r],
-                            RailBridge(r),
-                            host.rail_addrs[r] + "/" + std::to_string(kPrefixLen), rate_bps)
+                            RailBridge(r), host.rail_addrs[r] + "/" + std::to_string(kPrefixLen),
+                            rate_bps)
                            .WithContext("rail " + std::to_string(r)));
   }
   if (options_.management) {
@@ -273,9 +273,8 @@ nlohmann::json NetTopology::ToJson() const {
     }
     hosts.push_back(std::move(host));
   }
-  return {{"run_id", run_id()},         {"switch_netns", switch_netns_},
-          {"rail_gbps", rail_gbps()},   {"management", management()},
-          {"prefix_len", kPrefixLen},   {"hosts", hosts}};
+  return {{"run_id", run_id()},         {"switch_netns", switch_netns_}, {"rail_gbps", rail_gbps()},
+          {"management", management()}, {"prefix_len", kPrefixLen},      {"hosts", hosts}};
 }
 
 }  // namespace faultline::runner

@@ -33,11 +33,11 @@
 namespace faultline::runner {
 
 struct TopologyOptions {
-  std::string run_id;      // 1..8 chars of [0-9a-z]; see NewRunId()
-  int hosts = 0;           // 1..250
-  int rails = 0;           // 1..250
-  double rail_gbps = 1.0;  // shaped capacity of every rail; 0: unshaped
-  bool management = true;  // build the management network
+  std::string run_id;       // 1..8 chars of [0-9a-z]; see NewRunId()
+  int hosts = 0;            // 1..250
+  int rails = 0;            // 1..250
+  double rail_gbps = 1.0;   // shaped capacity of every rail; 0: unshaped
+  bool management = true;   // build the management network
   std::string journal_dir;  // empty: Journal::DefaultDir()
 };
 
@@ -83,13 +83,13 @@ class NetTopology final {
   // Names and addresses (pure; valid also for a host index that is out of range).
   static std::string HostNetnsName(std::string_view run_id, int host);
   static std::string SwitchNetnsName(std::string_view run_id);
-  static std::string RailDev(int rail);                // "r<r>" (host side)
+  static std::string RailDev(int rail);                  // "r<r>" (host side)
   static std::string SwitchRailDev(int host, int rail);  // "h<h>r<r>"
-  static std::string SwitchMgmtDev(int host);          // "h<h>m"
-  static std::string RailBridge(int rail);             // "rail<r>"
-  static constexpr const char* kMgmtDev = "mgmt";      // host side and the bridge
-  static std::string RailAddress(int rail, int host);  // "198.18.<r>.<h+1>"
-  static std::string MgmtAddress(int host);            // "198.19.0.<h+1>"
+  static std::string SwitchMgmtDev(int host);            // "h<h>m"
+  static std::string RailBridge(int rail);               // "rail<r>"
+  static constexpr const char* kMgmtDev = "mgmt";        // host side and the bridge
+  static std::string RailAddress(int rail, int host);    // "198.18.<r>.<h+1>"
+  static std::string MgmtAddress(int host);              // "198.19.0.<h+1>"
 
   const std::string& run_id() const { return options_.run_id; }
   int hosts() const { return options_.hosts; }
