@@ -12,16 +12,17 @@ namespace {
 // block, a stale buffer or a missing contribution shows up. The range keeps every result exact
 // in every type (integers up to 256 are exact in bf16, sums stay below 3 * ranks, products are
 // powers of two): only avg of floating types needs a tolerance (one division).
-uint64_t Mix(uint64_t r, uint64_t i) {
+uint64_t Mix(uint64_t seed, uint64_t r, uint64_t i) {
   uint64_t h = i * 0x9E3779B97F4A7C15ull + (r + 1) * 0xC2B2AE3D27D4EB4Full;
+  h ^= seed * 0xD6E8FEB86659FD93ull;  // seed 0 leaves the values of earlier releases
   h ^= h >> 31;
   h *= 0xBF58476D1CE4E5B9ull;
   h ^= h >> 29;
   return h;
 }
 
-int InputValue(Coll c, RedOp op, int rank, size_t i) {
-  const uint64_t h = Mix(static_cast<uint64_t>(rank), i);
+int InputValue(uint64_t seed, Coll c, RedOp op, int rank, size_t i) {
+  const uint64_t h = Mix(seed, static_cast<uint64_t>(rank), i);
   if (!IsReduction(c)) return static_cast<int>(h % 128);
   switch (op) {
     case RedOp::kSum:
@@ -39,11 +40,11 @@ int InputValue(Coll c, RedOp op, int rank, size_t i) {
 // Reduction of element `i` of every rank's send buffer, rounded to the storage type after each
 // step and divided once at the end for avg.
 template <typename C>
-typename C::Storage Reduced(Coll c, RedOp op, int ranks, size_t i) {
+typename C::Storage Reduced(uint64_t seed, Coll c, RedOp op, int ranks, size_t i) {
   using A = typename C::Arith;
-  A acc = C::Decode(C::Encode(static_cast<A>(InputValue(c, op, 0, i))));
+  A acc = C::Decode(C::Encode(static_cast<A>(InputValue(seed, c, op, 0, i))));
   for (int r = 1; r < ranks; ++r) {
-    A v = C::Decode(C::Encode(static_cast<A>(InputValue(c, op, r, i))));
+    A v = C::Decode(C::Encode(static_cast<A>(InputValue(seed, c, op, r, i))));
     acc = C::Decode(C::Encode(Combine(op, acc, v)));
   }
   if (op == RedOp::kAvg) acc = acc / static_cast<A>(ranks);
@@ -75,7 +76,7 @@ void FillTyped(const CheckSpec& o, const SizeLayout& l, int rank, void* send) {
   using A = typename C::Arith;
   S* out = static_cast<S*>(send);
   for (size_t i = 0; i < l.send_elems; ++i) {
-    out[i] = C::Encode(static_cast<A>(InputValue(o.coll, o.redop, rank, i)));
+    out[i] = C::Encode(static_cast<A>(InputValue(o.seed, o.coll, o.redop, rank, i)));
   }
 }
 
@@ -89,18 +90,18 @@ uint64_t CountWrongTyped(const CheckSpec& o, const SizeLayout& l, int rank, cons
   const bool red = IsReduction(o.coll);
   uint64_t wrong = 0;
   auto value = [&](int r, size_t i) {
-    return C::Encode(static_cast<A>(InputValue(o.coll, o.redop, r, i)));
+    return C::Encode(static_cast<A>(InputValue(o.seed, o.coll, o.redop, r, i)));
   };
   switch (o.coll) {
     case Coll::kAllReduce:
       for (size_t i = 0; i < count; ++i) {
-        wrong += !Matches<C>(o.redop, red, in[i], Reduced<C>(o.coll, o.redop, n, i));
+        wrong += !Matches<C>(o.redop, red, in[i], Reduced<C>(o.seed, o.coll, o.redop, n, i));
       }
       break;
     case Coll::kReduceScatter:
       for (size_t i = 0; i < count; ++i) {
         const size_t src = static_cast<size_t>(rank) * count + i;
-        wrong += !Matches<C>(o.redop, red, in[i], Reduced<C>(o.coll, o.redop, n, src));
+        wrong += !Matches<C>(o.redop, red, in[i], Reduced<C>(o.seed, o.coll, o.redop, n, src));
       }
       break;
     case Coll::kAllGather:

@@ -18,8 +18,9 @@ struct CheckSpec {
   Coll coll = Coll::kAllReduce;
   DType dtype = DType::kF32;
   RedOp redop = RedOp::kSum;
-  int root = 0;   // broadcast
-  int ranks = 1;  // world size
+  int root = 0;       // broadcast
+  int ranks = 1;      // world size
+  uint64_t seed = 0;  // varies the inputs; every rank uses the same
 };
 
 // Fills `send` (l.send_elems elements) of `rank` with its input values.

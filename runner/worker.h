@@ -1,0 +1,64 @@
+// The worker: one rank of a run, one process, started by the runner inside the rank's host
+// network namespace (build/bin/faultline-worker; command line in worker_main.cc).
+//
+// It joins the group through a CclAdapter, runs the workload loop (warm-up, then --iters
+// collectives or collectives until --duration has passed), checks every output against the
+// analytically known values (workload/check_values.h) and logs every collective, CCL event and
+// how it ended to its per-rank log (worker_log.h).
+//
+// Ending: the first failed CCL call is logged with its error and ends the loop (a failed
+// communicator is not used again). Every CCL call has a deadline; a watchdog thread also ends
+// the process if a call outlives its deadline plus a grace period (the library did not honour
+// it): it logs the call as failed and exits with kWorkerExitCclError. A crash stays a crash.
+//
+// Duration-bounded loops end on the same collective on every rank: after the warm-up, each
+// iteration is preceded by a one-element allreduce (max) of "this rank's clock passed the end",
+// which is not logged as a collective.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "workload/collective.h"
+
+namespace faultline::runner {
+
+// Exit codes of faultline-worker.
+inline constexpr int kWorkerExitOk = 0;         // every collective returned success
+inline constexpr int kWorkerExitUsage = 2;      // bad command line; nothing was started
+inline constexpr int kWorkerExitInternal = 3;   // the worker itself failed (log, memory)
+inline constexpr int kWorkerExitCclError = 10;  // a CCL call failed or outlived its deadline
+
+struct WorkerOptions {
+  std::string ccl;  // CreateCclAdapter name
+  int rank = 0;
+  int size = 0;
+  std::string bootstrap;           // ip:port of rank 0 on the management network
+  std::vector<std::string> rails;  // this rank's rails; gloo uses the first
+  std::string store_dir;           // gloo rendezvous directory, shared by the group
+  workload::Coll op = workload::Coll::kAllReduce;
+  workload::DType dtype = workload::DType::kF32;
+  workload::RedOp redop = workload::RedOp::kSum;
+  int root = 0;
+  uint64_t bytes = 1 << 20;
+  std::optional<int64_t> iters;  // exactly one of iters / duration
+  std::optional<std::chrono::nanoseconds> duration;
+  int64_t warmup = 0;
+  bool check = false;
+  std::chrono::milliseconds timeout{60000};       // per collective
+  std::chrono::milliseconds init_timeout{30000};  // joining the group
+  std::string log_path;
+  uint64_t seed = 0;
+};
+
+// How long the watchdog waits past a call's own deadline: 1 s plus a quarter of the deadline.
+std::chrono::milliseconds WatchdogGrace(std::chrono::milliseconds deadline);
+
+// Runs the worker. Returns its exit code.
+// REQUIRES: options validated (size >= 1, 0 <= rank < size, exactly one of iters / duration).
+int RunWorker(const WorkerOptions& options);
+
+}  // namespace faultline::runner
