@@ -15,6 +15,9 @@
 // removes their journal entries; the destructor tears down as well. A topology whose process
 // was SIGKILLed is removed by CleanupJournal (`faultline cleanup`), which undoes "netns"
 // entries.
+// Processes still running in a host namespace keep that namespace (and its links) alive after
+// teardown, unreachable by name: stop the ranks first (destroy the Launcher before the
+// NetTopology).
 //
 // Thread-compatible: one thread builds, queries and tears down a NetTopology. The accessors
 // are pure and may be called from any thread while no teardown runs.

@@ -344,6 +344,25 @@ TEST(Topology, RefusesATakenRunIdAndTouchesNothing) {
   EXPECT_TRUE((*j)->List()->empty());
 }
 
+// A step that fails halfway (here the kernel-side tbf check: a rate under 8 bit/s, after
+// every namespace and bridge exists) removes everything built so far and its journal entries.
+TEST(Topology, FailedBuildRemovesWhatItCreated) {
+  TempDir journal;
+  TopologyOptions o;
+  o.run_id = NewRunId();
+  o.hosts = 3;
+  o.rails = 2;
+  o.rail_gbps = 1e-9;  // 1 bit/s
+  o.journal_dir = journal.path();
+  auto topo = NetTopology::Build(o);
+  ASSERT_FALSE(topo.ok());
+  if (topo.status().code() == Code::kPermissionDenied) GTEST_SKIP() << topo.status().ToString();
+  EXPECT_EQ(topo.status().code(), Code::kInvalidArgument) << topo.status().ToString();
+  EXPECT_NE(topo.status().message().find("host 0: rail 0: shape r0"), std::string::npos)
+      << topo.status().ToString();
+  ExpectNothingLeft(o.run_id, journal.path());
+}
+
 TEST(Topology, RejectsBadOptions) {
   TopologyOptions o;
   o.run_id = "ABC";  // upper case
