@@ -2,10 +2,10 @@
 // first rail address; Gloo has no notion of rails, so the other rails stay unused. Rendezvous
 // is a FileStore in the group's shared store directory (Debian's Gloo has no TCP store).
 //
-// Deadlines: the options-API collectives take the per-call timeout. Gloo has one context
-// timeout for rendezvous, connect and its classic algorithms, set to init_timeout, so
-// reducescatter (classic halving-doubling) may wait that long; the worker's watchdog still ends
-// it by the per-call deadline plus grace. Gloo emits no events.
+// Deadlines: the options-API collectives (allreduce, allgather, broadcast, alltoall) take the
+// per-call timeout. Reducescatter (Gloo's classic halving-doubling) does not: with a stopped
+// peer it outlives the per-call timeout (also when the context timeout is lowered after
+// connecting), and the worker's watchdog ends it. Gloo emits no events.
 #include <memory>
 #include <string>
 #include <utility>

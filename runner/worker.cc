@@ -408,10 +408,6 @@ class Worker final {
 
 }  // namespace
 
-std::chrono::milliseconds WatchdogGrace(std::chrono::milliseconds deadline) {
-  return std::chrono::milliseconds(1000) + deadline / 4;
-}
-
 int RunWorker(const WorkerOptions& options) {
   Worker worker(options);
   return worker.Run();

@@ -55,7 +55,9 @@ struct WorkerOptions {
 };
 
 // How long the watchdog waits past a call's own deadline: 1 s plus a quarter of the deadline.
-std::chrono::milliseconds WatchdogGrace(std::chrono::milliseconds deadline);
+inline std::chrono::milliseconds WatchdogGrace(std::chrono::milliseconds deadline) {
+  return std::chrono::milliseconds(1000) + deadline / 4;
+}
 
 // Runs the worker. Returns its exit code.
 // REQUIRES: options validated (size >= 1, 0 <= rank < size, exactly one of iters / duration).

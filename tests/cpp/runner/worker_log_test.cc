@@ -1,0 +1,187 @@
+// The worker log's reader: every line type round-trips, a log cut off by a killed rank still
+// loads, and anything else that is malformed is an error naming the line.
+#include "runner/worker_log.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+namespace faultline::runner {
+namespace {
+
+WorkerHeader SampleHeader() {
+  WorkerHeader h;
+  h.rank = 2;
+  h.size = 4;
+  h.ccl = "ftccl";
+  h.op = "allreduce";
+  h.dtype = "f32";
+  h.redop = "sum";
+  h.bytes = 1 << 20;
+  h.count = 1 << 18;
+  h.busbw_factor = 1.5;
+  h.rails = {"198.18.0.3", "198.18.1.3"};
+  h.pid = 1234;
+  h.check = true;
+  h.warmup = 1;
+  h.iters = 2;
+  h.timeout_ms = 5000;
+  h.seed = 7;
+  return h;
+}
+
+WorkerOp Op(int64_t index, int64_t start, int64_t end, uint64_t wrong) {
+  WorkerOp op;
+  op.index = index;
+  op.start_ns = start;
+  op.end_ns = end;
+  op.bytes = 1 << 20;
+  op.wrong = wrong;
+  op.warmup = index == 0;
+  return op;
+}
+
+std::string SampleLog() {
+  CclEvent e;
+  e.time_ns = 250;
+  e.kind = EventKind::kPathDown;
+  e.path = 1;
+  e.reason = "connection reset";
+  WorkerOp failed = Op(2, 300, 400, 0);
+  failed.ok = false;
+  failed.wrong.reset();
+  failed.error = "UNAVAILABLE: PEER_LOST: rank 1";
+  WorkerEnd end;
+  end.ok = false;
+  end.message = "collective 2: PEER_LOST";
+  end.t_ns = 410;
+  end.first_error_ns = 400;
+  return WorkerHeaderLine(SampleHeader()) + WorkerOpLine(Op(0, 100, 150, 0)) +
+         WorkerOpLine(Op(1, 160, 200, 3)) + WorkerEventLine(e) + WorkerOpLine(failed) +
+         WorkerEndLine(end);
+}
+
+TEST(WorkerLogTest, EveryLineTypeRoundTrips) {
+  auto log = ParseWorkerLog(SampleLog(), "r2.log");
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  const WorkerHeader& h = log->header;
+  EXPECT_EQ(h.rank, 2);
+  EXPECT_EQ(h.size, 4);
+  EXPECT_EQ(h.ccl, "ftccl");
+  EXPECT_EQ(h.bytes, 1u << 20);
+  EXPECT_EQ(h.count, 1u << 18);
+  EXPECT_DOUBLE_EQ(h.busbw_factor, 1.5);
+  EXPECT_EQ(h.rails, (std::vector<std::string>{"198.18.0.3", "198.18.1.3"}));
+  EXPECT_EQ(h.pid, 1234);
+  EXPECT_EQ(h.iters, 2);
+  EXPECT_FALSE(h.duration_ns.has_value());
+  EXPECT_EQ(h.seed, 7u);
+  ASSERT_EQ(log->ops.size(), 3u);
+  EXPECT_EQ(log->ops[0].rank, 2);
+  EXPECT_EQ(log->ops[1].index, 1);
+  EXPECT_EQ(log->ops[1].start_ns, 160);
+  EXPECT_EQ(log->ops[1].end_ns, 200);
+  EXPECT_FALSE(log->ops[0].wrong);
+  EXPECT_TRUE(log->ops[1].wrong);
+  EXPECT_TRUE(log->ops[1].ok);
+  EXPECT_FALSE(log->ops[2].ok);
+  EXPECT_FALSE(log->ops[2].wrong);
+  EXPECT_EQ(log->wrong_elements, 3u);
+  EXPECT_EQ(log->first_error, "UNAVAILABLE: PEER_LOST: rank 1");
+  ASSERT_EQ(log->events.size(), 1u);
+  EXPECT_EQ(log->events[0].rank, 2);
+  EXPECT_EQ(log->events[0].kind, EventKind::kPathDown);
+  EXPECT_EQ(log->events[0].path, 1);
+  EXPECT_EQ(log->events[0].time_ns, 250);
+  EXPECT_EQ(log->events[0].reason, "connection reset");
+  ASSERT_TRUE(log->end.has_value());
+  EXPECT_EQ(log->end->rank, 2);
+  EXPECT_EQ(log->end->exit, RankExit::kError);
+  EXPECT_EQ(log->end->end_ns, 410);
+  EXPECT_EQ(log->end->first_error_ns, 400);
+  EXPECT_EQ(log->end_message, "collective 2: PEER_LOST");
+  EXPECT_FALSE(log->truncated);
+}
+
+TEST(WorkerLogTest, CutOffLastLineIsIgnored) {
+  const std::string full = SampleLog();
+  // Cut in the middle of the failed op's line: the end line and half of that op are lost.
+  const size_t op_start = full.find("{\"bytes\"", full.find("\"event\""));
+  ASSERT_NE(op_start, std::string::npos);
+  auto log = ParseWorkerLog(full.substr(0, op_start + 20), "r2.log");
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  EXPECT_TRUE(log->truncated);
+  EXPECT_EQ(log->ops.size(), 2u);
+  EXPECT_EQ(log->events.size(), 1u);
+  EXPECT_FALSE(log->end.has_value());
+
+  // Cut exactly after a newline: nothing is truncated, the end is just missing.
+  auto clean = ParseWorkerLog(full.substr(0, op_start), "r2.log");
+  ASSERT_TRUE(clean.ok()) << clean.status().ToString();
+  EXPECT_FALSE(clean->truncated);
+  EXPECT_EQ(clean->ops.size(), 2u);
+}
+
+TEST(WorkerLogTest, MalformedLinesAreErrorsWithTheirLineNumber) {
+  const std::string header = WorkerHeaderLine(SampleHeader());
+  const std::string op = WorkerOpLine(Op(0, 1, 2, 0));
+  auto bad_json = ParseWorkerLog(header + op + "{\"type\":\"op\",\n" + op, "x.log");
+  ASSERT_FALSE(bad_json.ok());
+  EXPECT_NE(bad_json.status().message().find("x.log:3:"), std::string::npos)
+      << bad_json.status().message();
+
+  auto missing_field = ParseWorkerLog(header + "{\"type\":\"op\",\"index\":0}\n", "x.log");
+  ASSERT_FALSE(missing_field.ok());
+  EXPECT_NE(missing_field.status().message().find("x.log:2:"), std::string::npos);
+
+  auto unknown = ParseWorkerLog(header + "{\"type\":\"gossip\"}\n", "x.log");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("gossip"), std::string::npos);
+
+  auto bad_kind = ParseWorkerLog(
+      header + "{\"type\":\"event\",\"t_ns\":1,\"kind\":\"meltdown\",\"path\":0,\"reason\":\"\"}\n",
+      "x.log");
+  ASSERT_FALSE(bad_kind.ok());
+  EXPECT_NE(bad_kind.status().message().find("meltdown"), std::string::npos);
+
+  WorkerEnd end;
+  end.t_ns = 5;
+  auto after_end = ParseWorkerLog(header + WorkerEndLine(end) + op, "x.log");
+  ASSERT_FALSE(after_end.ok());
+  EXPECT_NE(after_end.status().message().find("x.log:3:"), std::string::npos);
+}
+
+TEST(WorkerLogTest, HeaderMustComeFirst) {
+  EXPECT_FALSE(ParseWorkerLog("", "x.log").ok());
+  EXPECT_FALSE(ParseWorkerLog("{\"type\":\"hea", "x.log").ok());  // killed while writing it
+  EXPECT_FALSE(ParseWorkerLog(WorkerOpLine(Op(0, 1, 2, 0)), "x.log").ok());
+  const std::string header = WorkerHeaderLine(SampleHeader());
+  EXPECT_FALSE(ParseWorkerLog(header + header, "x.log").ok());
+  std::string other_schema = header;
+  other_schema.replace(other_schema.find("faultline.worker/v1"), 19, "faultline.worker/v9");
+  EXPECT_FALSE(ParseWorkerLog(other_schema, "x.log").ok());
+}
+
+TEST(WorkerLogTest, LoadsAFileAndReportsAMissingOne) {
+  char path[] = "/tmp/faultline_worker_log_XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  {
+    std::ofstream out(path);
+    out << SampleLog();
+  }
+  auto log = LoadWorkerLog(path);
+  std::remove(path);
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  EXPECT_EQ(log->ops.size(), 3u);
+  auto missing = LoadWorkerLog(std::string(path) + ".absent");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), Code::kNotFound);
+}
+
+}  // namespace
+}  // namespace faultline::runner
