@@ -19,5 +19,6 @@ using Action = std::function<int()>;
 
 void RegisterInject(CLI::App& app, Action* action);
 void RegisterCleanup(CLI::App& app, Action* action);
+void RegisterRun(CLI::App& app, Action* action);
 
 }  // namespace faultline::cli

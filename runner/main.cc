@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   faultline::cli::RegisterInject(app, &action);
   faultline::cli::RegisterCleanup(app, &action);
   faultline::cli::RegisterValidate(app, &action);
+  faultline::cli::RegisterRun(app, &action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

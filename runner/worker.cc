@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <ctime>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdio>
@@ -258,6 +259,13 @@ class Worker final {
     st = Guarded("prepare", o_.timeout, std::nullopt, [&] { return adapter_->Prepare(args_); });
     if (!st.ok()) return Fail("prepare: " + st.ToString(), NowNs());
 
+    if (o_.start_at_ns) {
+      // Wait for the common time zero; a rank that joined too late starts at once.
+      timespec ts{static_cast<time_t>(*o_.start_at_ns / 1000000000),
+                  static_cast<long>(*o_.start_at_ns % 1000000000)};
+      while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+      }
+    }
     const int exit_code = Loop();
     if (exit_code != kWorkerExitOk) return exit_code;
     st = Guarded("final barrier", o_.timeout, std::nullopt,
@@ -325,7 +333,10 @@ class Worker final {
       op.bytes = layout_.bytes;
       op.warmup = next_index_ < o_.warmup;
       op.start_ns = NowNs();
-      if (next_index_ == 0 && o_.duration) stop_at = op.start_ns + o_.duration->count();
+      if (next_index_ == 0 && o_.duration) {
+        stop_at = (o_.start_at_ns ? std::max(*o_.start_at_ns, op.start_ns) : op.start_ns) +
+                  o_.duration->count();
+      }
       const Status st = Guarded("collective " + std::to_string(op.index), o_.timeout, op,
                                 [&] { return adapter_->Run(args_, o_.timeout); });
       op.end_ns = NowNs();

@@ -52,6 +52,10 @@ struct WorkerOptions {
   std::chrono::milliseconds init_timeout{30000};  // joining the group
   std::string log_path;
   uint64_t seed = 0;
+  // Absolute CLOCK_MONOTONIC time at which the first collective starts (after joining the
+  // group), so that every rank and the runner's fault timeline share one time zero; a
+  // duration then counts from it. Unset: start as soon as the group is joined.
+  std::optional<int64_t> start_at_ns;
 };
 
 // How long the watchdog waits past a call's own deadline: 1 s plus a quarter of the deadline.

@@ -64,6 +64,9 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--log", o.log_path, "per-rank log (JSON lines)")->required();
   app.add_option("--seed", o.seed, "varies the input values")->capture_default_str();
+  int64_t start_at = -1;
+  app.add_option("--start-at", start_at,
+                 "CLOCK_MONOTONIC ns at which the first collective starts (the runner's time zero)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -106,6 +109,7 @@ int Main(int argc, char** argv) {
   if (o.ccl == "gloo" && o.store_dir.empty()) return Usage("gloo needs --store-dir");
   auto adapter = CreateCclAdapter(o.ccl);
   if (!adapter.ok()) return Usage(adapter.status().message());
+  if (start_at >= 0) o.start_at_ns = start_at;
   return RunWorker(o);
 }
 

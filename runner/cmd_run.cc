@@ -1,0 +1,35 @@
+// faultline run SCENARIO.yaml [--out DIR] [--seed N] [--ccl NAME] [--allow NETNS/DEV]...
+#include <memory>
+
+#include "runner/command.h"
+#include "runner/run.h"
+
+namespace faultline::cli {
+
+void RegisterRun(CLI::App& app, Action* action) {
+  auto opts = std::make_shared<runner::RunOptions>();
+  auto seed = std::make_shared<uint64_t>(0);
+  auto ccl = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand("run", "run one scenario end to end and write its report");
+  cmd->add_option("scenario", opts->scenario_path, "scenario YAML file")->required();
+  cmd->add_option("--out", opts->out_dir, "output directory (default out/<name>-<run id>)");
+  auto* seed_opt = cmd->add_option("--seed", *seed, "override the scenario's seed");
+  cmd->add_option("--ccl", *ccl, "override the scenario's ccl (ftccl|gloo|nccl)")
+      ->check(CLI::IsMember({"ftccl", "gloo", "nccl"}));
+  cmd->add_option("--allow", opts->allow, "extra injector allowlist entry NETNS/DEV");
+  cmd->add_option("--worker", opts->worker_path, "faultline-worker binary (default: beside this one)");
+  cmd->add_option("--op-timeout-ms", opts->op_timeout_ms, "deadline of one collective")
+      ->capture_default_str();
+  cmd->callback([=] {
+    *action = [=] {
+      runner::RunOptions o = *opts;
+      if (seed_opt->count() > 0) o.seed = *seed;
+      if (*ccl == "ftccl") o.ccl = runner::CclName::kFtccl;
+      if (*ccl == "gloo") o.ccl = runner::CclName::kGloo;
+      if (*ccl == "nccl") o.ccl = runner::CclName::kNccl;
+      return runner::RunScenario(o);
+    };
+  });
+}
+
+}  // namespace faultline::cli
