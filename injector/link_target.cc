@@ -48,7 +48,13 @@ Result<LinkRef> FindVethPeer(std::string_view netns, std::string_view dev) {
     }
     ::closedir(d);
   }
+  // Interface indexes repeat across namespaces, so a namespace qualifies only when its id as
+  // seen from `netns` is the veth's link netnsid.
   for (const std::string& n : names) {
+    auto fd = OpenNetns(n);
+    if (!fd.ok()) continue;
+    auto nsid = GetNsid(sock, fd->get());
+    if (!nsid.ok() || *nsid != self.link_netnsid) continue;
     auto s = NlSock::ConnectInNetns(n);
     if (!s.ok()) continue;
     auto peer = GetLinkByIndex(*s, self.link_ifindex);

@@ -1,6 +1,9 @@
 #include "injector/netlink.h"
 
 #include <linux/if.h>
+#include <linux/net_namespace.h>
+#include <netlink/attr.h>
+#include <netlink/msg.h>
 #include <netlink/route/addr.h>
 #include <netlink/route/link/bridge.h>
 #include <netlink/route/link/veth.h>
@@ -247,6 +250,47 @@ Status AddAddress(NlSock& sock, int ifindex, std::string_view cidr) {
   err = rtnl_addr_add(sock.get(), addr.get(), 0);
   if (err < 0) return NlStatus("add address " + c, err);
   return Status::Ok();
+}
+
+}  // namespace faultline
+
+namespace faultline {
+namespace {
+
+int ParseNsid(nl_msg* msg, void* arg) {
+  auto* out = static_cast<int*>(arg);
+  nlmsghdr* h = nlmsg_hdr(msg);
+  if (h->nlmsg_type != RTM_NEWNSID) return NL_SKIP;
+  nlattr* tb[NETNSA_MAX + 1];
+  if (nlmsg_parse(h, sizeof(rtgenmsg), tb, NETNSA_MAX, nullptr) < 0) return NL_SKIP;
+  if (tb[NETNSA_NSID]) *out = static_cast<int>(nla_get_s32(tb[NETNSA_NSID]));
+  return NL_OK;
+}
+
+}  // namespace
+
+Result<int> GetNsid(NlSock& sock, int netns_fd) {
+  nl_msg* msg = nlmsg_alloc_simple(RTM_GETNSID, NLM_F_REQUEST);
+  if (msg == nullptr) return Status(Code::kInternal, "nlmsg_alloc_simple failed");
+  rtgenmsg g{};
+  g.rtgen_family = AF_UNSPEC;
+  int id = -1;
+  int err = nlmsg_append(msg, &g, sizeof(g), NLMSG_ALIGNTO);
+  if (err >= 0) err = nla_put_u32(msg, NETNSA_FD, static_cast<uint32_t>(netns_fd));
+  // No automatic ACK: the kernel answers with exactly one RTM_NEWNSID, and an ACK left behind
+  // in the socket would be read as the answer to the next request.
+  nl_socket_disable_auto_ack(sock.get());
+  if (err >= 0) err = nl_send_auto(sock.get(), msg);
+  nlmsg_free(msg);
+  if (err < 0) nl_socket_enable_auto_ack(sock.get());
+  if (err < 0) return Status(Code::kKernel, std::string("RTM_GETNSID: ") + nl_geterror(err));
+  nl_cb* cb = nl_cb_clone(nl_socket_get_cb(sock.get()));
+  nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, ParseNsid, &id);
+  err = nl_recvmsgs(sock.get(), cb);
+  nl_cb_put(cb);
+  nl_socket_enable_auto_ack(sock.get());
+  if (err < 0) return Status(Code::kKernel, std::string("RTM_GETNSID reply: ") + nl_geterror(err));
+  return id;
 }
 
 }  // namespace faultline

@@ -39,6 +39,11 @@ class NlSock final {
   nl_sock* sock_ = nullptr;
 };
 
+// The id under which the namespace `netns_fd` is known inside the namespace of `sock`
+// (RTM_GETNSID); -1 when it has none assigned. Ids are per namespace, so this is how a veth's
+// IFLA_LINK_NETNSID is matched to a named namespace without guessing.
+Result<int> GetNsid(NlSock& sock, int netns_fd);
+
 // A link as the kernel reports it now.
 struct LinkState {
   int ifindex = 0;

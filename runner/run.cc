@@ -238,7 +238,10 @@ Result<nlohmann::json> Run::FaultParams(const TimelineAction& a) const {
     if (a.target.rail && !p.contains("src")) p["src"] = topo_->host(h).rail_addrs[*a.target.rail];
     return p;
   }
-  auto link = topo_->Resolve(a.target);
+  // The injector takes the NIC port (host side) and finds the switch port itself when the
+  // fault's side is "switch", so both ends are read back in its observation.
+  if (!a.target.rail) return Status(Code::kInvalidArgument, "fault " + a.fault_id + ": no rail");
+  auto link = topo_->RailLink(h, *a.target.rail, LinkSide::kHost);
   if (!link.ok()) return link.status();
   p["netns"] = link->netns;
   p["dev"] = link->dev;
@@ -491,6 +494,9 @@ int Run::Execute() {
   DriveTimeline();
   WaitRanks();
   HealAll();
+  // The runner stopped the ranks itself: say so in the report, or a reader would take the
+  // outcome (the stopped ranks look crashed) for the CCL's.
+  if (g_stop) harness_errors_.push_back("interrupted by a signal: the ranks were stopped early");
   int code = Finish();
   // Ranks first (a live process keeps its namespace alive), then the network.
   launcher_.reset();

@@ -62,6 +62,27 @@ TEST(LinkDown, SwitchSideLeavesHostUpWithNoCarrier) {
   EXPECT_TRUE(HasFlag(IpLink(t->a(), "va"), "LOWER_UP"));
 }
 
+// Interface indexes repeat across namespaces: two identical pairs have the same indexes, so
+// the switch side must be found by the veth's peer namespace id, never by index alone. Each
+// pair's switch-side fault must take down its own peer and leave the other pair untouched.
+TEST(LinkDown, SwitchSideFindsItsOwnPeerAmongIdenticalPairs) {
+  FL_SKIP_WITHOUT_NETNS(t1);
+  std::string reason;
+  auto t2 = TwoHosts::Create(&reason);
+  ASSERT_NE(t2, nullptr) << reason;
+  for (TwoHosts* target : {t1.get(), t2.get()}) {
+    TwoHosts* other = target == t1.get() ? t2.get() : t1.get();
+    auto inj = ArmOrDie(*target, "link_down", {{"netns", target->a()}, {"dev", "va"}, {"side", "switch"}});
+    ASSERT_NE(inj, nullptr);
+    ASSERT_TRUE(inj->ApplyAt().ok());
+    EXPECT_FALSE(HasFlag(IpLink(target->b(), "vb"), "UP")) << "its own switch port stays up";
+    EXPECT_TRUE(HasFlag(IpLink(other->b(), "vb"), "UP")) << "another pair's switch port went down";
+    EXPECT_TRUE(HasFlag(IpLink(other->a(), "va"), "LOWER_UP"));
+    ASSERT_TRUE(inj->RevertAt().ok());
+    EXPECT_TRUE(HasFlag(IpLink(target->b(), "vb"), "UP"));
+  }
+}
+
 TEST(LinkFlap, EveryTransitionHappensAndEndsUp) {
   FL_SKIP_WITHOUT_NETNS(t);
   auto inj = ArmOrDie(*t, "link_flap",
