@@ -1,0 +1,410 @@
+"""End-to-end tests of `faultline run` and `faultline cleanup`: real namespace topologies, real
+ranks, real faults. Every test gets its own journal directory (FAULTLINE_JOURNAL_DIR) and its
+own --out directory, and every test checks afterwards, with iproute2 and nft rather than with
+faultline's own output, that the run left nothing behind."""
+import glob
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.environ.get("FAULTLINE_BUILD", os.path.join(ROOT, "build"))
+FAULTLINE = os.path.join(BUILD, "bin", "faultline")
+WORKER = os.path.join(BUILD, "bin", "faultline-worker")
+SCENARIOS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scenarios")
+DEFAULT_JOURNAL = "/run/faultline/journal"
+
+TOP_LEVEL_KEYS = {"schema", "scenario", "environment", "ccl", "outcome", "correctness", "faults",
+                  "metrics", "per_fault", "expectations", "files"}
+METRIC_KEYS = {"baseline_busbw_gbps", "stall_ms", "detection_ms", "failover_latency_ms",
+               "recovery_ms", "degraded_ratio", "goodput_loss_pct"}
+# Metrics that only a CCL emitting path events (path_down, resumed) can have.
+EVENT_METRICS = {"detection_ms", "failover_latency_ms"}
+
+
+def sh(*args, check=True):
+    return subprocess.run(args, check=check, capture_output=True, text=True)
+
+
+def scenario(name):
+    return os.path.join(SCENARIOS, name)
+
+
+# ---------------------------------------------------------------------------------------------
+# What the root namespace and the host look like, to compare before and after a run.
+
+def netns_names():
+    return {line.split()[0] for line in sh("ip", "netns", "list").stdout.splitlines() if line}
+
+
+def root_state():
+    return {
+        "links": sorted(l["ifname"] for l in json.loads(sh("ip", "-j", "link", "show").stdout)),
+        "qdiscs": sh("tc", "qdisc", "show").stdout,
+        "nft": sh("nft", "list", "tables").stdout,
+    }
+
+
+def journal_entries(journal_dir):
+    out = []
+    for path in sorted(glob.glob(os.path.join(journal_dir, "*.json"))):
+        try:
+            with open(path) as f:
+                out.append(json.load(f))
+        except (OSError, ValueError):
+            out.append({"unreadable": path})
+    return out
+
+
+def run_id_from_journal(journal_dir):
+    for e in journal_entries(journal_dir):
+        m = re.fullmatch(r"fl-([0-9a-z]+)-(sw|h\d+)", str(e.get("undo", {}).get("netns", "")))
+        if m:
+            return m.group(1)
+    return None
+
+
+def worker_pids(out_dir):
+    """faultline-worker processes whose command line names this run's --out directory."""
+    pids = []
+    for d in glob.glob("/proc/[0-9]*"):
+        try:
+            with open(os.path.join(d, "cmdline"), "rb") as f:
+                argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+        except OSError:
+            continue
+        if argv and argv[0].endswith("faultline-worker") and any(out_dir in a for a in argv):
+            pids.append(int(os.path.basename(d)))
+    return pids
+
+
+def wait_until(pred, timeout, step=0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    return pred()
+
+
+class Env:
+    """One test's private journal, output directory and the root state it started from."""
+
+    def __init__(self, tmp_path):
+        self.journal = str(tmp_path / "journal")
+        self.out = str(tmp_path / "out")
+        self.env = dict(os.environ, FAULTLINE_JOURNAL_DIR=self.journal)
+        self.env.pop("FAULTLINE_ALLOW", None)
+        self.before = root_state()
+        self.netns_before = netns_names()
+
+    def faultline(self, *args, timeout=120):
+        return subprocess.run([FAULTLINE, *args], env=self.env, capture_output=True, text=True,
+                              timeout=timeout)
+
+    def run(self, scenario_file, *args, timeout=120):
+        return self.faultline("run", scenario_file, "--out", self.out, *args, timeout=timeout)
+
+    def popen_run(self, scenario_file, *args):
+        os.makedirs(self.out + ".log", exist_ok=True)
+        self._stdout = open(os.path.join(self.out + ".log", "stdout"), "w+")
+        self._stderr = open(os.path.join(self.out + ".log", "stderr"), "w+")
+        return subprocess.Popen([FAULTLINE, "run", scenario_file, "--out", self.out, *args],
+                                env=self.env, stdout=self._stdout, stderr=self._stderr, text=True)
+
+    def popen_output(self):
+        self._stdout.seek(0)
+        self._stderr.seek(0)
+        return self._stdout.read() + self._stderr.read()
+
+    def report(self):
+        with open(os.path.join(self.out, "report.json")) as f:
+            return json.load(f)
+
+    def assert_nothing_left(self, run_id):
+        """No namespace, link, qdisc, nft table, journal entry or rank of the run remains."""
+        assert run_id, "the run id is unknown"
+        left = sorted(n for n in netns_names() if n.startswith(f"fl-{run_id}-"))
+        assert left == [], f"namespaces of run {run_id} remain: {left}"
+        after = root_state()
+        assert after["links"] == self.before["links"], "root namespace links changed"
+        assert after["qdiscs"] == self.before["qdiscs"], "root namespace qdiscs changed"
+        assert after["nft"] == self.before["nft"], "root namespace nft tables changed"
+        assert journal_entries(self.journal) == [], "journal entries remain"
+        # FAULTLINE_JOURNAL_DIR is honoured: nothing of this run went to the default journal.
+        for e in journal_entries(DEFAULT_JOURNAL):
+            assert run_id not in json.dumps(e), f"run {run_id} journaled into {DEFAULT_JOURNAL}"
+        assert wait_until(lambda: not worker_pids(self.out), 5), \
+            f"faultline-worker processes of the run survive: {worker_pids(self.out)}"
+
+    def safety_cleanup(self):
+        for pid in worker_pids(self.out):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if os.path.isdir(self.journal):
+            subprocess.run([FAULTLINE, "cleanup"], env=self.env, capture_output=True, timeout=60)
+        for p in (self.out, self.out + ".log"):
+            shutil.rmtree(p, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def namespaces_possible():
+    for b in (FAULTLINE, WORKER):
+        if not os.path.exists(b):
+            pytest.skip(f"{b} is not built")
+    if os.geteuid() != 0:
+        pytest.skip("faultline run needs root (network namespaces)")
+    probe = f"fl-probe{os.getpid()}"
+    if sh("ip", "netns", "add", probe, check=False).returncode != 0:
+        pytest.skip("cannot create network namespaces here")
+    sh("ip", "netns", "del", probe, check=False)
+
+
+@pytest.fixture
+def fl(tmp_path, namespaces_possible):
+    e = Env(tmp_path)
+    try:
+        yield e
+    finally:
+        e.safety_cleanup()
+
+
+def check_report_shape(r, scenario_file):
+    assert r["schema"] == "faultline.report/v1"
+    assert TOP_LEVEL_KEYS <= set(r), f"missing top-level keys: {TOP_LEVEL_KEYS - set(r)}"
+    assert {"name", "file", "sha256", "seed"} <= set(r["scenario"])
+    with open(scenario_file, "rb") as f:
+        assert r["scenario"]["sha256"] == hashlib.sha256(f.read()).hexdigest()
+    assert {"kernel", "versions", "knobs"} <= set(r["environment"])
+    assert set(r["metrics"]) == METRIC_KEYS
+    for pf in r["per_fault"]:
+        assert METRIC_KEYS <= set(pf)
+    assert {"checked", "wrong"} <= set(r["correctness"])
+    assert {"timeseries", "events", "junit", "html"} <= set(r["files"])
+    for e in r["expectations"]:
+        assert {"name", "limit", "value", "pass"} <= set(e)
+
+
+def checked_collectives(out_dir):
+    """Collectives the ranks compared with the known result (rank logs with check on)."""
+    n = 0
+    for path in glob.glob(os.path.join(out_dir, "ranks", "rank*.jsonl")):
+        with open(path) as f:
+            recs = [json.loads(l) for l in f if l.strip()]
+        if recs and recs[0].get("type") == "header" and recs[0].get("check"):
+            n += sum(1 for x in recs if x.get("type") == "op" and "wrong" in x)
+    return n
+
+
+def assert_correct(r, out_dir):
+    c = r["correctness"]
+    # `checked` may be the check flag or a count; either way it must say results were checked,
+    # and the rank logs must show that collectives actually were.
+    assert c["checked"] is True or (type(c["checked"]) is int and c["checked"] > 0), c
+    assert checked_collectives(out_dir) > 0
+    assert c["wrong"] == 0
+
+
+def timeseries_rows(out_dir):
+    with open(os.path.join(out_dir, "timeseries.csv")) as f:
+        lines = [l for l in f.read().splitlines() if l.strip()]
+    assert lines[0].startswith("index,")
+    return lines[1:]
+
+
+# ---------------------------------------------------------------------------------------------
+# Fault-free runs.
+
+@pytest.mark.parametrize("ccl_args,ccl", [([], "ftccl"), (["--ccl", "gloo"], "gloo")])
+def test_fault_free_run_survives(fl, ccl_args, ccl):
+    sc = scenario("clean_allreduce.yaml")
+    r = fl.run(sc, *ccl_args)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = fl.report()
+    check_report_shape(rep, sc)
+    assert rep["ccl"] == ccl
+    assert rep["outcome"] == "survived"
+    assert rep["faults"] == [] and rep["per_fault"] == []
+    assert_correct(rep, fl.out)
+    m = rep["metrics"]
+    assert isinstance(m["baseline_busbw_gbps"], (int, float)) and m["baseline_busbw_gbps"] > 0
+    assert m["stall_ms"] == 0
+    if ccl == "gloo":
+        # gloo emits no path events: its event metrics are not measured (null), never 0.
+        for k in EVENT_METRICS:
+            assert m[k] is None, f"{k} = {m[k]!r} for gloo"
+    assert all(e["pass"] for e in rep["expectations"])
+    assert len(timeseries_rows(fl.out)) > 0
+    fl.assert_nothing_left(rep["environment"]["run_id"])
+
+
+def test_gloo_from_the_scenario_file(fl, tmp_path):
+    # `ccl: gloo` in the file does what `--ccl gloo` does.
+    with open(scenario("clean_allreduce.yaml")) as f:
+        text = f.read()
+    sc = str(tmp_path / "clean_gloo.yaml")
+    with open(sc, "w") as f:
+        f.write(text.replace("ccl: ftccl", "ccl: gloo"))
+    r = fl.run(sc)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = fl.report()
+    assert rep["ccl"] == "gloo" and rep["outcome"] == "survived"
+    assert_correct(rep, fl.out)
+    fl.assert_nothing_left(rep["environment"]["run_id"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Faults.
+
+def test_link_down_one_rail_ftccl_survives_without_wrong_results(fl):
+    sc = scenario("link_down_rail0.yaml")
+    r = fl.run(sc)
+    # Timing expectations are not part of this scenario, but a failed one must be exit 1,
+    # never a harness failure.
+    assert r.returncode in (0, 1), r.stdout + r.stderr
+    rep = fl.report()
+    check_report_shape(rep, sc)
+    [f] = rep["faults"]
+    assert f["id"] == "down" and f["type"] == "link_down"
+    assert f["target"] == {"host": 1, "rail": 0, "side": "host"}
+    assert f["scheduled_s"] == pytest.approx(1.5)
+    assert f["applied_s"] is not None, f
+    assert abs(f["applied_s"] - f["scheduled_s"]) <= 0.005, f
+    # Read back from the kernel: the host end of rail 0 was down.
+    assert f["observed"]["in_effect"] is True
+    assert f["observed"]["link"]["admin_up"] is False
+    assert f["reverted_s"] is not None
+    assert abs(f["reverted_s"] - (f["scheduled_s"] + 1.0)) <= 0.005, f
+    assert rep["outcome"] == "survived"
+    assert_correct(rep, fl.out)
+    [pf] = rep["per_fault"]
+    assert pf["id"] == "down"
+    with open(os.path.join(fl.out, "events.jsonl")) as ev:
+        faults = [json.loads(l) for l in ev if '"fault"' in l]
+    assert [x["id"] for x in faults if x["type"] == "fault"] == ["down"]
+    fl.assert_nothing_left(rep["environment"]["run_id"])
+
+
+def test_rank_kill_ftccl_aborts_cleanly(fl):
+    sc = scenario("rank_kill.yaml")
+    r = fl.run(sc)
+    rep = fl.report()
+    check_report_shape(rep, sc)
+    [f] = rep["faults"]
+    assert f["type"] == "rank_kill" and f["applied_s"] is not None, f
+    assert rep["outcome"] == "aborted_clean", r.stdout + r.stderr
+    assert rep["correctness"]["wrong"] == 0
+    assert r.returncode == 0, r.stdout + r.stderr
+    # The surviving rank ended with an error, not a completion and not a crash.
+    with open(os.path.join(fl.out, "ranks", "rank0.jsonl")) as log:
+        end = [json.loads(l) for l in log if '"end"' in l]
+    assert end and end[-1]["status"] == "error", end
+    fl.assert_nothing_left(rep["environment"]["run_id"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Malformed scenarios: exit 2, file:line:column, nothing started.
+
+def position_of(path, line_marker, token):
+    """1-based line and column of `token` on the line containing `line_marker`."""
+    with open(path) as f:
+        for i, line in enumerate(f, 1):
+            if line_marker in line:
+                return i, line.index(token, line.index(line_marker)) + 1
+    raise AssertionError(f"{line_marker!r} not in {path}")
+
+
+@pytest.mark.parametrize("name,marks", [
+    ("bad_unknown_key.yaml", [("outcom:", "outcom", "unknown key 'outcom'")]),
+    ("bad_missing_unit.yaml", [("bytes: 1048576", "1048576", "malformed size"),
+                               ("for: 1}", "1}", "malformed duration")]),
+    ("bad_host_out_of_range.yaml", [("host: 5", "5", "host 5 does not exist")]),
+])
+def test_malformed_scenario_exits_2_and_starts_nothing(fl, name, marks):
+    sc = scenario(name)
+    ns_before = netns_names()
+    r = fl.run(sc)
+    assert r.returncode == 2, r.stdout + r.stderr
+    for marker, token, message in marks:
+        line, col = position_of(sc, marker, token)
+        want = f"{sc}:{line}:{col}: "
+        hits = [l for l in r.stderr.splitlines() if l.startswith(want)]
+        assert hits, f"no {want!r} in stderr:\n{r.stderr}"
+        assert message in hits[0], hits[0]
+    new = sorted(n for n in netns_names() - ns_before if n.startswith("fl-"))
+    assert new == [], f"namespaces created by a refused scenario: {new}"
+    assert journal_entries(fl.journal) == []
+    assert not os.path.exists(os.path.join(fl.out, "ranks")), "a refused run created its output"
+    assert root_state() == fl.before
+
+
+# ---------------------------------------------------------------------------------------------
+# Interrupted runs.
+
+def wait_for_fault_applied(fl, p, timeout=30):
+    """Waits until the run has journaled a fault (its namespaces and ranks exist by then)."""
+    def applied():
+        if p.poll() is not None:
+            raise AssertionError(f"faultline run ended early ({p.returncode}):\n{fl.popen_output()}")
+        return any(e.get("kind") not in (None, "netns") for e in journal_entries(fl.journal))
+    assert wait_until(applied, timeout), "the fault was never journaled"
+    run_id = run_id_from_journal(fl.journal)
+    assert run_id and {f"fl-{run_id}-h0", f"fl-{run_id}-h1", f"fl-{run_id}-sw"} <= netns_names()
+    assert len(worker_pids(fl.out)) == 2
+    return run_id
+
+
+def test_sigkill_mid_run_then_cleanup_removes_everything(fl):
+    p = fl.popen_run(scenario("link_down_rail0.yaml"))
+    try:
+        run_id = wait_for_fault_applied(fl, p)
+        n_entries = len(journal_entries(fl.journal))
+    finally:
+        p.kill()
+        p.wait(timeout=10)
+    assert p.returncode == -signal.SIGKILL
+    # The ranks die with their parent (PR_SET_PDEATHSIG) ...
+    assert wait_until(lambda: not worker_pids(fl.out), 5), \
+        f"orphaned faultline-worker processes: {worker_pids(fl.out)}"
+    # ... but the namespaces and the fault stay until `faultline cleanup`.
+    assert f"fl-{run_id}-sw" in netns_names()
+    r = fl.faultline("cleanup", "--json", timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads(r.stdout)["undone"] == n_entries >= 4  # 3 namespaces and the fault
+    fl.assert_nothing_left(run_id)
+    r = fl.faultline("cleanup", "--json", timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads(r.stdout)["undone"] == 0
+
+
+def test_sigint_mid_run_heals_tears_down_and_exits_3(fl):
+    p = fl.popen_run(scenario("link_down_rail0.yaml"))
+    try:
+        run_id = wait_for_fault_applied(fl, p)
+        p.send_signal(signal.SIGINT)
+        rc = p.wait(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    out = fl.popen_output()
+    assert rc == 3, out
+    assert "interrupted" in out
+    # The report of a stopped run must not pass for a verdict on the CCL: the ranks the runner
+    # stopped look crashed, so the report says that the run was interrupted.
+    assert "verdict: FAIL" not in out, out
+    rep = fl.report()
+    assert any("interrupted" in e for e in rep.get("harness_errors", [])), rep.get("harness_errors")
+    [f] = rep["faults"]
+    assert f["applied_s"] is not None
+    fl.assert_nothing_left(run_id)
