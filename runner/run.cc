@@ -339,6 +339,7 @@ void Run::HealAll() {
     for (auto& [cycle, inj] : f.by_cycle) {
       if (inj->applied() && !inj->reverted()) {
         Status st = inj->RevertAt(0);
+        if (inj->reverted()) f.record.reverted_ns = inj->revert_timing().applied;
         if (!st.ok()) harness_errors_.push_back("healing fault " + f.record.id + ": " + st.ToString());
       }
     }

@@ -20,14 +20,18 @@ namespace ftccl::wire {
 
 inline constexpr uint32_t kMagic = 0x4C435446;  // "FTCL" little-endian
 inline constexpr uint8_t kVersion = 1;
+inline constexpr size_t kMaxSackRanges = 32;
 
 enum class FrameType : uint8_t {
   kHello = 1,  // first frame on a data connection: root = rank, tag = rail << 16 | channel
   kData = 2,
-  kAck = 3,    // chunk_seq = cumulative ack
+  kAck = 3,    // chunk_seq = cumulative ack (accepted), offset = cumulative received;
+               // payload: up to kMaxSackRanges [first, end) ranges received beyond that
   kNack = 4,   // chunk_seq = the chunk to resend
   kAbort = 5,  // coll_seq, tag = Code, payload = reason text
   kBye = 6,    // orderly close; chunk_seq = final cumulative ack
+  kPing = 7,   // liveness probe of one connection; chunk_seq = nonce
+  kPong = 8,   // the answer, on the same connection; chunk_seq = the ping's nonce
 };
 
 struct FrameHeader {

@@ -258,6 +258,7 @@ void TcpTransport::Shutdown() {
           TxItem bye;
           bye.hdr = wire::MakeHeader(wire::FrameType::kBye, comm_id_);
           bye.hdr.chunk_seq = AckValue(peers_[p]);
+          bye.hdr.offset = peers_[p].cum;
           wire::Seal(&bye.hdr, nullptr);
           conns_[ci].ctrl.push_back(std::move(bye));
           Flush(ci);
@@ -530,6 +531,12 @@ void TcpTransport::WatchWrite(int ci, bool on) {
 bool TcpTransport::PullData(int ci) {
   Conn& c = conns_[ci];
   Peer& p = peers_[c.peer];
+  if (c.suspect) {
+    // A suspect path carries data only when the peer has no other path left.
+    for (int cj : p.conns) {
+      if (cj != ci && conns_[cj].alive && !conns_[cj].suspect) return false;
+    }
+  }
   while (!p.ready.empty()) {
     uint64_t seq = p.ready.front();
     p.ready.pop_front();
@@ -708,13 +715,36 @@ void TcpTransport::OnHeader(int ci) {
   c.payload_got = 0;
   switch (type) {
     case wire::FrameType::kAck:
-      HandleAck(c.peer, h.chunk_seq);
+      HandleAck(c.peer, h.chunk_seq, h.offset);
+      if (h.length > 0 && h.length <= wire::kMaxSackRanges * 16) {
+        c.text.assign(h.length, '\0');  // the selective ranges, read as a payload
+        c.in_payload = true;
+      } else if (h.length > 0) {
+        ConnFailed(ci, "malformed acknowledgement");
+      }
+      return;
+    case wire::FrameType::kPing: {
+      // Answer on the same connection: the answer proves this path works.
+      TxItem pong;
+      pong.hdr = wire::MakeHeader(wire::FrameType::kPong, comm_id_);
+      pong.hdr.chunk_seq = h.chunk_seq;
+      wire::Seal(&pong.hdr, nullptr);
+      c.ctrl.push_back(std::move(pong));
+      Flush(ci);
+      return;
+    }
+    case wire::FrameType::kPong:
+      if (c.suspect && h.chunk_seq == c.ping_nonce) {
+        c.suspect = false;
+        LOG_WARN("NET/TCP", "%s answers again: back in use", ConnLabel(c.peer, c.rail, c.channel).c_str());
+        Kick(c.peer);
+      }
       return;
     case wire::FrameType::kNack:
       HandleNack(c.peer, h.chunk_seq);
       return;
     case wire::FrameType::kBye:
-      HandleAck(c.peer, h.chunk_seq);
+      HandleAck(c.peer, h.chunk_seq, h.offset);
       p.closing = true;
       return;
     case wire::FrameType::kAbort:
@@ -772,7 +802,11 @@ void TcpTransport::OnHeader(int ci) {
       p.inflight.insert(seq);
     }
   } else if (dup) {
+    // Acknowledge again: the sender resends only what it believes lost, so its earlier
+    // acknowledgement may have been lost with a path.
     st_dups_++;
+    p.ack_dirty = true;
+    p.ack_conn = ci;
   }
   if (h.length == 0) {
     OnPayloadDone(ci);
@@ -786,6 +820,19 @@ void TcpTransport::OnPayloadDone(int ci) {
   c.in_payload = false;
   const wire::FrameHeader h = c.hdr;
   Peer& p = peers_[c.peer];
+  if (h.type == static_cast<uint8_t>(wire::FrameType::kAck)) {
+    if (Crc32c(c.text.data(), h.length) == h.payload_crc) {
+      std::vector<uint64_t> r(h.length / 8);
+      std::memcpy(r.data(), c.text.data(), r.size() * 8);
+      for (size_t i = 0; i + 1 < r.size(); i += 2) {
+        for (auto it = p.unacked.lower_bound(r[i]); it != p.unacked.end() && it->first < r[i + 1]; ++it) {
+          it->second.delivered = true;
+        }
+      }
+    }
+    c.text.clear();
+    return;
+  }
   if (h.type == static_cast<uint8_t>(wire::FrameType::kAbort)) {
     uint32_t crc = h.length ? Crc32c(c.text.data(), h.length) : 0;
     std::string reason = crc == h.payload_crc ? c.text : std::string("(corrupt reason)");
@@ -834,6 +881,7 @@ void TcpTransport::OnPayloadDone(int ci) {
   // A chunk of a collective this rank has not begun yet is kept but not acknowledged.
   if (!begun_ || h.coll_seq > cur_seq_) p.held.emplace(seq, h.coll_seq);
   p.ack_dirty = true;
+  p.ack_conn = ci;
   msg->any_chunk = true;
   msg->bytes_done += h.length;
   if (c.into_staging) {
@@ -850,8 +898,9 @@ void TcpTransport::OnPayloadDone(int ci) {
   }
 }
 
-void TcpTransport::HandleAck(int peer, uint64_t cum) {
+void TcpTransport::HandleAck(int peer, uint64_t cum, uint64_t delivered) {
   Peer& p = peers_[peer];
+  p.delivered = std::max({p.delivered, delivered, cum});
   while (!p.unacked.empty() && p.unacked.begin()->first < cum) {
     auto it = p.unacked.begin();
     DetachInflight(peer, it->first);
@@ -984,30 +1033,103 @@ void TcpTransport::SendAcks() {
     TxItem ack;
     ack.hdr = wire::MakeHeader(wire::FrameType::kAck, comm_id_);
     ack.hdr.chunk_seq = AckValue(p);
-    wire::Seal(&ack.hdr, nullptr);
+    ack.hdr.offset = p.cum;
+    // Selective ranges of what arrived beyond the gap, so the sender resends only what is
+    // missing and does not blame the paths that delivered.
+    std::vector<uint64_t> ranges;
+    for (auto it = p.above.begin(); it != p.above.end() && ranges.size() < 2 * wire::kMaxSackRanges;) {
+      uint64_t first = *it, end = first + 1;
+      for (++it; it != p.above.end() && *it == end; ++it) ++end;
+      ranges.push_back(first);
+      ranges.push_back(end);
+    }
+    if (!ranges.empty()) {
+      ack.len = static_cast<uint32_t>(ranges.size() * 8);
+      ack.owned.reset(new uint8_t[ack.len]);
+      std::memcpy(ack.owned.get(), ranges.data(), ack.len);
+      ack.payload = ack.owned.get();
+      ack.hdr.length = ack.len;
+    }
+    wire::Seal(&ack.hdr, ack.payload);
     st_acks_++;
-    EnqueueCtrl(peer, std::move(ack));
+    // The path that just delivered data works; a round-robin pick could hand the
+    // acknowledgement to a path that is silently dropping everything.
+    if (p.ack_conn >= 0 && conns_[p.ack_conn].alive) {
+      conns_[p.ack_conn].ctrl.push_back(std::move(ack));
+      Flush(p.ack_conn);
+    } else {
+      EnqueueCtrl(peer, std::move(ack));
+    }
   }
+}
+
+void TcpTransport::SendPing(int ci, Clock::time_point now) {
+  Conn& c = conns_[ci];
+  c.last_ping = now;
+  TxItem ping;
+  ping.hdr = wire::MakeHeader(wire::FrameType::kPing, comm_id_);
+  ping.hdr.chunk_seq = ++c.ping_nonce;
+  wire::Seal(&ping.hdr, nullptr);
+  c.ctrl.push_back(std::move(ping));
+  Flush(ci);
+}
+
+void TcpTransport::Suspect(int ci, Clock::time_point now) {
+  Conn& c = conns_[ci];
+  Peer& p = peers_[c.peer];
+  c.suspect = true;
+  std::vector<uint64_t> moved;
+  for (auto& [seq, ch] : p.unacked) {
+    if (ch.conn == ci && !ch.in_ready && !ch.delivered && seq >= p.delivered) moved.push_back(seq);
+  }
+  LOG_WARN("NET/TCP", "%s: no acknowledgement within %lld ms: resending %zu chunks on the other paths",
+           ConnLabel(c.peer, c.rail, c.channel).c_str(),
+           static_cast<long long>(options_.retransmit_timeout.count()), moved.size());
+  st_retx_ += moved.size();
+  for (uint64_t seq : moved) p.unacked[seq].sent_at = now;
+  Requeue(p, std::move(moved));
+  SendPing(ci, now);
+  Kick(c.peer);
 }
 
 void TcpTransport::CheckTimers() {
   auto now = Clock::now();
   for (int peer = 0; peer < size_; ++peer) {
     Peer& p = peers_[peer];
-    if (p.unacked.empty()) continue;
-    auto& [seq, ch] = *p.unacked.begin();
-    if (ch.tx_count == 0 || ch.in_ready ||
-        (ch.conn >= 0 && conns_[ch.conn].cur && conns_[ch.conn].cur->seq == seq)) {
-      continue;
+    // A chunk that reached the peer is never resent (its acknowledgement may be held back
+    // until the peer begins its collective); one that did not within the retransmit timeout
+    // makes its path suspect and moves to the others.
+    std::set<int> suspects;
+    std::vector<uint64_t> resend;
+    for (auto it = p.unacked.lower_bound(p.delivered); it != p.unacked.end(); ++it) {
+      TxChunk& ch = it->second;
+      if (ch.tx_count == 0 || ch.in_ready || ch.conn < 0 || ch.delivered) continue;
+      if (now - ch.sent_at < options_.retransmit_timeout) continue;
+      Conn& c = conns_[ch.conn];
+      if (c.cur && c.cur->seq == it->first) continue;  // still being written
+      if (c.alive && !c.suspect) {
+        suspects.insert(ch.conn);
+      } else {
+        // Its path is already suspect (or gone): resend it on whatever works.
+        ch.sent_at = now;
+        resend.push_back(it->first);
+      }
     }
-    if (now - ch.sent_at < options_.retransmit_timeout) continue;
-    LOG_INFO("NET/TCP", "chunk %lu to rank %d unacknowledged for %lld ms: resending",
-             static_cast<unsigned long>(seq), peer,
-             static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(now - ch.sent_at).count()));
-    ch.sent_at = now;
-    st_retx_++;
-    Requeue(p, {seq});
-    Kick(peer);
+    for (int ci : suspects) {
+      if (failed_) return;
+      if (conns_[ci].alive && !conns_[ci].suspect) Suspect(ci, now);
+    }
+    if (failed_) return;
+    if (!resend.empty()) {
+      st_retx_ += resend.size();
+      Requeue(p, std::move(resend));
+      Kick(peer);
+    }
+    if (failed_) return;
+    for (int ci : p.conns) {
+      Conn& c = conns_[ci];
+      if (c.alive && c.suspect && now - c.last_ping >= options_.retransmit_timeout) SendPing(ci, now);
+    }
   }
 }
 

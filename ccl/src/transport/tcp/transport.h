@@ -83,6 +83,11 @@ class TcpTransport final : public Transport {
     bool alive = true;
     bool blocked = false;  // waiting for EPOLLOUT
     bool half_closed = false;
+    // No acknowledgement came back for a chunk sent here within the retransmit timeout: the
+    // path is presumed broken, carries no new data, and is probed until it answers.
+    bool suspect = false;
+    Clock::time_point last_ping;
+    uint64_t ping_nonce = 0;
     std::deque<TxItem> ctrl;
     std::optional<TxItem> cur;
     // Receive state machine.
@@ -104,6 +109,7 @@ class TcpTransport final : public Transport {
     int conn = -1;
     int tx_count = 0;
     bool in_ready = false;
+    bool delivered = false;  // selectively acknowledged: reached the peer, not resent
   };
   struct Peer {
     std::vector<int> conns;
@@ -111,11 +117,13 @@ class TcpTransport final : public Transport {
     std::map<uint64_t, TxChunk> unacked;
     std::deque<uint64_t> ready;
     uint64_t cum = 0;
+    uint64_t delivered = 0;  // sender: every chunk below this reached the peer
     std::set<uint64_t> above;
     std::unordered_set<uint64_t> inflight;
     std::map<MsgKey, std::shared_ptr<RxMsg>> rx;
     std::map<uint64_t, uint64_t> held;  // chunk_seq -> coll_seq of collectives not begun here
     bool ack_dirty = false;
+    int ack_conn = -1;  // the connection that last delivered data: acknowledgements go there
     size_t ack_rr = 0;
     bool closing = false;  // BYE received
     bool gone = false;     // no connection left
@@ -136,7 +144,9 @@ class TcpTransport final : public Transport {
   void OnReadable(int ci);
   void OnHeader(int ci);
   void OnPayloadDone(int ci);
-  void HandleAck(int peer, uint64_t cum);
+  void HandleAck(int peer, uint64_t cum, uint64_t delivered);
+  void Suspect(int ci, Clock::time_point now);
+  void SendPing(int ci, Clock::time_point now);
   void HandleNack(int peer, uint64_t seq);
   void DetachInflight(int peer, uint64_t seq);
   void ConnFailed(int ci, const std::string& reason);
