@@ -1,8 +1,7 @@
 // CclAdapter: how the worker drives one rank of a collective communication library. One
 // implementation per library, one file each (ccl_<name>.cc); CreateCclAdapter picks one by
 // name. Which exist depends on the build: ftccl always, gloo where Gloo was found, nccl where
-// NCCL and CUDA are (FAULTLINE_HAVE_NCCL; not implemented yet: its file is ccl_nccl.cc and
-// its factory goes next to the others in ccl_adapter.cc).
+// NCCL and CUDA are (FAULTLINE_HAVE_NCCL).
 //
 // Contract for every adapter:
 //  - Every call returns by its deadline (Init: init_timeout; Run and Finish: the timeout

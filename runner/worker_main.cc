@@ -1,6 +1,6 @@
 // faultline-worker: one rank of a run (see worker.h). Started by the runner; usable by hand:
 //
-//   faultline-worker --ccl ftccl|gloo --rank R --size N --bootstrap IP:PORT
+//   faultline-worker --ccl ftccl|gloo|nccl --rank R --size N --bootstrap IP:PORT
 //       --rails ADDR[,ADDR...] [--store-dir DIR] --op OP --dtype T [--redop OP] [--root R]
 //       --bytes SIZE (--iters N | --duration DUR) [--warmup N] [--check] [--timeout DUR]
 //       [--init-timeout DUR] --log FILE [--seed N]
@@ -41,7 +41,7 @@ int Main(int argc, char** argv) {
       ->required()
       ->delimiter(',');
   app.add_option("--store-dir", o.store_dir,
-                 "gloo: rendezvous directory seen by every rank, private to this group");
+                 "gloo, nccl: rendezvous directory seen by every rank, private to this group");
   app.add_option("--op", op, "allreduce|allgather|reducescatter|broadcast|alltoall")
       ->capture_default_str();
   app.add_option("--dtype", dtype, "f32|f64|f16|bf16|i32|i64|u8")->capture_default_str();
@@ -106,7 +106,9 @@ int Main(int argc, char** argv) {
   if (!it.ok() || *it < 1000000) return Usage("--init-timeout: give a duration of at least 1ms");
   o.init_timeout = std::chrono::milliseconds(*it / 1000000);
   if (o.rails.empty()) return Usage("--rails: give at least one rail");
-  if (o.ccl == "gloo" && o.store_dir.empty()) return Usage("gloo needs --store-dir");
+  if ((o.ccl == "gloo" || o.ccl == "nccl") && o.store_dir.empty()) {
+    return Usage(o.ccl + " needs --store-dir");
+  }
   auto adapter = CreateCclAdapter(o.ccl);
   if (!adapter.ok()) return Usage(adapter.status().message());
   if (start_at >= 0) o.start_at_ns = start_at;
