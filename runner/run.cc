@@ -172,7 +172,10 @@ Status Run::LaunchRanks() {
   for (auto& f : faults_) f.record.scheduled_ns = t0_ + f.spec->at_ns;
   const Workload& w = sc_.workload;
   std::error_code ec;
-  fs::create_directories(out_ + "/gloo-store", ec);
+  // The rendezvous directory of the CCLs that need one (Gloo's file store, NCCL's unique id):
+  // always fresh, so nothing of an earlier run in the same --out is picked up.
+  fs::remove_all(out_ + "/store", ec);
+  fs::create_directories(out_ + "/store", ec);
   for (int h = 0; h < t.hosts; ++h) {
     for (int l = 0; l < t.ranks_per_host; ++l) {
       const int g = h * t.ranks_per_host + l;
@@ -185,7 +188,7 @@ Status Run::LaunchRanks() {
           "--size", std::to_string(world),
           "--bootstrap", NetTopology::MgmtAddress(0) + ":" + std::to_string(kBootstrapPort),
           "--rails", rails,
-          "--store-dir", fs::absolute(out_ + "/gloo-store").string(),
+          "--store-dir", fs::absolute(out_ + "/store").string(),
           "--op", CollOpName(w.op),
           "--dtype", w.dtype,
           "--root", std::to_string(w.root),
