@@ -1,0 +1,25 @@
+// The metric keys of report.json (DESIGN.md, "Metrics"), in the order the writers show them,
+// with their unit and the direction in which a change is worse.
+#pragma once
+
+#include <array>
+
+namespace faultline::reports {
+
+struct MetricKey {
+  const char* name;
+  const char* unit;          // "Gbit/s", "ms", "", "%"
+  bool higher_is_worse;      // stall, latency, loss: higher is worse; busbw, ratio: lower is
+};
+
+inline constexpr std::array<MetricKey, 7> kMetricKeys = {{
+    {"baseline_busbw_gbps", "Gbit/s", false},
+    {"stall_ms", "ms", true},
+    {"detection_ms", "ms", true},
+    {"failover_latency_ms", "ms", true},
+    {"recovery_ms", "ms", true},
+    {"degraded_ratio", "", false},
+    {"goodput_loss_pct", "%", true},
+}};
+
+}  // namespace faultline::reports

@@ -1,0 +1,69 @@
+// A run directory's files as the report writers read them, and the thin loader that reads
+// them. The parsers are pure; LoadRunDir and FindRunDirs only read files. Thread-safe.
+//
+// A run directory (what `faultline run --out DIR` writes) holds report.json (required),
+// timeseries.csv, events.jsonl, scenario.yaml and ranks/. Files other than report.json may be
+// missing (a run that failed early); the writers then say so instead of drawing.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "injector/status.h"
+
+namespace faultline::reports {
+
+inline constexpr const char* kReportSchema = "faultline.report/v1";
+
+// One completed collective (a timeseries.csv row). Times are seconds from the run start.
+struct SeriesPoint {
+  int64_t index = 0;
+  double start_s = 0;
+  double end_s = 0;
+  double duration_ms = 0;
+  uint64_t bytes = 0;
+  double busbw_gbps = 0;
+};
+
+// One CCL event (an events.jsonl line of type "ccl_event").
+struct EventRow {
+  double t_s = 0;
+  int rank = 0;
+  std::string kind;  // path_down, migrated, resumed, rebalanced, path_up, failback, abort
+  int path = -1;     // rail index; -1 when the event concerns no single path
+  std::string reason;
+};
+
+struct RunData {
+  nlohmann::json report;                    // report.json
+  std::vector<SeriesPoint> series;          // timeseries.csv
+  std::vector<EventRow> events;             // events.jsonl, CCL events only
+  std::optional<std::string> scenario_text; // scenario.yaml as copied into the run directory
+  std::vector<std::string> notes;           // what could not be read, for the reader
+};
+
+// timeseries.csv: the header "index,start_s,end_s,duration_ms,bytes,busbw_gbps" then one row
+// per collective. Fails with kInvalidArgument naming the line on a malformed row.
+Result<std::vector<SeriesPoint>> ParseTimeseriesCsv(std::string_view text);
+
+// events.jsonl: keeps the "ccl_event" lines; "fault" lines are in report.json already. A
+// cut-off last line is ignored; any other malformed line fails naming its line.
+Result<std::vector<EventRow>> ParseEventsJsonl(std::string_view text);
+
+// Checks that `report` is a faultline.report/v1 object with the keys the writers read
+// (schema, scenario, outcome, faults, metrics, per_fault, expectations).
+Status CheckReport(const nlohmann::json& report);
+
+// Reads DIR/report.json (required: kNotFound / kInvalidArgument when missing or malformed)
+// and whatever of timeseries.csv, events.jsonl and scenario.yaml exists.
+Result<RunData> LoadRunDir(const std::string& dir);
+
+// Run directories under `path`: `path` itself when it holds report.json, else every directory
+// below it that does (sorted). kNotFound when there is none.
+Result<std::vector<std::string>> FindRunDirs(const std::string& path);
+
+}  // namespace faultline::reports

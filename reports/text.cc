@@ -1,0 +1,153 @@
+#include "reports/text.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace faultline::reports {
+namespace {
+
+constexpr char kReplacement[] = "\xEF\xBF\xBD";  // U+FFFD
+
+// Length of the valid UTF-8 sequence at s[i] and its code point; 0 when invalid.
+size_t Utf8Sequence(std::string_view s, size_t i, uint32_t* cp) {
+  const auto b0 = static_cast<unsigned char>(s[i]);
+  size_t n;
+  uint32_t min;
+  if (b0 < 0x80) {
+    *cp = b0;
+    return 1;
+  } else if ((b0 & 0xE0) == 0xC0) {
+    n = 2, *cp = b0 & 0x1F, min = 0x80;
+  } else if ((b0 & 0xF0) == 0xE0) {
+    n = 3, *cp = b0 & 0x0F, min = 0x800;
+  } else if ((b0 & 0xF8) == 0xF0) {
+    n = 4, *cp = b0 & 0x07, min = 0x10000;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    const auto b = static_cast<unsigned char>(s[i + k]);
+    if ((b & 0xC0) != 0x80) return 0;
+    *cp = (*cp << 6) | (b & 0x3F);
+  }
+  if (*cp < min || *cp > 0x10FFFF || (*cp >= 0xD800 && *cp <= 0xDFFF)) return 0;
+  return n;
+}
+
+std::string Escape(std::string_view s, bool attribute) {
+  std::string out;
+  out.reserve(s.size() + 16);
+  for (size_t i = 0; i < s.size();) {
+    uint32_t cp = 0;
+    const size_t n = Utf8Sequence(s, i, &cp);
+    if (n == 0) {
+      out += kReplacement;
+      ++i;
+      continue;
+    }
+    switch (cp) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      case '\t': out += attribute ? "&#9;" : "\t"; break;
+      case '\n': out += attribute ? "&#10;" : "\n"; break;
+      case '\r': out += "&#13;"; break;
+      default:
+        if (cp < 0x20 || cp == 0xFFFE || cp == 0xFFFF) {
+          out += kReplacement;
+        } else {
+          out.append(s.substr(i, n));
+        }
+    }
+    i += n;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string XmlEscape(std::string_view s) { return Escape(s, /*attribute=*/true); }
+std::string XmlText(std::string_view s) { return Escape(s, /*attribute=*/false); }
+
+std::string MarkdownCell(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '|': out += "\\|"; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += ' '; break;
+      case '\r': break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string FormatNumber(double v, int digits) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
+  std::string s = buf;
+  if (s.find('.') != std::string::npos) {
+    while (!s.empty() && s.back() == '0') s.pop_back();
+    if (!s.empty() && s.back() == '.') s.pop_back();
+  }
+  if (s == "-0") s = "0";
+  return s;
+}
+
+std::string FormatValue(const nlohmann::json& v, int digits) {
+  if (v.is_null()) return "null";
+  if (v.is_number_integer() || v.is_number_unsigned()) return v.dump();
+  if (v.is_number_float()) return FormatNumber(v.get<double>(), digits);
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  return v.dump();
+}
+
+std::string FormatLimit(const nlohmann::json& limit) {
+  if (!limit.is_object()) return FormatValue(limit);
+  std::string out;
+  for (const auto& [k, v] : limit.items()) {
+    if (!out.empty()) out += ", ";
+    out += k + " " + FormatValue(v);
+  }
+  return out;
+}
+
+std::string FormatTarget(const nlohmann::json& target) {
+  if (!target.is_object()) return FormatValue(target);
+  std::string out;
+  auto add = [&](const char* key) {
+    if (target.contains(key) && !target[key].is_null()) {
+      if (!out.empty()) out += " ";
+      out += std::string(key) + " " + FormatValue(target[key]);
+    }
+  };
+  add("host");
+  add("rail");
+  add("rank");
+  if (target.contains("side") && target["side"].is_string()) {
+    out += " (" + target["side"].get<std::string>() + ")";
+  }
+  for (const auto& [k, v] : target.items()) {
+    if (k != "host" && k != "rail" && k != "rank" && k != "side" && !v.is_null()) {
+      out += " " + k + " " + FormatValue(v);
+    }
+  }
+  return out;
+}
+
+std::optional<double> NumberOf(const nlohmann::json& v) {
+  if (!v.is_number()) return std::nullopt;
+  return v.get<double>();
+}
+
+}  // namespace faultline::reports

@@ -1,0 +1,81 @@
+#include "reports/verdict.h"
+
+#include "reports/text.h"
+
+namespace faultline::reports {
+
+const char* VerdictName(Verdict v) {
+  switch (v) {
+    case Verdict::kPass: return "PASS";
+    case Verdict::kFail: return "FAIL";
+    case Verdict::kHarnessError: return "HARNESS ERROR";
+  }
+  return "?";
+}
+
+int VerdictExitCode(Verdict v) {
+  switch (v) {
+    case Verdict::kPass: return 0;
+    case Verdict::kFail: return 1;
+    case Verdict::kHarnessError: return 3;
+  }
+  return 3;
+}
+
+std::vector<std::string> HarnessErrors(const nlohmann::json& report) {
+  std::vector<std::string> out;
+  if (report.contains("harness_errors") && report["harness_errors"].is_array()) {
+    for (const auto& e : report["harness_errors"]) out.push_back(FormatValue(e));
+  }
+  if (report.contains("faults") && report["faults"].is_array()) {
+    for (const auto& f : report["faults"]) {
+      if (f.is_object() && f.contains("error") && !f["error"].is_null()) {
+        out.push_back("fault " + FormatValue(f.value("id", nlohmann::json("?"))) + ": " +
+                      FormatValue(f["error"]));
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> FailedExpectations(const nlohmann::json& report) {
+  std::vector<std::string> out;
+  if (!report.contains("expectations") || !report["expectations"].is_array()) return out;
+  for (const auto& e : report["expectations"]) {
+    if (!e.is_object() || e.value("pass", false)) continue;
+    const nlohmann::json value = e.value("value", nlohmann::json());
+    out.push_back(FormatValue(e.value("name", nlohmann::json("?"))) + ": measured " +
+                  (value.is_null() ? std::string("nothing (null: not measured)")
+                                   : FormatValue(value)) +
+                  ", limit " + FormatLimit(e.value("limit", nlohmann::json())));
+  }
+  return out;
+}
+
+Verdict VerdictOf(const nlohmann::json& report) {
+  if (!HarnessErrors(report).empty()) return Verdict::kHarnessError;
+  if (!FailedExpectations(report).empty()) return Verdict::kFail;
+  return Verdict::kPass;
+}
+
+std::string VerdictLine(const nlohmann::json& report) {
+  const Verdict v = VerdictOf(report);
+  size_t total = 0;
+  size_t held = 0;
+  if (report.contains("expectations") && report["expectations"].is_array()) {
+    for (const auto& e : report["expectations"]) {
+      ++total;
+      if (e.is_object() && e.value("pass", false)) ++held;
+    }
+  }
+  std::string name = "?";
+  if (report.contains("scenario") && report["scenario"].is_object()) {
+    name = FormatValue(report["scenario"].value("name", nlohmann::json("?")));
+  }
+  return std::string(VerdictName(v)) + ": " + name + " on " +
+         FormatValue(report.value("ccl", nlohmann::json("?"))) + " " +
+         FormatValue(report.value("outcome", nlohmann::json("?"))) + "; " +
+         std::to_string(held) + "/" + std::to_string(total) + " expectations hold";
+}
+
+}  // namespace faultline::reports

@@ -1,0 +1,168 @@
+#include "reports/html.h"
+
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "reports/svg_plot.h"
+#include "synthetic.h"
+
+namespace faultline::reports {
+namespace {
+
+using testing::CountByClass;
+using testing::ParseXml;
+using testing::SvgById;
+
+TEST(HtmlReport, VerdictFirstThenSectionsInOrder) {
+  const std::string html = HtmlReport(testing::Run(testing::Report()));
+  const size_t verdict = html.find("<header id=\"verdict\" class=\"verdict verdict-fail\"><h1>FAIL</h1>");
+  ASSERT_NE(verdict, std::string::npos);
+  size_t last = verdict;
+  for (const char* id : {"run", "throughput", "rails", "faults", "metrics", "expectations",
+                         "scenario", "environment"}) {
+    const size_t at = html.find("<section id=\"" + std::string(id) + "\">");
+    ASSERT_NE(at, std::string::npos) << id;
+    EXPECT_GT(at, last) << id;
+    last = at;
+  }
+  // The failed expectation is named in the verdict with its value and limit.
+  EXPECT_NE(html.find("stall_ms: measured 812.25, limit max 500"), std::string::npos);
+  EXPECT_EQ(html.find("<section id=\"notes\">"), std::string::npos);
+}
+
+TEST(HtmlReport, PassingRunSaysPass) {
+  const std::string html = HtmlReport(testing::Run(testing::PassingReport()));
+  EXPECT_NE(html.find("<h1>PASS</h1>"), std::string::npos);
+  EXPECT_NE(html.find("verdict-pass"), std::string::npos);
+}
+
+TEST(HtmlReport, SelfContained) {
+  const std::string html = HtmlReport(testing::Run(testing::Report()));
+  EXPECT_NE(html.find("Content-Security-Policy\" content=\"default-src 'none'"), std::string::npos);
+  // No script, no link, no image, no src/href attribute, no url(): nothing to fetch.
+  for (const char* bad : {"<script", "<link", "<img", "<iframe", " src=", " href=", "url(", "@import"}) {
+    EXPECT_EQ(html.find(bad), std::string::npos) << bad;
+  }
+  // The only URL is the SVG namespace name, which is never fetched.
+  std::regex url("https?://[^\"]*");
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), url); it != std::sregex_iterator(); ++it) {
+    EXPECT_EQ(it->str(), "http://www.w3.org/2000/svg");
+  }
+}
+
+TEST(BusbwPlot, OneBandPerAppliedFaultAndMarkersForMeasuredInstants) {
+  const std::string html = HtmlReport(testing::Run(testing::Report()));
+  const std::string svg = SvgById(html, "busbw-plot");
+  ASSERT_FALSE(svg.empty());
+  auto root = ParseXml(svg);
+  ASSERT_TRUE(root) << "the inline SVG is not well-formed XML";
+  // f1 and f2 were applied, f3 never was.
+  EXPECT_EQ(CountByClass(svg, "rect", "fault-band"), 2);
+  std::vector<std::string> banded;
+  for (const auto* r : root->All("rect")) {
+    if (r->Attr("class") == "fault-band") banded.push_back(r->Attr("data-fault"));
+  }
+  EXPECT_EQ(banded, (std::vector<std::string>{"f1", "f2"}));
+  // f1 has detection, failover and recovery; f2 has none (recovery null).
+  EXPECT_EQ(CountByClass(svg, "line", "marker marker-detection"), 1);
+  EXPECT_EQ(CountByClass(svg, "line", "marker marker-failover"), 1);
+  EXPECT_EQ(CountByClass(svg, "line", "marker marker-recovery"), 1);
+  EXPECT_EQ(CountByClass(svg, "line", "baseline"), 1);
+  EXPECT_EQ(CountByClass(svg, "polyline", "busbw"), 1);
+  EXPECT_NE(svg.find("f2 (not reverted)"), std::string::npos);
+  EXPECT_NE(html.find("1 fault(s) were never applied"), std::string::npos);
+}
+
+TEST(BusbwPlot, BandAndMarkersSitAtTheirTimes) {
+  const std::string svg = BusbwPlotSvg(testing::Run(testing::Report()));
+  auto root = ParseXml(svg);
+  ASSERT_TRUE(root);
+  double band_x = -1, band_w = -1, detect_x = -1, recover_x = -1;
+  for (const auto* r : root->All("rect")) {
+    if (r->Attr("data-fault") == "f1") {
+      band_x = std::stod(r->Attr("x"));
+      band_w = std::stod(r->Attr("width"));
+    }
+  }
+  for (const auto* l : root->All("line")) {
+    if (l->Attr("class") == "marker marker-detection") detect_x = std::stod(l->Attr("x1"));
+    if (l->Attr("class") == "marker marker-recovery") recover_x = std::stod(l->Attr("x1"));
+  }
+  ASSERT_GT(band_w, 0);
+  // applied 2.0 s, reverted 3.0 s; detection at +12.5 ms, recovery at +600 ms.
+  const double px_per_s = band_w / 1.0;
+  EXPECT_NEAR(detect_x, band_x + 0.0125 * px_per_s, 0.05);
+  EXPECT_NEAR(recover_x, band_x + 0.6 * px_per_s, 0.05);
+}
+
+TEST(BusbwPlot, NoCollectivesSaysSo) {
+  RunData run = testing::Run(testing::Report());
+  run.series.clear();
+  const std::string svg = BusbwPlotSvg(run);
+  EXPECT_NE(svg.find("no completed collective"), std::string::npos);
+  EXPECT_EQ(CountByClass(svg, "polyline", "busbw"), 0);
+  EXPECT_EQ(CountByClass(svg, "rect", "fault-band"), 2);
+}
+
+TEST(RailPlot, PathDownFromEventsAndTheNoPerRailBytesNote) {
+  RunData run = testing::Run(testing::Report());
+  EXPECT_EQ(RailCount(run), 2);
+  const std::string html = HtmlReport(run);
+  EXPECT_NE(html.find("Per-rail throughput is not recorded"), std::string::npos);
+  const std::string svg = SvgById(html, "rail-plot");
+  auto root = ParseXml(svg);
+  ASSERT_TRUE(root);
+  EXPECT_EQ(CountByClass(svg, "g", "rail-lane"), 2);
+  // rank 0: down 2.01 -> up 3.1, rank 1: down 2.02 -> failback 3.2, both on rail 0.
+  EXPECT_EQ(CountByClass(svg, "rect", "path-down"), 2);
+  EXPECT_EQ(CountByClass(svg, "line", "rail-event"), 5);
+  for (const auto* g : root->All("g")) {
+    if (g->Attr("class") != "rail-lane") continue;
+    int down = 0;
+    for (const auto* r : g->All("rect")) down += r->Attr("class") == "path-down";
+    EXPECT_EQ(down, g->Attr("data-rail") == "0" ? 2 : 0);
+  }
+}
+
+TEST(RailPlot, NoEventsSaysSoAndDrawsNoInventedData) {
+  RunData run = testing::Run(testing::Report());
+  run.events.clear();
+  const std::string html = HtmlReport(run);
+  EXPECT_NE(html.find("No CCL path events were recorded"), std::string::npos);
+  const std::string svg = SvgById(html, "rail-plot");
+  EXPECT_EQ(CountByClass(svg, "rect", "path-down"), 0);
+  EXPECT_EQ(CountByClass(svg, "g", "rail-lane"), 2);
+}
+
+TEST(HtmlReport, TablesCarryValuesAndNulls) {
+  const std::string html = HtmlReport(testing::Run(testing::Report()));
+  EXPECT_NE(html.find("<tr data-fault=\"f1\"><td>f1</td><td>link_down</td><td>host 1 rail 0 (host)</td>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<td class=\"num\">812.25</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td class=\"fail\">FAIL</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td class=\"pass\">PASS</td>"), std::string::npos);
+  EXPECT_NE(html.find("class=\"null\""), std::string::npos);
+  // The scenario text is escaped, not interpreted.
+  EXPECT_NE(html.find("faults: [] # &lt;b&gt;&amp;&lt;/b&gt;"), std::string::npos);
+  EXPECT_NE(html.find("<th>kernel</th><td>Linux 6.1.0</td>"), std::string::npos);
+  EXPECT_NE(html.find("<th>knobs.rail_gbps</th><td>1</td>"), std::string::npos);
+}
+
+TEST(HtmlReport, HostileScenarioNameCannotInjectMarkup) {
+  const std::string html = HtmlReport(testing::Run(testing::Report("</title><script>x()</script>")));
+  EXPECT_EQ(html.find("<script>"), std::string::npos);
+  EXPECT_NE(html.find("&lt;/title&gt;&lt;script&gt;"), std::string::npos);
+}
+
+TEST(HtmlReport, MissingInputsAreListed) {
+  RunData run = testing::Run(testing::Report());
+  run.scenario_text.reset();
+  run.notes = {"timeseries.csv is missing"};
+  const std::string html = HtmlReport(run);
+  EXPECT_NE(html.find("scenario.yaml is not in the run directory"), std::string::npos);
+  EXPECT_NE(html.find("<li>timeseries.csv is missing</li>"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace faultline::reports
