@@ -18,6 +18,7 @@ table{border-collapse:collapse;font-size:13px;margin:4px 0}
 th,td{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}
 td.null{color:#888;text-align:center}
+td.observed{font-family:monospace;font-size:11px;max-width:420px;word-break:break-all}
 td.pass{color:#1b7f3b;font-weight:bold}td.fail{color:#b3261e;font-weight:bold}
 pre{background:#f7f7f7;border:1px solid #ddd;padding:8px;overflow:auto;font-size:12px}
 .note{background:#fff8e1;border-left:4px solid #f0b400;padding:6px 10px;font-size:13px}
@@ -125,7 +126,25 @@ std::string FaultTable(const nlohmann::json& r) {
   std::string out = "<section id=\"faults\"><h2>Faults and per-fault metrics</h2>";
   if (r.at("faults").empty()) return out + "<p>No fault was scheduled (a fault-free run).</p></section>";
   out += "<table id=\"fault-table\"><tr><th>id</th><th>type</th><th>target</th><th>scheduled s</th>"
-         "<th>applied s</th><th>reverted s</th><th>observed</th>";
+         "<th>applied s</th><th>reverted s</th><th>observed (read back from the kernel)</th></tr>";
+  for (const auto& f : r.at("faults")) {
+    const std::string id = Str(f, "id");
+    out += "<tr data-fault=\"" + HtmlEscape(id) + "\"><td>" + HtmlText(id) + "</td><td>" +
+           HtmlText(Str(f, "type")) + "</td><td>" +
+           HtmlText(FormatTarget(f.value("target", nlohmann::json()))) + "</td>";
+    out += Cell(f.value("scheduled_s", nlohmann::json()));
+    out += Cell(f.value("applied_s", nlohmann::json()));
+    out += Cell(f.value("reverted_s", nlohmann::json()));
+    const nlohmann::json observed = f.value("observed", nlohmann::json());
+    out += observed.is_structured() ? "<td class=\"observed\">" + HtmlText(observed.dump()) + "</td>"
+                                    : Cell(observed);
+    out += "</tr>";
+    if (f.contains("error") && !f["error"].is_null()) {
+      out += "<tr><td></td><td colspan=\"6\" class=\"fail\">error: " + HtmlText(Str(f, "error")) +
+             "</td></tr>";
+    }
+  }
+  out += "</table><table id=\"per-fault-table\"><tr><th>fault</th>";
   for (const auto& k : kMetricKeys) out += "<th>" + std::string(k.name) + "</th>";
   out += "</tr>";
   for (const auto& f : r.at("faults")) {
@@ -134,19 +153,9 @@ std::string FaultTable(const nlohmann::json& r) {
     for (const auto& p : r.at("per_fault")) {
       if (p.is_object() && Str(p, "id") == id) pf = p;
     }
-    out += "<tr data-fault=\"" + HtmlEscape(id) + "\"><td>" + HtmlText(id) + "</td><td>" +
-           HtmlText(Str(f, "type")) + "</td><td>" +
-           HtmlText(FormatTarget(f.value("target", nlohmann::json()))) + "</td>";
-    out += Cell(f.value("scheduled_s", nlohmann::json()));
-    out += Cell(f.value("applied_s", nlohmann::json()));
-    out += Cell(f.value("reverted_s", nlohmann::json()));
-    out += Cell(f.value("observed", nlohmann::json()));
+    out += "<tr data-fault=\"" + HtmlEscape(id) + "\"><td>" + HtmlText(id) + "</td>";
     for (const auto& k : kMetricKeys) out += Cell(pf.value(k.name, nlohmann::json()));
     out += "</tr>";
-    if (f.contains("error") && !f["error"].is_null()) {
-      out += "<tr><td></td><td colspan=\"13\" class=\"fail\">error: " + HtmlText(Str(f, "error")) +
-             "</td></tr>";
-    }
   }
   return out + "</table><p>Null (&#8212;): the metric does not apply to the fault or could not "
                "be measured; no value is made up.</p></section>";

@@ -1,8 +1,9 @@
 // Subcommands of the `faultline` CLI. Each lives in its own file (cmd_<name>.cc) and
 // registers itself on the app; the chosen one's action runs after parsing.
 //
-// Exit codes shared by the commands: 0 success; 1 an expectation failed (run); 2 bad input or
-// a refusal, nothing was changed; 3 the harness or the kernel failed (and said why).
+// Exit codes shared by the commands: 0 success; 1 an expectation failed (run) or a regression
+// (compare); 2 bad input or a refusal, nothing was changed; 3 the harness or the kernel failed
+// (and said why).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -20,5 +21,7 @@ using Action = std::function<int()>;
 void RegisterInject(CLI::App& app, Action* action);
 void RegisterCleanup(CLI::App& app, Action* action);
 void RegisterRun(CLI::App& app, Action* action);
+void RegisterReport(CLI::App& app, Action* action);
+void RegisterCompare(CLI::App& app, Action* action);
 
 }  // namespace faultline::cli

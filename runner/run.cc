@@ -19,6 +19,7 @@
 #include "injector/journal.h"
 #include "injector/policy.h"
 #include "injector/registry.h"
+#include "reports/write_reports.h"
 #include "runner/checks.h"
 #include "runner/history.h"
 #include "runner/launcher.h"
@@ -442,6 +443,11 @@ int Run::Finish() {
   nlohmann::json report = BuildReportJson(in);
   if (!harness_errors_.empty()) report["harness_errors"] = harness_errors_;
   std::ofstream(out_ + "/report.json") << report.dump(2) << "\n";
+  // junit.xml, report.html and summary.md from the files just written; report.json then names
+  // them under "files". A failure is the harness's: exit 3, said on stderr below.
+  if (Status st = reports::WriteReports(out_); !st.ok()) {
+    harness_errors_.push_back("writing the reports: " + st.ToString());
+  }
 
   // Summary.
   std::printf("\nfaultline run: %s  (ccl %s, seed %llu, run %s)\n", sc_.name.c_str(),

@@ -139,7 +139,9 @@ TEST(HtmlReport, TablesCarryValuesAndNulls) {
   const std::string html = HtmlReport(testing::Run(testing::Report()));
   EXPECT_NE(html.find("<tr data-fault=\"f1\"><td>f1</td><td>link_down</td><td>host 1 rail 0 (host)</td>"),
             std::string::npos);
-  EXPECT_NE(html.find("<td class=\"num\">812.25</td>"), std::string::npos);
+  EXPECT_NE(html.find("<tr data-fault=\"f1\"><td>f1</td><td class=\"num\">10</td>"
+                      "<td class=\"num\">812.25</td><td class=\"num\">12.5</td>"),
+            std::string::npos);
   EXPECT_NE(html.find("<td class=\"fail\">FAIL</td>"), std::string::npos);
   EXPECT_NE(html.find("<td class=\"pass\">PASS</td>"), std::string::npos);
   EXPECT_NE(html.find("class=\"null\""), std::string::npos);
