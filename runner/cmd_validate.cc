@@ -1,5 +1,5 @@
-// faultline validate FILE...: parses and validates scenario files without running anything.
-// Exit 0 when every file is valid; 2 otherwise, with every error of every file printed as
+// faultline validate FILE...: parses and validates scenario files without running anything
+// (every combination of a matrix). Exit 0 when every file is valid; 2 otherwise, with every error of every file printed as
 // file:line:column: message (hint).
 #include "runner/cmd_validate.h"
 
@@ -20,14 +20,18 @@ void RegisterValidate(CLI::App& app, Action* action) {
     *action = [files]() {
       int errors = 0;
       for (const std::string& f : *files) {
-        runner::ParseOutcome r = runner::ParseScenarioFile(f);
+        // A matrix file is valid when every combination is.
+        runner::ExpandOutcome r = runner::ExpandScenarioFile(f);
         for (const runner::Diagnostic& d : r.diagnostics) {
           std::fprintf(stderr, "%s\n", d.ToString().c_str());
         }
         errors += static_cast<int>(r.diagnostics.size());
-        if (r.ok()) {
-          std::printf("%s: ok (%s, %zu faults)\n", f.c_str(), r.scenario->name.c_str(),
-                      r.scenario->faults.size());
+        if (r.ok() && r.runs.size() == 1) {
+          std::printf("%s: ok (%s, %zu faults)\n", f.c_str(), r.runs[0].name.c_str(),
+                      r.runs[0].faults.size());
+        } else if (r.ok()) {
+          std::printf("%s: ok (%s, matrix of %zu runs, %zu faults each)\n", f.c_str(),
+                      r.runs[0].base_name.c_str(), r.runs.size(), r.runs[0].faults.size());
         }
       }
       if (errors > 0) {

@@ -21,6 +21,7 @@ using Action = std::function<int()>;
 void RegisterInject(CLI::App& app, Action* action);
 void RegisterCleanup(CLI::App& app, Action* action);
 void RegisterRun(CLI::App& app, Action* action);
+void RegisterImport(CLI::App& app, Action* action);
 void RegisterReport(CLI::App& app, Action* action);
 void RegisterCompare(CLI::App& app, Action* action);
 

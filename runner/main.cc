@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   faultline::cli::RegisterCleanup(app, &action);
   faultline::cli::RegisterValidate(app, &action);
   faultline::cli::RegisterRun(app, &action);
+  faultline::cli::RegisterImport(app, &action);
   faultline::cli::RegisterReport(app, &action);
   faultline::cli::RegisterCompare(app, &action);
   try {

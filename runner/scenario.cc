@@ -109,6 +109,20 @@ class Parser final {
   explicit Parser(std::string file) : file_(std::move(file)) {}
 
   ParseOutcome Run(std::string_view text);
+  // Validates an already loaded document (a `matrix:` key in it is skipped).
+  ParseOutcome RunRoot(const YAML::Node& root);
+
+  // One key of a `matrix:`: its name and the nodes of its values.
+  struct MatrixAxis {
+    std::string key;
+    std::vector<YAML::Node> values;
+  };
+  // Checks root["matrix"] (which must exist): known keys, non-empty lists of distinct
+  // scalars, no key also set in the scenario itself, a bounded number of combinations.
+  // Returns true when it is valid; `axes` gets every usable axis either way (the keys that
+  // are known and have at least one plain value).
+  bool ParseMatrix(const YAML::Node& root, std::vector<MatrixAxis>* axes);
+  const std::vector<Diagnostic>& diagnostics() const { return diags_; }
 
  private:
   SourceLoc Loc(const YAML::Node& n) const {
@@ -314,7 +328,76 @@ ParseOutcome Parser::Run(std::string_view text) {
           "check indentation, colons and brackets near this position");
     return {std::nullopt, diags_};
   }
-  const YAML::Node& root = loaded;
+  return RunRoot(loaded);
+}
+
+// Where each matrix key lands in the scenario: {section or "" for the top level, key}.
+std::pair<std::string, std::string> MatrixTarget(const std::string& key) {
+  for (const char* k : {"op", "dtype", "reduce", "root", "bytes", "duration"}) {
+    if (key == k) return {"workload", key};
+  }
+  for (const char* k : {"hosts", "ranks_per_host", "rails", "rail_gbps"}) {
+    if (key == k) return {"topology", key};
+  }
+  return {"", key};
+}
+
+bool Parser::ParseMatrix(const YAML::Node& root, std::vector<MatrixAxis>* out) {
+  const YAML::Node m = root["matrix"];
+  const size_t before = diags_.size();
+  if (!m.IsMap() || m.size() == 0) {
+    Error(m, "matrix must be a non-empty mapping of keys to lists, got " + Describe(m),
+          "write e.g. 'matrix: {op: [allreduce, allgather], bytes: [1MiB, 64MiB]}'");
+    return false;
+  }
+  std::vector<std::string> known(std::begin(kMatrixKeys), std::end(kMatrixKeys));
+  CheckKeys(m, known, "matrix");
+  std::vector<MatrixAxis>& axes = *out;
+  int64_t combinations = 1;
+  for (auto it = m.begin(); it != m.end(); ++it) {
+    if (!it->first.IsScalar()) continue;
+    const std::string key = it->first.Scalar();
+    if (std::find(known.begin(), known.end(), key) == known.end()) continue;
+    const YAML::Node list = it->second;
+    const std::string what = "matrix." + key;
+    if (!list.IsSequence() || list.size() == 0) {
+      Error(list, what + " must be a non-empty list of values, got " + Describe(list),
+            "write e.g. '" + key + ": [a, b]'");
+      continue;
+    }
+    MatrixAxis axis{key, {}};
+    std::set<std::string> seen;
+    for (const auto& v : list) {
+      if (!v.IsScalar()) {
+        Error(v, what + ": every value must be a plain value, got " + Describe(v));
+        continue;
+      }
+      if (!seen.insert(v.Scalar()).second) {
+        Error(v, what + ": value '" + v.Scalar() + "' is listed twice", "list each value once");
+        continue;
+      }
+      axis.values.push_back(v);
+    }
+    // The same key set both by the matrix and in its section would leave it unclear which wins.
+    auto [section, field] = MatrixTarget(key);
+    const YAML::Node parent = section.empty() ? root : root[section];
+    if (parent.IsMap() && parent[field]) {
+      Error(parent[field],
+            (section.empty() ? field : section + "." + field) + " is also set by matrix." + key,
+            "remove it here, or drop '" + key + "' from the matrix");
+    }
+    combinations *= std::max<int64_t>(1, static_cast<int64_t>(axis.values.size()));
+    if (combinations > kMaxMatrixRuns) combinations = kMaxMatrixRuns + 1;
+    if (!axis.values.empty()) axes.push_back(std::move(axis));
+  }
+  if (combinations > kMaxMatrixRuns) {
+    Error(m, "matrix expands to more than " + std::to_string(kMaxMatrixRuns) + " runs",
+          "split the file or shorten the lists");
+  }
+  return diags_.size() == before;
+}
+
+ParseOutcome Parser::RunRoot(const YAML::Node& root) {
   Scenario s;
   try {
     if (!root.IsMap()) {
@@ -324,8 +407,24 @@ ParseOutcome Parser::Run(std::string_view text) {
       return {std::nullopt, diags_};
     }
     CheckKeys(root,
-              {"name", "description", "seed", "topology", "ccl", "workload", "faults", "expect"},
+              {"name", "description", "seed", "topology", "ccl", "workload", "faults", "expect",
+               "requires", "matrix"},
               "the scenario");
+    if (root["requires"]) {
+      const YAML::Node r = root["requires"];
+      std::vector<std::string> known(std::begin(kKnownRequirements), std::end(kKnownRequirements));
+      if (!r.IsSequence()) {
+        Error(r, "requires must be a list, got " + Describe(r), "write 'requires: [sch_netem]'");
+      } else {
+        for (const auto& item : r) {
+          auto v = Choice(item, "requirement", known);
+          if (v && std::find(s.requirements.begin(), s.requirements.end(), *v) ==
+                       s.requirements.end()) {
+            s.requirements.push_back(*v);
+          }
+        }
+      }
+    }
     if (Required(root, "name", "the scenario", "add 'name: my-scenario'")) {
       if (auto v = String(root["name"], "name")) {
         if (v->empty()) Error(root["name"], "name must not be empty");
@@ -1048,22 +1147,164 @@ std::optional<int64_t> FaultSpec::LatestEndNs() const {
   return at_ns + *for_ns;
 }
 
-ParseOutcome ParseScenario(std::string_view yaml_text, const std::string& file) {
-  Parser p(file);
-  return p.Run(yaml_text);
+std::string Scenario::MatrixLabel() const {
+  std::string out;
+  for (const auto& [k, v] : matrix) out += (out.empty() ? "" : ",") + k + "=" + v;
+  return out;
 }
 
-ParseOutcome ParseScenarioFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+ParseOutcome ParseScenario(std::string_view yaml_text, const std::string& file) {
+  ExpandOutcome e = ExpandScenario(yaml_text, file);
+  if (!e.diagnostics.empty()) return {std::nullopt, std::move(e.diagnostics)};
+  if (e.runs.size() != 1) {
     ParseOutcome out;
-    out.diagnostics.push_back(
-        {path, {0, 0}, "cannot read the file", "check the path and its permissions"});
+    out.diagnostics.push_back({file,
+                               {0, 0},
+                               "the matrix expands to " + std::to_string(e.runs.size()) +
+                                   " runs where one scenario is expected",
+                               "run or validate the file with faultline, which expands it"});
     return out;
   }
+  return {std::move(e.runs.front()), {}};
+}
+
+namespace {
+
+std::optional<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
   std::stringstream ss;
   ss << in.rdbuf();
-  return ParseScenario(ss.str(), path);
+  return ss.str();
+}
+
+Diagnostic Unreadable(const std::string& path) {
+  return {path, {0, 0}, "cannot read the file", "check the path and its permissions"};
+}
+
+}  // namespace
+
+ParseOutcome ParseScenarioFile(const std::string& path) {
+  auto text = ReadFile(path);
+  if (!text) return {std::nullopt, {Unreadable(path)}};
+  return ParseScenario(*text, path);
+}
+
+ExpandOutcome ExpandScenario(std::string_view yaml_text, const std::string& file) {
+  const std::string text(yaml_text);
+  ExpandOutcome out;
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException&) {
+    Parser p(file);
+    out.diagnostics = p.Run(text).diagnostics;  // the syntax error, reported once
+    return out;
+  }
+  const YAML::Node& croot = root;  // const lookups never add keys
+  if (!croot.IsMap() || !croot["matrix"]) {
+    Parser p(file);
+    ParseOutcome r = p.RunRoot(root);
+    if (r.ok()) out.runs.push_back(std::move(*r.scenario));
+    out.diagnostics = std::move(r.diagnostics);
+    return out;
+  }
+  Parser matrix_parser(file);
+  std::vector<Parser::MatrixAxis> axes_storage;
+  const bool matrix_ok = matrix_parser.ParseMatrix(root, &axes_storage);
+  const std::vector<Parser::MatrixAxis>* axes = &axes_storage;
+  auto put_values = [](YAML::Node& doc, const std::string& key, const YAML::Node& value) {
+    auto [section, field] = MatrixTarget(key);
+    const YAML::Node& cdoc = doc;
+    if (section.empty()) {
+      doc[field] = value;
+    } else if (cdoc[section].IsMap()) {
+      YAML::Node sec = doc[section];
+      sec[field] = value;
+    }
+  };
+  if (!matrix_ok) {
+    // Report the rest of the file too, validated once with the first value of every usable
+    // matrix key (a key also set in its section keeps the section's value).
+    YAML::Node doc = YAML::Load(text);
+    for (const auto& a : *axes) {
+      auto [section, field] = MatrixTarget(a.key);
+      const YAML::Node& cdoc = doc;
+      const bool set_there = section.empty() ? static_cast<bool>(cdoc[field])
+                                             : cdoc[section].IsMap() && cdoc[section][field];
+      if (!set_there) put_values(doc, a.key, doc["matrix"][a.key][0]);
+    }
+    Parser p(file);
+    out.diagnostics = matrix_parser.diagnostics();
+    for (auto& d : p.RunRoot(doc).diagnostics) out.diagnostics.push_back(std::move(d));
+    std::stable_sort(out.diagnostics.begin(), out.diagnostics.end(),
+                     [](const Diagnostic& a, const Diagnostic& b) {
+                       return a.loc.line != b.loc.line ? a.loc.line < b.loc.line
+                                                       : a.loc.column < b.loc.column;
+                     });
+    return out;
+  }
+  size_t total = 1;
+  for (const auto& a : *axes) total *= a.values.size();
+  // Each diagnostic once, with the first combination it occurred in and how many it hit.
+  struct Seen {
+    Diagnostic diag;
+    std::string label;
+    size_t count = 0;
+  };
+  std::vector<Seen> seen;
+  std::vector<size_t> index(axes->size(), 0);
+  for (size_t n = 0; n < total; ++n) {
+    // Fresh document per combination; the matrix's own value nodes are put in place, so an
+    // error in a value points at the value in the matrix.
+    YAML::Node doc = YAML::Load(text);
+    std::vector<std::pair<std::string, std::string>> values;
+    for (size_t a = 0; a < axes->size(); ++a) {
+      const std::string& key = (*axes)[a].key;
+      YAML::Node value = doc["matrix"][key][index[a]];
+      values.emplace_back(key, value.Scalar());
+      put_values(doc, key, value);
+    }
+    Scenario label_holder;
+    label_holder.matrix = values;
+    const std::string label = label_holder.MatrixLabel();
+    Parser p(file);
+    ParseOutcome r = p.RunRoot(doc);
+    for (auto& d : r.diagnostics) {
+      const std::string key = d.ToString();
+      auto it = std::find_if(seen.begin(), seen.end(),
+                             [&](const Seen& s) { return s.diag.ToString() == key; });
+      if (it == seen.end()) {
+        seen.push_back({std::move(d), label, 1});
+      } else {
+        ++it->count;
+      }
+    }
+    if (r.ok()) {
+      Scenario sc = std::move(*r.scenario);
+      sc.base_name = sc.name;
+      sc.matrix = std::move(values);
+      sc.name = sc.base_name + "[" + label + "]";
+      out.runs.push_back(std::move(sc));
+    }
+    // Next combination: the last key varies fastest.
+    for (size_t a = axes->size(); a-- > 0;) {
+      if (++index[a] < (*axes)[a].values.size()) break;
+      index[a] = 0;
+    }
+  }
+  for (auto& s : seen) {
+    if (s.count < total) s.diag.message += " (in matrix combination " + s.label + ")";
+    out.diagnostics.push_back(std::move(s.diag));
+  }
+  if (!out.diagnostics.empty()) out.runs.clear();
+  return out;
+}
+
+ExpandOutcome ExpandScenarioFile(const std::string& path) {
+  auto text = ReadFile(path);
+  if (!text) return {{}, {Unreadable(path)}};
+  return ExpandScenario(*text, path);
 }
 
 }  // namespace faultline::runner

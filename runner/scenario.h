@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "injector/status.h"
@@ -167,7 +168,32 @@ struct Scenario {
   Workload workload;
   std::vector<FaultSpec> faults;  // in file order
   Expectations expect;
+  // `requires:`: features the run needs (kKnownRequirements); the runner checks them before
+  // starting anything and skips the run, with the reason, where one is missing.
+  std::vector<std::string> requirements;
+  // A run expanded from a `matrix:`: the file's name (`name` then carries the label, e.g.
+  // "nightly[op=allgather,bytes=64MiB]") and this combination's values in the order of the
+  // matrix keys, spelled as in the file. Empty for a file without a matrix.
+  std::string base_name;
+  std::vector<std::pair<std::string, std::string>> matrix;
+  // "op=allgather,bytes=64MiB"; empty without a matrix.
+  std::string MatrixLabel() const;
 };
+
+// The names `requires:` accepts: "sch_netem" (the kernel's netem qdisc, for delay, jitter,
+// corrupt and reorder faults) and "fault_hook" (ranks serving the fault-hook protocol,
+// injector/FAULT_HOOK.md, for conn_corrupt and qp_error).
+inline constexpr const char* kKnownRequirements[] = {"sch_netem", "fault_hook"};
+
+// The keys a `matrix:` may vary and the scenario key each one sets.
+//   op dtype reduce root bytes duration -> workload.<key>; seed ccl -> top level;
+//   hosts ranks_per_host rails rail_gbps -> topology.<key>.
+inline constexpr const char* kMatrixKeys[] = {"op",       "dtype", "reduce", "root",
+                                              "bytes",    "duration", "seed", "ccl",
+                                              "hosts",    "ranks_per_host", "rails",
+                                              "rail_gbps"};
+// At most this many combinations in one file.
+inline constexpr int kMaxMatrixRuns = 1000;
 
 // The outcome of parsing: a scenario when `diagnostics` is empty.
 struct ParseOutcome {
@@ -176,9 +202,24 @@ struct ParseOutcome {
   bool ok() const { return scenario.has_value() && diagnostics.empty(); }
 };
 
-// Parses and validates YAML text; `file` names it in diagnostics.
+// Parses and validates YAML text; `file` names it in diagnostics. A file with a `matrix:` is
+// accepted only when it expands to exactly one run (use ExpandScenario otherwise).
 ParseOutcome ParseScenario(std::string_view yaml_text, const std::string& file);
 // Reads and parses a file; an unreadable file is one diagnostic at 0:0.
 ParseOutcome ParseScenarioFile(const std::string& path);
+
+// The outcome of expanding a file: every run it stands for when `diagnostics` is empty.
+struct ExpandOutcome {
+  std::vector<Scenario> runs;
+  std::vector<Diagnostic> diagnostics;
+  bool ok() const { return !runs.empty() && diagnostics.empty(); }
+};
+
+// Parses a file that may carry a `matrix:` and returns one Scenario per combination (the
+// first key varies slowest), each validated in full; a file without a matrix is one run. An
+// error found in only some combinations names the first such combination. Nothing is returned
+// unless every combination validates.
+ExpandOutcome ExpandScenario(std::string_view yaml_text, const std::string& file);
+ExpandOutcome ExpandScenarioFile(const std::string& path);
 
 }  // namespace faultline::runner
