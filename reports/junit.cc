@@ -23,6 +23,12 @@ struct Case {
 
 std::vector<Case> CasesOf(const nlohmann::json& report) {
   std::vector<Case> cases;
+  // A run that was not started because the machine lacks what the scenario requires: one
+  // skipped case, never a pass.
+  if (report.contains("skipped") && report["skipped"].is_string()) {
+    cases.push_back({"outcome", "skipped", "", report["skipped"].get<std::string>(), ""});
+    return cases;
+  }
   const std::string outcome = Str(report, "outcome");
   Case run{"outcome", "", "", "", ""};
   const std::vector<std::string> harness = HarnessErrors(report);
@@ -71,10 +77,11 @@ std::string JUnitXml(const std::vector<nlohmann::json>& reports) {
     if (name_count[name] > 1) name += " [" + Str(r, "ccl") + ", seed " + Str(sc, "seed") + "]";
     if (int n = ++suite_names[name]; n > 1) name += " #" + std::to_string(n);
     const std::vector<Case> cases = CasesOf(r);
-    size_t failures = 0, errors = 0;
+    size_t failures = 0, errors = 0, skipped = 0;
     for (const auto& c : cases) {
       failures += c.kind == "failure";
       errors += c.kind == "error";
+      skipped += c.kind == "skipped";
     }
     total_tests += cases.size();
     total_failures += failures;
@@ -82,7 +89,8 @@ std::string JUnitXml(const std::vector<nlohmann::json>& reports) {
 
     suites += "  <testsuite name=\"" + XmlEscape(name) + "\" tests=\"" +
               std::to_string(cases.size()) + "\" failures=\"" + std::to_string(failures) +
-              "\" errors=\"" + std::to_string(errors) + "\" skipped=\"0\">\n";
+              "\" errors=\"" + std::to_string(errors) + "\" skipped=\"" + std::to_string(skipped) +
+              "\">\n";
     suites += "    <properties>\n";
     auto prop = [&](const std::string& key, const std::string& value) {
       if (value.empty()) return;
@@ -103,11 +111,18 @@ std::string JUnitXml(const std::vector<nlohmann::json>& reports) {
         suites += "/>\n";
         continue;
       }
+      if (c.kind == "skipped") {
+        suites += ">\n      <skipped message=\"" + XmlEscape(c.message) + "\"/>\n    </testcase>\n";
+        continue;
+      }
       suites += ">\n      <" + c.kind + " message=\"" + XmlEscape(c.message) + "\" type=\"" +
                 XmlEscape(c.type) + "\">" + XmlText(c.detail) + "</" + c.kind + ">\n";
       suites += "    </testcase>\n";
     }
-    suites += "    <system-out>" + XmlText(VerdictLine(r) + "\n") + "</system-out>\n";
+    const std::string line = r.contains("skipped") && r["skipped"].is_string()
+                                 ? "SKIPPED: " + Str(sc, "name") + ": " + r["skipped"].get<std::string>()
+                                 : VerdictLine(r);
+    suites += "    <system-out>" + XmlText(line + "\n") + "</system-out>\n";
     suites += "  </testsuite>\n";
   }
   return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"faultline\" tests=\"" +

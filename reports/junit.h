@@ -8,6 +8,8 @@
 //    outcome is hung or crashed, which no scenario accepts; else it passes.
 //  - "expect.<name>" for every expectation, in the report's order; a failed one has a
 //    <failure> whose message holds the measured value and the limit.
+//  - A report with "skipped" (a string: why the run was not started, e.g. the kernel lacks a
+//    feature the scenario requires) has one testcase "outcome" with <skipped message=...>.
 // Element order and attributes follow the JUnit schema that these readers accept (testsuite:
 // name, tests, failures, errors, skipped; testcase: name, classname).
 #pragma once

@@ -1,8 +1,10 @@
-// faultline run SCENARIO.yaml [--out DIR] [--seed N] [--ccl NAME] [--allow NETNS/DEV]...
+// faultline run SCENARIO.yaml|FOLDER [--out DIR] [--seed N] [--ccl NAME] [--allow NETNS/DEV]...
+// A matrix file or a folder runs every run into its own subdirectory (runner/suite.h).
 #include <memory>
 
 #include "runner/command.h"
 #include "runner/run.h"
+#include "runner/suite.h"
 
 namespace faultline::cli {
 
@@ -10,8 +12,10 @@ void RegisterRun(CLI::App& app, Action* action) {
   auto opts = std::make_shared<runner::RunOptions>();
   auto seed = std::make_shared<uint64_t>(0);
   auto ccl = std::make_shared<std::string>();
-  CLI::App* cmd = app.add_subcommand("run", "run one scenario end to end and write its report");
-  cmd->add_option("scenario", opts->scenario_path, "scenario YAML file")->required();
+  CLI::App* cmd = app.add_subcommand(
+      "run", "run a scenario (every combination of its matrix), or every scenario of a folder");
+  cmd->add_option("scenario", opts->scenario_path, "scenario YAML file or a folder of them")
+      ->required();
   cmd->add_option("--out", opts->out_dir, "output directory (default out/<name>-<run id>)");
   auto* seed_opt = cmd->add_option("--seed", *seed, "override the scenario's seed");
   cmd->add_option("--ccl", *ccl, "override the scenario's ccl (ftccl|gloo|nccl)")
@@ -27,7 +31,7 @@ void RegisterRun(CLI::App& app, Action* action) {
       if (*ccl == "ftccl") o.ccl = runner::CclName::kFtccl;
       if (*ccl == "gloo") o.ccl = runner::CclName::kGloo;
       if (*ccl == "nccl") o.ccl = runner::CclName::kNccl;
-      return runner::RunScenario(o);
+      return runner::RunScenarios(o);
     };
   });
 }

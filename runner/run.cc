@@ -533,7 +533,12 @@ int RunScenario(const RunOptions& options) {
     }
     return 2;
   }
-  Scenario sc = std::move(*parsed.scenario);
+  return RunParsedScenario(std::move(*parsed.scenario), options);
+}
+
+bool RunInterrupted() { return g_stop; }
+
+int RunParsedScenario(Scenario sc, const RunOptions& options) {
   if (options.seed) sc.seed = *options.seed;
   if (options.ccl) sc.ccl = *options.ccl;
   if (sc.ccl == CclName::kNccl) {

@@ -29,4 +29,11 @@ struct RunOptions {
 // 3 the harness itself failed (and said why on stderr).
 int RunScenario(const RunOptions& options);
 
+// The same for a scenario already parsed (e.g. one combination of a matrix): the report names
+// options.scenario_path as its file; options.seed and options.ccl still override.
+int RunParsedScenario(Scenario scenario, const RunOptions& options);
+
+// True when the last run was stopped by SIGINT or SIGTERM.
+bool RunInterrupted();
+
 }  // namespace faultline::runner
