@@ -1,11 +1,12 @@
 // The ftccl adapter: one ftccl::Communicator over every rail given. Every collective carries
 // its own deadline; after an error the communicator is sticky and later calls fail fast.
-// ftccl has no event API yet: EmitsEvents() is false until it does, and DrainEvents is where
-// its events will be turned into CclEvent records.
+// ftccl reports what its data path did about faults (path down, migrated, resumed, path up,
+// failback, abort); DrainEvents turns them into the runner's CclEvent records.
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "ftccl/communicator.h"
 #include "runner/ccl_adapter.h"
@@ -69,7 +70,25 @@ class FtcclAdapter final : public CclAdapter {
     return FromFtccl(comm_->Barrier(ftccl::Millis(timeout.count())));
   }
 
-  bool EmitsEvents() const override { return false; }
+  bool EmitsEvents() const override { return true; }
+
+  std::vector<CclEvent> DrainEvents() override {
+    std::vector<CclEvent> out;
+    if (comm_ == nullptr) return out;
+    for (const ftccl::Event& e : comm_->DrainEvents()) {
+      auto kind = ParseEventKind(ftccl::EventKindName(e.kind));
+      if (!kind) continue;
+      CclEvent c;
+      c.time_ns = e.time_ns;
+      c.rank = comm_->rank();
+      c.kind = *kind;
+      c.path = e.rail;
+      c.reason = e.reason;
+      if (e.peer >= 0) c.reason = "rank " + std::to_string(e.peer) + ": " + c.reason;
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
 
  private:
   std::unique_ptr<ftccl::Communicator> comm_;

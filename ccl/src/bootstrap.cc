@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -98,7 +99,8 @@ Status Bootstrap::JoinAsRoot(const CommOptions& options, const std::vector<net::
   while (joined < size) {
     auto conn = net::Accept(listener.get(), deadline);
     if (!conn.ok() && conn.status().code() != Code::kTimeout) {
-      BroadcastError(conn.status().message(), Clock::now() + std::chrono::seconds(1));
+      BroadcastError(conn.status().message(), Clock::now() + std::chrono::seconds(1),
+                     conn.status().code());
       return conn.status().WithContext("accepting ranks on the bootstrap socket");
     }
     if (!conn.ok()) {
@@ -108,7 +110,7 @@ Status Bootstrap::JoinAsRoot(const CommOptions& options, const std::vector<net::
       }
       error = "only " + std::to_string(joined) + " of " + std::to_string(size) +
               " ranks joined before the deadline (missing ranks: " + missing + ")";
-      BroadcastError(error, Clock::now() + std::chrono::seconds(1));
+      BroadcastError(error, Clock::now() + std::chrono::seconds(1), Code::kTimeout);
       return Timeout(error);
     }
     uint32_t type;
@@ -143,8 +145,9 @@ Status Bootstrap::JoinAsRoot(const CommOptions& options, const std::vector<net::
                " channels per rail but rank 0 uses " + std::to_string(options.channels_per_rail);
     }
     if (!reason.empty()) {
-      SendMsg(conn->get(), kError, reason, Clock::now() + std::chrono::seconds(1)).ok();
-      BroadcastError(reason, Clock::now() + std::chrono::seconds(1));
+      SendMsg(conn->get(), kError, std::to_string(static_cast<int>(Code::kInvalidArgument)) + "|" + reason,
+              Clock::now() + std::chrono::seconds(1)).ok();
+      BroadcastError(reason, Clock::now() + std::chrono::seconds(1), Code::kInvalidArgument);
       return InvalidArgument(reason);
     }
     std::vector<net::Endpoint> rails(nrails);
@@ -212,7 +215,18 @@ Status Bootstrap::JoinAsPeer(const CommOptions& options, const std::vector<net::
   std::string payload;
   Status st = RecvMsg(root_.get(), &type, &payload, deadline);
   if (!st.ok()) return st.WithContext("waiting for the address table from rank 0");
-  if (type == kError) return InvalidArgument("rank 0 refused the group: " + payload);
+  if (type == kError) {
+    // "<code>|<text>": the cause keeps its code (a missing rank is a timeout, a bad option an
+    // invalid argument).
+    Code code = Code::kInvalidArgument;
+    auto bar = payload.find('|');
+    if (bar != std::string::npos) {
+      int c = std::atoi(payload.substr(0, bar).c_str());
+      if (c > 0 && c <= static_cast<int>(Code::kInternal)) code = static_cast<Code>(c);
+      payload = payload.substr(bar + 1);
+    }
+    return Status(code, "rank 0 refused the group: " + payload);
+  }
   if (type != kTable) return Corrupt("unexpected bootstrap message type " + std::to_string(type));
   Reader rd{payload};
   int32_t size = 0, nrails = 0;
@@ -234,9 +248,9 @@ Status Bootstrap::JoinAsPeer(const CommOptions& options, const std::vector<net::
   return Status::Ok();
 }
 
-void Bootstrap::BroadcastError(const std::string& text, Clock::time_point deadline) {
+void Bootstrap::BroadcastError(const std::string& text, Clock::time_point deadline, Code code) {
   for (auto& p : peers_) {
-    if (p.valid()) SendMsg(p.get(), kError, text, deadline).ok();
+    if (p.valid()) SendMsg(p.get(), kError, std::to_string(static_cast<int>(code)) + "|" + text, deadline).ok();
   }
 }
 
@@ -253,6 +267,8 @@ Status Bootstrap::Ready(const Status& local, Clock::time_point deadline) {
     if (!local.ok()) return local;
     if (!st.ok()) return st.WithContext("bootstrap: waiting for rank 0 to confirm setup");
     if (type == kGo) return Status::Ok();
+    auto bar = payload.find('|');
+    if (bar != std::string::npos) payload = payload.substr(bar + 1);
     return NetworkError("setup failed on another rank: " + payload);
   }
   std::string first_error = local.ok() ? "" : "rank 0: " + local.ToString();
@@ -273,7 +289,7 @@ Status Bootstrap::Ready(const Status& local, Clock::time_point deadline) {
     }
     return Status::Ok();
   }
-  BroadcastError(first_error, deadline);
+  BroadcastError(first_error, deadline, Code::kNetwork);
   return local.ok() ? NetworkError("setup failed on another rank: " + first_error) : local;
 }
 

@@ -44,7 +44,7 @@ class Bootstrap final {
                     Clock::time_point deadline);
   Status JoinAsPeer(const CommOptions& options, const std::vector<net::Endpoint>& my_rails,
                     Clock::time_point deadline);
-  void BroadcastError(const std::string& text, Clock::time_point deadline);
+  void BroadcastError(const std::string& text, Clock::time_point deadline, Code code);
 
   int rank_;
   BootstrapTable table_;

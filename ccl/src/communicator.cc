@@ -71,6 +71,7 @@ class Communicator::Impl {
     transport_->Fail(Aborted("aborted by the application: " + reason), next_seq_);
   }
   CommStats Stats() const { return transport_->Stats(); }
+  std::vector<Event> DrainEvents() { return transport_->DrainEvents(); }
   void Close();
 
   CommOptions options_;
@@ -249,6 +250,7 @@ uint64_t Communicator::id() const { return impl_->comm_id_; }
 int Communicator::num_rails() const { return impl_->num_rails_; }
 const CommOptions& Communicator::options() const { return impl_->options_; }
 CommStats Communicator::Stats() const { return impl_->Stats(); }
+std::vector<Event> Communicator::DrainEvents() { return impl_->DrainEvents(); }
 void Communicator::Abort(const std::string& reason) { impl_->Abort(reason); }
 
 namespace {

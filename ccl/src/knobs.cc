@@ -47,6 +47,8 @@ Status ApplyEnvOverrides(CommOptions* o) {
   FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_INIT_TIMEOUT_MS", 1, 3600000, &o->init_timeout));
   FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_OP_TIMEOUT_MS", 1, 86400000, &o->op_timeout));
   FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_RETRANSMIT_TIMEOUT_MS", 1, 3600000, &o->retransmit_timeout));
+  FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_ABORT_TIMEOUT_MS", 1, 3600000, &o->abort_timeout));
+  FTCCL_RETURN_IF_ERROR(Override("FTCCL_WATCH_LINKS", 0, 1, &o->watch_links));
   return Status::Ok();
 }
 
@@ -59,6 +61,8 @@ std::vector<std::pair<std::string, std::string>> EffectiveKnobs(const CommOption
       {"init_timeout_ms", std::to_string(o.init_timeout.count())},
       {"op_timeout_ms", std::to_string(o.op_timeout.count())},
       {"retransmit_timeout_ms", std::to_string(o.retransmit_timeout.count())},
+      {"abort_timeout_ms", std::to_string(o.abort_timeout.count())},
+      {"watch_links", o.watch_links ? "1" : "0"},
   };
 }
 

@@ -1,5 +1,7 @@
 #include "ftccl/types.h"
 
+#include "ftccl/communicator.h"
+
 #include <cstring>
 
 namespace ftccl {
@@ -141,5 +143,20 @@ uint16_t FloatToBF16(float f) {
 }
 
 float BF16ToFloat(uint16_t b) { return BitsFloat(static_cast<uint32_t>(b) << 16); }
+
+const char* EventKindName(EventKind kind) {
+  switch (kind) {
+    case EventKind::kPathDown: return "path_down";
+    case EventKind::kMigrated: return "migrated";
+    case EventKind::kResumed: return "resumed";
+    case EventKind::kRebalanced: return "rebalanced";
+    case EventKind::kRelayOn: return "relay_on";
+    case EventKind::kRelayOff: return "relay_off";
+    case EventKind::kPathUp: return "path_up";
+    case EventKind::kFailback: return "failback";
+    case EventKind::kAbort: return "abort";
+  }
+  return "?";
+}
 
 }  // namespace ftccl

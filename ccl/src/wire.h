@@ -32,6 +32,7 @@ enum class FrameType : uint8_t {
   kBye = 6,    // orderly close; chunk_seq = final cumulative ack
   kPing = 7,   // liveness probe of one connection; chunk_seq = nonce
   kPong = 8,   // the answer, on the same connection; chunk_seq = the ping's nonce
+  kPathDown = 9,  // "my end of this path is down": tag = rail << 16 | channel, sent on another
 };
 
 struct FrameHeader {

@@ -59,7 +59,12 @@ struct CommOptions {
   int socket_buffer_bytes = 4 * 1024 * 1024;  // FTCCL_SOCKET_BUFFER_BYTES: SO_SNDBUF/SO_RCVBUF, 0 = kernel
   Millis init_timeout{30000};                 // FTCCL_INIT_TIMEOUT_MS: bootstrap + connection setup
   Millis op_timeout{60000};                   // FTCCL_OP_TIMEOUT_MS: default deadline of a collective
-  Millis retransmit_timeout{500};             // FTCCL_RETRANSMIT_TIMEOUT_MS: resend unacked chunks after
+  Millis retransmit_timeout{500};             // FTCCL_RETRANSMIT_TIMEOUT_MS: a path that acknowledges
+                                              // nothing for this long is suspect; its chunks move
+  Millis abort_timeout{2000};                 // FTCCL_ABORT_TIMEOUT_MS: no working path to a peer for
+                                              // this long fails the communicator (kPeerLost)
+  bool watch_links = true;                    // FTCCL_WATCH_LINKS: follow the rails' link state
+                                              // (netlink) to detect a downed port at once
   WireFaults wire_faults;
 };
 
@@ -80,6 +85,29 @@ struct CommStats {
   uint64_t acks_sent = 0;
   uint64_t nacks_sent = 0;
   std::vector<uint64_t> payload_bytes_sent_per_rail;
+};
+
+// What the data path did about a fault, for the harness's metrics and for operators.
+enum class EventKind : uint8_t {
+  kPathDown = 0,  // a connection stopped working (link down, reset, no acknowledgement)
+  kMigrated,      // its unacknowledged chunks were handed to the surviving paths
+  kResumed,       // the first chunk was acknowledged after a path went down
+  kRebalanced,    // striping weights changed
+  kRelayOn,       // traffic goes through a peer on the same host
+  kRelayOff,
+  kPathUp,        // a path that was down answers again
+  kFailback,      // data flows on a path again after it came back
+  kAbort,         // the communicator failed; every pending operation returns an error
+};
+const char* EventKindName(EventKind kind);  // "path_down", "migrated", ...
+
+struct Event {
+  int64_t time_ns = 0;  // CLOCK_MONOTONIC
+  EventKind kind = EventKind::kPathDown;
+  int peer = -1;        // the rank at the other end; -1 when it concerns no single peer
+  int rail = -1;        // -1 when it concerns no single rail
+  int channel = -1;
+  std::string reason;
 };
 
 // Handle of an asynchronous operation.
@@ -151,6 +179,8 @@ class Communicator final {
   void Abort(const std::string& reason);
 
   CommStats Stats() const;
+  // The events since the last call, oldest first. Thread-safe.
+  std::vector<Event> DrainEvents();
 
   class Impl;
 

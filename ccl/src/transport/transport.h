@@ -94,6 +94,8 @@ class Transport {
   virtual Status error() const = 0;
 
   virtual CommStats Stats() const = 0;
+  // The data path's events since the last call (see ftccl::Event).
+  virtual std::vector<Event> DrainEvents() = 0;
 
   // Orderly close: tells every peer (with a final acknowledgement), then stops the progress
   // thread and closes every socket. Bounded in time. Idempotent.

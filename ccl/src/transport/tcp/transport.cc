@@ -1,5 +1,10 @@
 #include "transport/tcp/transport.h"
 
+#include <ifaddrs.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -78,6 +83,7 @@ Result<std::unique_ptr<TcpTransport>> TcpTransport::Connect(
     std::vector<std::pair<net::Fd, net::Endpoint>> listeners, const std::vector<uint32_t>& rail_ips,
     Clock::time_point deadline) {
   std::unique_ptr<TcpTransport> t(new TcpTransport(options, table));
+  t->rail_ips_ = rail_ips;
   const int rank = options.rank;
   const int nch = options.channels_per_rail;
   auto add_conn = [&](net::Fd fd, int peer, int rail, int channel) -> Status {
@@ -153,6 +159,18 @@ Status TcpTransport::Start() {
       return ErrnoStatus("epoll_ctl(conn)", errno);
     }
   }
+  if (options_.watch_links) {
+    Status st = OpenLinkWatch();
+    if (st.ok()) {
+      epoll_event e{};
+      e.events = EPOLLIN;
+      e.data.u64 = UINT64_MAX - 1;
+      if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, link_watch_.get(), &e) != 0) link_watch_.Reset();
+    } else {
+      LOG_WARN("NET/TCP", "not watching link state (%s): detection relies on timeouts",
+               st.ToString().c_str());
+    }
+  }
   started_ = true;
   thread_ = std::thread([this] { Loop(); });
   return Status::Ok();
@@ -202,11 +220,12 @@ OpPtr TcpTransport::Recv(int peer, const MsgKey& key, const Signature& sig, void
 
 Status TcpTransport::Wait(const OpPtr& op, Clock::time_point deadline) {
   std::unique_lock<std::mutex> lock(mu_);
+  auto dead = [&] { return !error_.ok() && op->key.coll_seq >= fail_from_; };
   bool ready = cv_.wait_until(lock, deadline, [&] {
-    return op->done.load(std::memory_order_acquire) || !error_.ok();
+    return op->done.load(std::memory_order_acquire) || dead();
   });
   if (op->done.load(std::memory_order_acquire)) return op->status;
-  if (!error_.ok()) return error_;
+  if (dead()) return error_;
   (void)ready;
   return Timeout("no progress on " + std::string(op->kind == Op::Kind::kSend ? "send to" : "receive from") +
                  " rank " + std::to_string(op->peer) + " (collective #" +
@@ -216,6 +235,7 @@ Status TcpTransport::Wait(const OpPtr& op, Clock::time_point deadline) {
 void TcpTransport::Fail(const Status& why, uint64_t coll_seq) {
   std::unique_lock<std::mutex> lock(mu_);
   if (error_.ok()) error_ = why;
+  if (coll_seq < fail_from_) fail_from_ = coll_seq;
   failed_ = true;
   cv_.notify_all();
   if (!started_ || std::this_thread::get_id() == thread_.get_id()) return;
@@ -302,6 +322,10 @@ void TcpTransport::Loop() {
         (void)!read(wake_.get(), &v, sizeof(v));
         continue;
       }
+      if (id == UINT64_MAX - 1) {
+        OnLinkMessages();
+        continue;
+      }
       int ci = static_cast<int>(id);
       if (!conns_[ci].alive) continue;
       if (events[i].events & EPOLLOUT) {
@@ -360,23 +384,35 @@ void TcpTransport::FailLocked(const Status& why, uint64_t coll_seq) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (error_.ok()) error_ = why;
+    if (coll_seq < fail_from_) fail_from_ = coll_seq;
     failed_ = true;
   }
   Status err = error();
-  // Fail every pending op, and stop touching the buffers they lent us: a chunk being received
-  // goes to the discard buffer, a chunk being sent is copied so its frame can still end cleanly.
+  const uint64_t from = fail_from_;
+  // Fail every pending op of the failed collectives, and stop touching the buffers they lent
+  // us: a chunk being received goes to the discard buffer, a chunk being sent is copied so its
+  // frame can still end cleanly. Ops of earlier collectives carry on.
   for (auto& p : peers_) {
-    for (auto& [seq, chunk] : p.unacked) Complete(chunk.op, err);
-    p.unacked.clear();
-    p.ready.clear();
-    p.inflight.clear();
-    for (auto& [key, msg] : p.rx) {
-      if (msg->recv) Complete(msg->recv, err);
+    for (auto it = p.unacked.begin(); it != p.unacked.end();) {
+      if (it->second.op->key.coll_seq >= from) {
+        Complete(it->second.op, err);
+        it = p.unacked.erase(it);
+      } else {
+        ++it;
+      }
     }
-    p.rx.clear();
+    for (auto it = p.rx.begin(); it != p.rx.end();) {
+      if (it->first.coll_seq >= from) {
+        if (it->second->recv) Complete(it->second->recv, err);
+        it = p.rx.erase(it);
+      } else {
+        ++it;
+      }
+    }
   }
   for (auto& c : conns_) {
-    if (c.in_payload && c.msg) {
+    if (c.in_payload && c.msg && c.msg->key.coll_seq >= from) {
+      peers_[c.peer].inflight.erase(c.hdr.chunk_seq);
       c.msg.reset();
       c.dst = nullptr;
     }
@@ -389,6 +425,7 @@ void TcpTransport::FailLocked(const Status& why, uint64_t coll_seq) {
   if (!abort_sent_) {
     // Tell every peer, best effort, so that nobody waits for its deadline.
     abort_sent_ = true;
+    Emit(EventKind::kAbort, -1, -1, -1, err.ToString());
     LOG_WARN("NET/TCP", "communicator failed: %s", err.ToString().c_str());
     std::string text = err.message();
     for (int peer = 0; peer < size_; ++peer) {
@@ -403,7 +440,15 @@ void TcpTransport::FailLocked(const Status& why, uint64_t coll_seq) {
       item.payload = item.owned.get();
       item.hdr.length = item.len;
       wire::Seal(&item.hdr, item.payload);
-      EnqueueCtrl(peer, std::move(item));
+      // Behind the last acknowledgement on the same connection, so the peer learns what was
+      // delivered before it learns of the abort.
+      int ci = peers_[peer].last_ack_conn;
+      if (ci >= 0 && conns_[ci].alive) {
+        conns_[ci].ctrl.push_back(std::move(item));
+        Flush(ci);
+      } else {
+        EnqueueCtrl(peer, std::move(item));
+      }
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -416,10 +461,13 @@ int TcpTransport::PickConn(int peer) {
   const size_t n = p.conns.size();
   for (size_t i = 0; i < n; ++i) {
     int ci = p.conns[(p.ack_rr + i) % n];
-    if (conns_[ci].alive && !conns_[ci].blocked) {
+    if (conns_[ci].alive && !conns_[ci].blocked && !conns_[ci].suspect) {
       p.ack_rr = (p.ack_rr + i + 1) % n;
       return ci;
     }
+  }
+  for (int ci : p.conns) {
+    if (conns_[ci].alive && !conns_[ci].suspect) return ci;
   }
   for (int ci : p.conns) {
     if (conns_[ci].alive) return ci;
@@ -435,7 +483,7 @@ void TcpTransport::EnqueueCtrl(int peer, TxItem item) {
 }
 
 void TcpTransport::PostSend(const OpPtr& op) {
-  if (failed_) {
+  if (Dead(op->key.coll_seq)) {
     Complete(op, error());
     return;
   }
@@ -475,7 +523,7 @@ void TcpTransport::PostSend(const OpPtr& op) {
 }
 
 void TcpTransport::PostRecv(const OpPtr& op) {
-  if (failed_) {
+  if (Dead(op->key.coll_seq)) {
     Complete(op, error());
     return;
   }
@@ -558,6 +606,10 @@ bool TcpTransport::PullData(int ci) {
     TxChunk& ch = it->second;
     ch.in_ready = false;
     ch.conn = ci;
+    if (c.failback_pending) {
+      c.failback_pending = false;
+      Emit(EventKind::kFailback, c.peer, c.rail, c.channel, "data flows on the path again");
+    }
     TxItem item;
     item.hdr = ch.hdr;
     item.payload = ch.op->buf + ch.offset;
@@ -715,7 +767,7 @@ void TcpTransport::OnHeader(int ci) {
   c.payload_got = 0;
   switch (type) {
     case wire::FrameType::kAck:
-      HandleAck(c.peer, h.chunk_seq, h.offset);
+      HandleAck(c.peer, h.chunk_seq, h.offset, ci);
       if (h.length > 0 && h.length <= wire::kMaxSackRanges * 16) {
         c.text.assign(h.length, '\0');  // the selective ranges, read as a payload
         c.in_payload = true;
@@ -734,17 +786,29 @@ void TcpTransport::OnHeader(int ci) {
       return;
     }
     case wire::FrameType::kPong:
-      if (c.suspect && h.chunk_seq == c.ping_nonce) {
+      if (c.suspect && h.chunk_seq == c.ping_nonce &&
+          (c.rail >= static_cast<int>(rail_up_.size()) || rail_up_[c.rail])) {
         c.suspect = false;
+        c.failback_pending = true;
         LOG_WARN("NET/TCP", "%s answers again: back in use", ConnLabel(c.peer, c.rail, c.channel).c_str());
+        Emit(EventKind::kPathUp, c.peer, c.rail, c.channel, "answers probes again");
         Kick(c.peer);
       }
       return;
+    case wire::FrameType::kPathDown: {
+      const int rail = static_cast<int>(h.tag >> 16), ch = static_cast<int>(h.tag & 0xFFFF);
+      for (int cj : p.conns) {
+        if (conns_[cj].rail == rail && conns_[cj].channel == ch) {
+          MarkDown(cj, Clock::now(), "rank " + std::to_string(c.peer) + " reports its end down");
+        }
+      }
+      return;
+    }
     case wire::FrameType::kNack:
       HandleNack(c.peer, h.chunk_seq);
       return;
     case wire::FrameType::kBye:
-      HandleAck(c.peer, h.chunk_seq, h.offset);
+      HandleAck(c.peer, h.chunk_seq, h.offset, ci);
       p.closing = true;
       return;
     case wire::FrameType::kAbort:
@@ -768,7 +832,7 @@ void TcpTransport::OnHeader(int ci) {
   }
   const uint64_t seq = h.chunk_seq;
   bool dup = seq < p.cum || p.above.count(seq) > 0 || p.inflight.count(seq) > 0;
-  if (!dup && !failed_) {
+  if (!dup && !Dead(h.coll_seq)) {
     MsgKey key{h.coll_seq, h.tag};
     Signature sig;
     sig.kind = static_cast<CollKind>(h.coll_kind);
@@ -780,7 +844,7 @@ void TcpTransport::OnHeader(int ci) {
       FailLocked(MismatchStatus(h.coll_seq, c.peer, cur_sig_, sig), h.coll_seq);
     }
     auto it = p.rx.find(key);
-    if (failed_) {
+    if (Dead(h.coll_seq)) {
       // Discarded below.
     } else if (it == p.rx.end()) {
       auto msg = std::make_shared<RxMsg>();
@@ -795,7 +859,7 @@ void TcpTransport::OnHeader(int ci) {
     } else if (!(it->second->sig == sig) || it->second->len != h.msg_len) {
       FailLocked(MismatchStatus(h.coll_seq, c.peer, it->second->sig, sig), h.coll_seq);
     }
-    if (!failed_) {
+    if (!Dead(h.coll_seq)) {
       c.msg = it->second;
       c.into_staging = !c.msg->recv;
       c.dst = (c.into_staging ? c.msg->staging.get() : c.msg->recv->buf) + h.offset;
@@ -898,9 +962,14 @@ void TcpTransport::OnPayloadDone(int ci) {
   }
 }
 
-void TcpTransport::HandleAck(int peer, uint64_t cum, uint64_t delivered) {
+void TcpTransport::HandleAck(int peer, uint64_t cum, uint64_t delivered, int from_ci) {
   Peer& p = peers_[peer];
   p.delivered = std::max({p.delivered, delivered, cum});
+  if (p.resume_pending && !p.unacked.empty() && p.unacked.begin()->first < cum) {
+    p.resume_pending = false;
+    const Conn& c = conns_[from_ci];
+    Emit(EventKind::kResumed, peer, c.rail, c.channel, "chunks acknowledged again");
+  }
   while (!p.unacked.empty() && p.unacked.begin()->first < cum) {
     auto it = p.unacked.begin();
     DetachInflight(peer, it->first);
@@ -1005,6 +1074,10 @@ void TcpTransport::ConnFailed(int ci, const std::string& reason) {
   }
   LOG_WARN("NET/TCP", "%s failed (%s): resending %zu unacknowledged chunks on the other paths",
            ConnLabel(peer, c.rail, c.channel).c_str(), reason.c_str(), lost.size());
+  Emit(EventKind::kPathDown, peer, c.rail, c.channel, reason);
+  Emit(EventKind::kMigrated, peer, c.rail, c.channel,
+       std::to_string(lost.size()) + " unacknowledged chunks moved to the other paths");
+  p.resume_pending = true;
   st_retx_ += lost.size();
   Requeue(p, std::move(lost));
   p.ack_dirty = true;
@@ -1054,12 +1127,13 @@ void TcpTransport::SendAcks() {
     st_acks_++;
     // The path that just delivered data works; a round-robin pick could hand the
     // acknowledgement to a path that is silently dropping everything.
-    if (p.ack_conn >= 0 && conns_[p.ack_conn].alive) {
-      conns_[p.ack_conn].ctrl.push_back(std::move(ack));
-      Flush(p.ack_conn);
-    } else {
-      EnqueueCtrl(peer, std::move(ack));
-    }
+    int ci = p.ack_conn >= 0 && conns_[p.ack_conn].alive && !conns_[p.ack_conn].suspect
+                 ? p.ack_conn
+                 : PickConn(peer);
+    if (ci < 0) continue;
+    p.last_ack_conn = ci;
+    conns_[ci].ctrl.push_back(std::move(ack));
+    Flush(ci);
   }
 }
 
@@ -1074,22 +1148,111 @@ void TcpTransport::SendPing(int ci, Clock::time_point now) {
   Flush(ci);
 }
 
-void TcpTransport::Suspect(int ci, Clock::time_point now) {
+void TcpTransport::MarkDown(int ci, Clock::time_point now, const std::string& reason) {
   Conn& c = conns_[ci];
   Peer& p = peers_[c.peer];
+  if (!c.alive || c.suspect) return;
   c.suspect = true;
+  c.failback_pending = false;
   std::vector<uint64_t> moved;
   for (auto& [seq, ch] : p.unacked) {
     if (ch.conn == ci && !ch.in_ready && !ch.delivered && seq >= p.delivered) moved.push_back(seq);
   }
-  LOG_WARN("NET/TCP", "%s: no acknowledgement within %lld ms: resending %zu chunks on the other paths",
-           ConnLabel(c.peer, c.rail, c.channel).c_str(),
-           static_cast<long long>(options_.retransmit_timeout.count()), moved.size());
+  LOG_WARN("NET/TCP", "%s down (%s): resending %zu chunks on the other paths",
+           ConnLabel(c.peer, c.rail, c.channel).c_str(), reason.c_str(), moved.size());
+  Emit(EventKind::kPathDown, c.peer, c.rail, c.channel, reason);
+  Emit(EventKind::kMigrated, c.peer, c.rail, c.channel,
+       std::to_string(moved.size()) + " unacknowledged chunks moved to the other paths");
+  p.resume_pending = true;
   st_retx_ += moved.size();
   for (uint64_t seq : moved) p.unacked[seq].sent_at = now;
   Requeue(p, std::move(moved));
   SendPing(ci, now);
+  // Tell the peer over a path that works, so it stops sending into this one at once instead
+  // of waiting for its own timeout.
+  TxItem notice;
+  notice.hdr = wire::MakeHeader(wire::FrameType::kPathDown, comm_id_);
+  notice.hdr.tag = static_cast<uint32_t>(c.rail << 16 | c.channel);
+  wire::Seal(&notice.hdr, nullptr);
+  EnqueueCtrl(c.peer, std::move(notice));
   Kick(c.peer);
+}
+
+void TcpTransport::Emit(EventKind kind, int peer, int rail, int channel, std::string reason) {
+  Event e;
+  e.time_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+  e.kind = kind;
+  e.peer = peer;
+  e.rail = rail;
+  e.channel = channel;
+  e.reason = std::move(reason);
+  std::lock_guard<std::mutex> lock(events_mu_);
+  if (events_.size() < 100000) events_.push_back(std::move(e));
+}
+
+std::vector<Event> TcpTransport::DrainEvents() {
+  std::lock_guard<std::mutex> lock(events_mu_);
+  std::vector<Event> out;
+  out.swap(events_);
+  return out;
+}
+
+Status TcpTransport::OpenLinkWatch() {
+  // The interface of every rail, from its local address.
+  rail_ifindex_.assign(num_rails_, 0);
+  rail_up_.assign(num_rails_, true);
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return ErrnoStatus("getifaddrs", errno);
+  for (int r = 0; r < num_rails_; ++r) {
+    for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
+      if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
+      if (reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr != rail_ips_[r]) continue;
+      rail_ifindex_[r] = static_cast<int>(if_nametoindex(i->ifa_name));
+      rail_up_[r] = (i->ifa_flags & IFF_UP) && (i->ifa_flags & IFF_RUNNING);
+      break;
+    }
+  }
+  freeifaddrs(list);
+  net::Fd fd(socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_ROUTE));
+  if (!fd.valid()) return ErrnoStatus("socket(NETLINK_ROUTE)", errno);
+  sockaddr_nl sa{};
+  sa.nl_family = AF_NETLINK;
+  sa.nl_groups = RTMGRP_LINK;
+  if (bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
+    return ErrnoStatus("bind(RTMGRP_LINK)", errno);
+  }
+  link_watch_ = std::move(fd);
+  return Status::Ok();
+}
+
+void TcpTransport::OnLinkMessages() {
+  alignas(nlmsghdr) char buf[16384];
+  for (;;) {
+    ssize_t n = recv(link_watch_.get(), buf, sizeof(buf), MSG_DONTWAIT);
+    if (n <= 0) return;
+    for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, static_cast<unsigned>(n));
+         h = NLMSG_NEXT(h, n)) {
+      if (h->nlmsg_type != RTM_NEWLINK && h->nlmsg_type != RTM_DELLINK) continue;
+      auto* ifi = static_cast<ifinfomsg*>(NLMSG_DATA(h));
+      const bool up = h->nlmsg_type == RTM_NEWLINK && (ifi->ifi_flags & IFF_UP) &&
+                      (ifi->ifi_flags & IFF_RUNNING);
+      auto now = Clock::now();
+      for (int r = 0; r < num_rails_; ++r) {
+        if (rail_ifindex_[r] != ifi->ifi_index || rail_up_[r] == up) continue;
+        rail_up_[r] = up;
+        for (size_t ci = 0; ci < conns_.size(); ++ci) {
+          Conn& c = conns_[ci];
+          if (c.rail != r || !c.alive) continue;
+          if (!up) {
+            MarkDown(static_cast<int>(ci), now, "rail " + std::to_string(r) + " link down");
+          } else if (c.suspect) {
+            SendPing(static_cast<int>(ci), now);  // back up: the answer returns it to use
+          }
+          if (failed_) return;
+        }
+      }
+    }
+  }
 }
 
 void TcpTransport::CheckTimers() {
@@ -1117,7 +1280,10 @@ void TcpTransport::CheckTimers() {
     }
     for (int ci : suspects) {
       if (failed_) return;
-      if (conns_[ci].alive && !conns_[ci].suspect) Suspect(ci, now);
+      if (conns_[ci].alive && !conns_[ci].suspect) {
+        MarkDown(ci, now, "no acknowledgement within " +
+                              std::to_string(options_.retransmit_timeout.count()) + " ms");
+      }
     }
     if (failed_) return;
     if (!resend.empty()) {
@@ -1126,9 +1292,27 @@ void TcpTransport::CheckTimers() {
       Kick(peer);
     }
     if (failed_) return;
+    bool any_alive = false, any_working = false;
     for (int ci : p.conns) {
       Conn& c = conns_[ci];
-      if (c.alive && c.suspect && now - c.last_ping >= options_.retransmit_timeout) SendPing(ci, now);
+      if (!c.alive) continue;
+      any_alive = true;
+      any_working |= !c.suspect;
+      if (c.suspect && now - c.last_ping >= options_.retransmit_timeout) SendPing(ci, now);
+    }
+    // No working path to a peer for the abort timeout: fail cleanly instead of waiting for
+    // every operation's deadline.
+    if (any_alive && !any_working && !p.closing) {
+      if (p.no_path_since == Clock::time_point{}) {
+        p.no_path_since = now;
+      } else if (now - p.no_path_since >= options_.abort_timeout) {
+        FailLocked(PeerLost("no working path to rank " + std::to_string(peer) + " for " +
+                            std::to_string(options_.abort_timeout.count()) + " ms"),
+                   0);
+        return;
+      }
+    } else {
+      p.no_path_since = {};
     }
   }
 }

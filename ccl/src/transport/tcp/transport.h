@@ -53,6 +53,7 @@ class TcpTransport final : public Transport {
   void Fail(const Status& why, uint64_t coll_seq) override;
   Status error() const override;
   CommStats Stats() const override;
+  std::vector<Event> DrainEvents() override;
   void Shutdown() override;
 
  private:
@@ -88,6 +89,7 @@ class TcpTransport final : public Transport {
     bool suspect = false;
     Clock::time_point last_ping;
     uint64_t ping_nonce = 0;
+    bool failback_pending = false;  // back up: the next data chunk on it is a failback
     std::deque<TxItem> ctrl;
     std::optional<TxItem> cur;
     // Receive state machine.
@@ -124,8 +126,11 @@ class TcpTransport final : public Transport {
     std::map<uint64_t, uint64_t> held;  // chunk_seq -> coll_seq of collectives not begun here
     bool ack_dirty = false;
     int ack_conn = -1;  // the connection that last delivered data: acknowledgements go there
+    int last_ack_conn = -1;  // where the last acknowledgement went: an abort follows it there
     size_t ack_rr = 0;
     bool closing = false;  // BYE received
+    bool resume_pending = false;          // a path went down: the next acknowledgement resumes
+    Clock::time_point no_path_since{};    // every live path suspect since (epoch: not so)
     bool gone = false;     // no connection left
   };
 
@@ -144,8 +149,12 @@ class TcpTransport final : public Transport {
   void OnReadable(int ci);
   void OnHeader(int ci);
   void OnPayloadDone(int ci);
-  void HandleAck(int peer, uint64_t cum, uint64_t delivered);
-  void Suspect(int ci, Clock::time_point now);
+  void HandleAck(int peer, uint64_t cum, uint64_t delivered, int from_ci);
+  // Takes a path out of use: its unacknowledged chunks move to the others, it is probed.
+  void MarkDown(int ci, Clock::time_point now, const std::string& reason);
+  void Emit(EventKind kind, int peer, int rail, int channel, std::string reason);
+  Status OpenLinkWatch();
+  void OnLinkMessages();
   void SendPing(int ci, Clock::time_point now);
   void HandleNack(int peer, uint64_t seq);
   void DetachInflight(int peer, uint64_t seq);
@@ -191,6 +200,11 @@ class TcpTransport final : public Transport {
   std::condition_variable cv_;
   Status error_;
   std::atomic<bool> failed_{false};
+  // The failure concerns collectives from this one on; earlier ones still in flight finish
+  // normally (a peer that is ahead may abort the next collective while this rank completes
+  // the current one). Guarded by mu_ for writers; read by the progress thread.
+  std::atomic<uint64_t> fail_from_{UINT64_MAX};
+  bool Dead(uint64_t coll_seq) const { return failed_ && coll_seq >= fail_from_; }
   bool fail_done_ = false;   // guarded by mu_: FailLocked ran
   bool abort_sent_ = false;  // progress thread
 
@@ -198,6 +212,15 @@ class TcpTransport final : public Transport {
   std::atomic<uint64_t> st_frames_sent_{0}, st_frames_recv_{0}, st_retx_{0}, st_crc_{0},
       st_dups_{0}, st_ooo_{0}, st_acks_{0}, st_nacks_{0}, st_staged_{0};
   std::unique_ptr<std::atomic<uint64_t>[]> st_rail_bytes_;
+
+  std::mutex events_mu_;
+  std::vector<Event> events_;
+
+  // Link state of the rails' interfaces (netlink RTNLGRP_LINK), when watched.
+  net::Fd link_watch_;
+  std::vector<uint32_t> rail_ips_;  // by rail, network byte order
+  std::vector<int> rail_ifindex_;  // by rail; 0 when unknown
+  std::vector<bool> rail_up_;
 };
 
 }  // namespace ftccl::transport::tcp
