@@ -101,6 +101,25 @@ TEST(JUnitXml, HarnessFailureIsAnError) {
   EXPECT_EQ(root->Attr("errors"), "1");
 }
 
+TEST(JUnitXml, SkippedRunIsASkippedCaseNotAPass) {
+  nlohmann::json r = testing::PassingReport("netem");
+  r["outcome"] = "skipped";
+  r["skipped"] = "kernel lacks sch_netem";
+  r["expectations"] = nlohmann::json::array();
+  auto root = ParseXml(JUnitXml({r}));
+  ASSERT_TRUE(root);
+  const XmlNode& suite = root->children[0];
+  EXPECT_EQ(suite.Attr("skipped"), "1");
+  EXPECT_EQ(suite.Attr("tests"), "1");
+  EXPECT_EQ(suite.Attr("failures"), "0");
+  EXPECT_EQ(suite.Attr("errors"), "0");
+  const XmlNode* outcome = Case(suite, "outcome");
+  ASSERT_NE(outcome, nullptr);
+  ASSERT_EQ(outcome->children.size(), 1u);
+  EXPECT_EQ(outcome->children[0].name, "skipped");
+  EXPECT_EQ(outcome->children[0].Attr("message"), "kernel lacks sch_netem");
+}
+
 TEST(JUnitXml, SeveralReportsOneSuiteEachWithDistinctNames) {
   nlohmann::json a = Report("same");
   nlohmann::json b = testing::PassingReport("same");
