@@ -831,7 +831,20 @@ void TcpTransport::OnHeader(int ci) {
     return;
   }
   const uint64_t seq = h.chunk_seq;
-  bool dup = seq < p.cum || p.above.count(seq) > 0 || p.inflight.count(seq) > 0;
+  bool dup = seq < p.cum || p.above.count(seq) > 0;
+  if (!dup && p.inflight.count(seq) > 0) {
+    // An earlier copy is still being read on another connection, typically one stalled on a
+    // broken path: this copy takes over and the rest of the old one goes to the discard buffer
+    // (whatever it wrote is overwritten by this complete copy).
+    for (int cj : p.conns) {
+      Conn& o = conns_[cj];
+      if (cj != ci && o.in_payload && o.msg && o.hdr.chunk_seq == seq) {
+        o.msg.reset();
+        o.dst = nullptr;
+      }
+    }
+    p.inflight.erase(seq);
+  }
   if (!dup && !Dead(h.coll_seq)) {
     MsgKey key{h.coll_seq, h.tag};
     Signature sig;
