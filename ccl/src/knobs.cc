@@ -46,7 +46,19 @@ Status ApplyEnvOverrides(CommOptions* o) {
   FTCCL_RETURN_IF_ERROR(Override("FTCCL_SOCKET_BUFFER_BYTES", 0, 1ull << 30, &o->socket_buffer_bytes));
   FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_INIT_TIMEOUT_MS", 1, 3600000, &o->init_timeout));
   FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_OP_TIMEOUT_MS", 1, 86400000, &o->op_timeout));
-  FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_RETRANSMIT_TIMEOUT_MS", 1, 3600000, &o->retransmit_timeout));
+  FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_SUSPECT_FLOOR_MS", 1, 3600000, &o->suspect_floor));
+  FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_SUSPECT_CEILING_MS", 1, 3600000, &o->suspect_ceiling));
+  FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_HEARTBEAT_INTERVAL_MS", 0, 3600000, &o->heartbeat_interval));
+  FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_FAILBACK_HOLDDOWN_MS", 0, 3600000, &o->failback_holddown));
+  FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_FAILBACK_HOLDDOWN_MAX_MS", 0, 3600000, &o->failback_holddown_max));
+  FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_FLAP_WINDOW_MS", 0, 86400000, &o->flap_window));
+  FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_RECONNECT_INTERVAL_MS", 1, 3600000, &o->reconnect_interval));
+  FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_TCP_USER_TIMEOUT_MS", 0, 3600000, &o->tcp_user_timeout));
+  if (o->suspect_floor > o->suspect_ceiling) {
+    return InvalidArgument("suspect_floor (" + std::to_string(o->suspect_floor.count()) +
+                           " ms) exceeds suspect_ceiling (" +
+                           std::to_string(o->suspect_ceiling.count()) + " ms)");
+  }
   FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_ABORT_TIMEOUT_MS", 1, 3600000, &o->abort_timeout));
   FTCCL_RETURN_IF_ERROR(Override("FTCCL_WATCH_LINKS", 0, 1, &o->watch_links));
   return Status::Ok();
@@ -60,7 +72,14 @@ std::vector<std::pair<std::string, std::string>> EffectiveKnobs(const CommOption
       {"socket_buffer_bytes", std::to_string(o.socket_buffer_bytes)},
       {"init_timeout_ms", std::to_string(o.init_timeout.count())},
       {"op_timeout_ms", std::to_string(o.op_timeout.count())},
-      {"retransmit_timeout_ms", std::to_string(o.retransmit_timeout.count())},
+      {"suspect_floor_ms", std::to_string(o.suspect_floor.count())},
+      {"suspect_ceiling_ms", std::to_string(o.suspect_ceiling.count())},
+      {"heartbeat_interval_ms", std::to_string(o.heartbeat_interval.count())},
+      {"failback_holddown_ms", std::to_string(o.failback_holddown.count())},
+      {"failback_holddown_max_ms", std::to_string(o.failback_holddown_max.count())},
+      {"flap_window_ms", std::to_string(o.flap_window.count())},
+      {"reconnect_interval_ms", std::to_string(o.reconnect_interval.count())},
+      {"tcp_user_timeout_ms", std::to_string(o.tcp_user_timeout.count())},
       {"abort_timeout_ms", std::to_string(o.abort_timeout.count())},
       {"watch_links", o.watch_links ? "1" : "0"},
   };

@@ -143,6 +143,23 @@ Result<Endpoint> LocalEndpoint(int fd) {
   return ep;
 }
 
+Result<Fd> StartConnect(const Endpoint& to, uint32_t from_ip) {
+  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd.valid()) return ErrnoStatus("socket", errno);
+  if (from_ip != 0) {
+    Endpoint from{from_ip, 0};
+    sockaddr_in sa = from.ToSockaddr();
+    if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
+      return ErrnoStatus("bind " + from.ToString(), errno);
+    }
+  }
+  sockaddr_in sa = to.ToSockaddr();
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0 && errno != EINPROGRESS) {
+    return ErrnoStatus("connect " + to.ToString(), errno);
+  }
+  return fd;
+}
+
 Result<Fd> Connect(const Endpoint& to, uint32_t from_ip, Clock::time_point deadline) {
   Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd.valid()) return ErrnoStatus("socket", errno);

@@ -64,6 +64,9 @@ Result<Endpoint> LocalEndpoint(int fd);
 // Connects to `to` (optionally from `from_ip`, 0 = any) before `deadline`. The socket returned
 // is blocking.
 Result<Fd> Connect(const Endpoint& to, uint32_t from_ip, Clock::time_point deadline);
+// Starts a non-blocking connect from `from_ip` (0: any) to `to`: the socket becomes writable
+// when it completes; SO_ERROR then says how. The socket stays non-blocking.
+Result<Fd> StartConnect(const Endpoint& to, uint32_t from_ip);
 // Accepts one connection before `deadline`.
 Result<Fd> Accept(int listen_fd, Clock::time_point deadline);
 

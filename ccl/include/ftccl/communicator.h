@@ -59,8 +59,26 @@ struct CommOptions {
   int socket_buffer_bytes = 4 * 1024 * 1024;  // FTCCL_SOCKET_BUFFER_BYTES: SO_SNDBUF/SO_RCVBUF, 0 = kernel
   Millis init_timeout{30000};                 // FTCCL_INIT_TIMEOUT_MS: bootstrap + connection setup
   Millis op_timeout{60000};                   // FTCCL_OP_TIMEOUT_MS: default deadline of a collective
-  Millis retransmit_timeout{500};             // FTCCL_RETRANSMIT_TIMEOUT_MS: a path that acknowledges
-                                              // nothing for this long is suspect; its chunks move
+  // A path with something outstanding (a chunk not yet acknowledged, a probe not answered) that
+  // shows no progress for its timeout is suspect: it carries no new data, its chunks move to the
+  // other paths, and it is probed until it answers. The timeout follows the path's measured
+  // round-trip time (srtt + 4 rttvar, as TCP's RTO), clamped to [floor, ceiling].
+  Millis suspect_floor{60};                   // FTCCL_SUSPECT_FLOOR_MS
+  Millis suspect_ceiling{500};                // FTCCL_SUSPECT_CEILING_MS
+  Millis heartbeat_interval{50};              // FTCCL_HEARTBEAT_INTERVAL_MS: probe a path that showed
+                                              // no progress for this long, idle or not (0: never)
+  // Failback with flap damping: a path that answers again returns to use after a hold-down of
+  // failback_holddown x 2^(n-1), n = times it went down within flap_window, at most
+  // failback_holddown_max; a path flapping every 100 ms soon stays out instead of thrashing.
+  Millis failback_holddown{100};              // FTCCL_FAILBACK_HOLDDOWN_MS
+  Millis failback_holddown_max{5000};         // FTCCL_FAILBACK_HOLDDOWN_MAX_MS
+  Millis flap_window{10000};                  // FTCCL_FLAP_WINDOW_MS
+  // A connection that fails (reset, timeout) is re-established by the higher rank every this
+  // long until it is back or the peer is given up on (abort_timeout).
+  Millis reconnect_interval{100};             // FTCCL_RECONNECT_INTERVAL_MS
+  Millis tcp_user_timeout{5000};              // FTCCL_TCP_USER_TIMEOUT_MS: the kernel fails a
+                                              // connection whose data stays unacknowledged this
+                                              // long (TCP_USER_TIMEOUT; 0: kernel default)
   Millis abort_timeout{2000};                 // FTCCL_ABORT_TIMEOUT_MS: no working path to a peer for
                                               // this long fails the communicator (kPeerLost)
   bool watch_links = true;                    // FTCCL_WATCH_LINKS: follow the rails' link state

@@ -5,6 +5,7 @@
 #include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 
 #include "log.h"
@@ -37,17 +39,32 @@ constexpr uint32_t kMaxFrame = 64u << 20;
 constexpr size_t kReadBudget = 4u << 20;
 constexpr size_t kDiscardBytes = 1u << 20;
 constexpr auto kTick = std::chrono::milliseconds(10);
+// epoll ids: a connection's socket is its index; the rest live above 2^32.
+constexpr uint64_t kConnectId = 1ull << 32;  // + connection index: a reconnect in progress
+constexpr uint64_t kListenId = 2ull << 32;   // + rail: the rail's listener
+constexpr uint64_t kPendingId = 3ull << 32;  // + n: an accepted socket waiting for its hello
+constexpr auto kHelloTimeout = std::chrono::seconds(1);
+constexpr auto kConnectTimeout = std::chrono::seconds(1);
 
 std::string ConnLabel(int peer, int rail, int channel) {
   return "rank " + std::to_string(peer) + " rail " + std::to_string(rail) + " channel " +
          std::to_string(channel);
 }
 
-Status ApplySocketOptions(int fd, int buf_bytes) {
+Status ApplySocketOptions(int fd, const CommOptions& o) {
   FTCCL_RETURN_IF_ERROR(net::SetNoDelay(fd));
+  const int buf_bytes = o.socket_buffer_bytes;
   if (buf_bytes > 0) {
     setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf_bytes, sizeof(buf_bytes));
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf_bytes, sizeof(buf_bytes));
+  }
+  // The kernel's own verdict on a path that stays silent: the connection fails with ETIMEDOUT
+  // instead of retransmitting for many minutes.
+  if (o.tcp_user_timeout.count() > 0) {
+    unsigned int ms = static_cast<unsigned int>(o.tcp_user_timeout.count());
+    if (setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms)) != 0) {
+      return ErrnoStatus("setsockopt(TCP_USER_TIMEOUT)", errno);
+    }
   }
   return Status::Ok();
 }
@@ -84,10 +101,11 @@ Result<std::unique_ptr<TcpTransport>> TcpTransport::Connect(
     Clock::time_point deadline) {
   std::unique_ptr<TcpTransport> t(new TcpTransport(options, table));
   t->rail_ips_ = rail_ips;
+  t->peer_eps_ = table.rails;
   const int rank = options.rank;
   const int nch = options.channels_per_rail;
   auto add_conn = [&](net::Fd fd, int peer, int rail, int channel) -> Status {
-    FTCCL_RETURN_IF_ERROR(ApplySocketOptions(fd.get(), options.socket_buffer_bytes));
+    FTCCL_RETURN_IF_ERROR(ApplySocketOptions(fd.get(), options));
     FTCCL_RETURN_IF_ERROR(net::SetNonBlocking(fd.get()));
     Conn c;
     c.fd = std::move(fd);
@@ -135,6 +153,8 @@ Result<std::unique_ptr<TcpTransport>> TcpTransport::Connect(
       FTCCL_RETURN_IF_ERROR(add_conn(std::move(fd.value()), h.root, rail, static_cast<int>(h.tag & 0xFFFF)));
     }
   }
+  // Kept open: a higher rank whose connection broke connects again.
+  for (auto& l : listeners) t->listeners_.push_back(std::move(l.first));
   return t;
 }
 
@@ -151,12 +171,24 @@ Status TcpTransport::Start() {
   if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, wake_.get(), &ev) != 0) {
     return ErrnoStatus("epoll_ctl(eventfd)", errno);
   }
+  const auto start = Clock::now();
   for (size_t i = 0; i < conns_.size(); ++i) {
+    conns_[i].last_progress = start;
     epoll_event e{};
     e.events = EPOLLIN | EPOLLRDHUP;
     e.data.u64 = i;
     if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, conns_[i].fd.get(), &e) != 0) {
       return ErrnoStatus("epoll_ctl(conn)", errno);
+    }
+  }
+  for (size_t r = 0; r < listeners_.size(); ++r) {
+    if (!listeners_[r].valid()) continue;
+    FTCCL_RETURN_IF_ERROR(net::SetNonBlocking(listeners_[r].get()));
+    epoll_event e{};
+    e.events = EPOLLIN;
+    e.data.u64 = kListenId + r;
+    if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, listeners_[r].get(), &e) != 0) {
+      return ErrnoStatus("epoll_ctl(listener)", errno);
     }
   }
   if (options_.watch_links) {
@@ -324,6 +356,18 @@ void TcpTransport::Loop() {
       }
       if (id == UINT64_MAX - 1) {
         OnLinkMessages();
+        continue;
+      }
+      if (id >= kPendingId) {
+        OnPendingReadable(id);
+        continue;
+      }
+      if (id >= kListenId) {
+        OnAccept(static_cast<int>(id - kListenId));
+        continue;
+      }
+      if (id >= kConnectId) {
+        OnConnectDone(static_cast<int>(id - kConnectId));
         continue;
       }
       int ci = static_cast<int>(id);
@@ -727,7 +771,7 @@ void TcpTransport::OnReadable(int ci) {
         for (int cj : p.conns) any |= conns_[cj].alive;
         if (!any) PeerGone(c.peer, "rank " + std::to_string(c.peer) + " closed its communicator");
       } else {
-        ConnFailed(ci, "connection closed by " + ConnLabel(c.peer, c.rail, c.channel));
+        ConnFailed(ci, "connection closed by " + ConnLabel(c.peer, c.rail, c.channel), true);
       }
       return;
     }
@@ -785,16 +829,29 @@ void TcpTransport::OnHeader(int ci) {
       Flush(ci);
       return;
     }
-    case wire::FrameType::kPong:
-      if (c.suspect && h.chunk_seq == c.ping_nonce &&
+    case wire::FrameType::kPong: {
+      const auto now = Clock::now();
+      c.last_progress = now;
+      if (h.chunk_seq == c.ping_nonce) {
+        RttSample(c, std::chrono::duration<double, std::milli>(now - c.last_ping).count());
+        c.ping_outstanding_since = {};
+      }
+      if (c.suspect) c.up_since_down = true;
+      // An answer returns a suspect path to use once its hold-down is over; until then it is
+      // probed on (CheckTimers) and the first answer after the hold-down brings it back.
+      if (c.suspect && h.chunk_seq == c.ping_nonce && now >= c.hold_until &&
           (c.rail >= static_cast<int>(rail_up_.size()) || rail_up_[c.rail])) {
         c.suspect = false;
         c.failback_pending = true;
+        const size_t flaps = c.downs.size();
         LOG_WARN("NET/TCP", "%s answers again: back in use", ConnLabel(c.peer, c.rail, c.channel).c_str());
-        Emit(EventKind::kPathUp, c.peer, c.rail, c.channel, "answers probes again");
+        Emit(EventKind::kPathUp, c.peer, c.rail, c.channel,
+             "answers probes again (" + std::to_string(flaps) + " down in the last " +
+                 std::to_string(options_.flap_window.count()) + " ms)");
         Kick(c.peer);
       }
       return;
+    }
     case wire::FrameType::kPathDown: {
       const int rail = static_cast<int>(h.tag >> 16), ch = static_cast<int>(h.tag & 0xFFFF);
       for (int cj : p.conns) {
@@ -902,8 +959,9 @@ void TcpTransport::OnPayloadDone(int ci) {
       std::vector<uint64_t> r(h.length / 8);
       std::memcpy(r.data(), c.text.data(), r.size() * 8);
       for (size_t i = 0; i + 1 < r.size(); i += 2) {
+        const auto now = Clock::now();
         for (auto it = p.unacked.lower_bound(r[i]); it != p.unacked.end() && it->first < r[i + 1]; ++it) {
-          it->second.delivered = true;
+          Credit(it->second, now);
         }
       }
     }
@@ -977,7 +1035,14 @@ void TcpTransport::OnPayloadDone(int ci) {
 
 void TcpTransport::HandleAck(int peer, uint64_t cum, uint64_t delivered, int from_ci) {
   Peer& p = peers_[peer];
-  p.delivered = std::max({p.delivered, delivered, cum});
+  const uint64_t upto = std::max({p.delivered, delivered, cum});
+  if (upto > p.delivered) {
+    const auto now = Clock::now();
+    for (auto it = p.unacked.lower_bound(p.delivered); it != p.unacked.end() && it->first < upto; ++it) {
+      Credit(it->second, now);
+    }
+  }
+  p.delivered = upto;
   if (p.resume_pending && !p.unacked.empty() && p.unacked.begin()->first < cum) {
     p.resume_pending = false;
     const Conn& c = conns_[from_ci];
@@ -990,6 +1055,46 @@ void TcpTransport::HandleAck(int peer, uint64_t cum, uint64_t delivered, int fro
     p.unacked.erase(it);
     if (--op->chunks_left == 0) Complete(op, Status::Ok());
   }
+}
+
+void TcpTransport::Credit(TxChunk& ch, Clock::time_point now) {
+  if (ch.delivered) return;
+  ch.delivered = true;
+  if (ch.conn < 0 || ch.tx_count == 0) return;
+  Conn& c = conns_[ch.conn];
+  c.last_progress = now;
+  // Karn: a chunk sent more than once gives no unambiguous sample.
+  if (ch.tx_count == 1) RttSample(c, std::chrono::duration<double, std::milli>(now - ch.sent_at).count());
+}
+
+void TcpTransport::RttSample(Conn& c, double ms) {
+  if (ms < 0) return;
+  if (!c.have_rtt) {
+    c.srtt_ms = ms;
+    c.rttvar_ms = ms / 2;
+    c.have_rtt = true;
+  } else {
+    c.rttvar_ms = 0.75 * c.rttvar_ms + 0.25 * std::abs(c.srtt_ms - ms);
+    c.srtt_ms = 0.875 * c.srtt_ms + 0.125 * ms;
+  }
+}
+
+Clock::duration TcpTransport::SuspectTimeout(const Conn& c) const {
+  const auto floor = std::chrono::duration_cast<Clock::duration>(options_.suspect_floor);
+  const auto ceiling = std::chrono::duration_cast<Clock::duration>(options_.suspect_ceiling);
+  if (!c.have_rtt) return floor;
+  auto rto = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double, std::milli>(c.srtt_ms + 4 * c.rttvar_ms));
+  return std::clamp(rto, floor, ceiling);
+}
+
+void TcpTransport::RecordDown(Conn& c, Clock::time_point now) {
+  while (!c.downs.empty() && now - c.downs.front() > options_.flap_window) c.downs.pop_front();
+  c.downs.push_back(now);
+  auto hold = options_.failback_holddown;
+  for (size_t i = 1; i < c.downs.size() && hold < options_.failback_holddown_max; ++i) hold *= 2;
+  hold = std::min(hold, options_.failback_holddown_max);
+  c.hold_until = std::max(c.hold_until, now + std::chrono::duration_cast<Clock::duration>(hold));
 }
 
 void TcpTransport::HandleNack(int peer, uint64_t seq) {
@@ -1060,10 +1165,13 @@ void TcpTransport::OnBegin(uint64_t coll_seq, const Signature& sig) {
   }
 }
 
-void TcpTransport::ConnFailed(int ci, const std::string& reason) {
+void TcpTransport::ConnFailed(int ci, const std::string& reason, bool peer_closed) {
   Conn& c = conns_[ci];
   if (!c.alive) return;
   c.alive = false;
+  c.blocked = false;
+  c.hdr_got = 0;
+  c.text.clear();
   const int peer = c.peer;
   Peer& p = peers_[peer];
   epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
@@ -1081,12 +1189,22 @@ void TcpTransport::ConnFailed(int ci, const std::string& reason) {
   bool any = false;
   for (int cj : p.conns) any |= conns_[cj].alive;
   if (stopping_) return;
-  if (!any) {
+  const auto now = Clock::now();
+  // A connection that broke under a live process (reset, timeout) is re-established by the
+  // higher rank; the peer is given up on only when it refuses that or after abort_timeout.
+  const bool again = !peer_closed && !p.closing && !p.gone;
+  if (again) {
+    RecordDown(c, now);
+    c.up_since_down = false;
+    c.reconnect = rank_ > peer;
+    c.next_connect = now;
+  } else if (!any) {
     PeerGone(peer, reason);
     return;
   }
-  LOG_WARN("NET/TCP", "%s failed (%s): resending %zu unacknowledged chunks on the other paths",
-           ConnLabel(peer, c.rail, c.channel).c_str(), reason.c_str(), lost.size());
+  LOG_WARN("NET/TCP", "%s failed (%s): resending %zu unacknowledged chunks on the other paths%s",
+           ConnLabel(peer, c.rail, c.channel).c_str(), reason.c_str(), lost.size(),
+           again ? "; reconnecting" : "");
   Emit(EventKind::kPathDown, peer, c.rail, c.channel, reason);
   Emit(EventKind::kMigrated, peer, c.rail, c.channel,
        std::to_string(lost.size()) + " unacknowledged chunks moved to the other paths");
@@ -1095,6 +1213,136 @@ void TcpTransport::ConnFailed(int ci, const std::string& reason) {
   Requeue(p, std::move(lost));
   p.ack_dirty = true;
   Kick(peer);
+}
+
+void TcpTransport::StartReconnect(int ci, Clock::time_point now) {
+  Conn& c = conns_[ci];
+  c.next_connect = now + options_.reconnect_interval;
+  auto fd = net::StartConnect(peer_eps_[c.peer][c.rail], rail_ips_[c.rail]);
+  if (!fd.ok()) {
+    LOG_DEBUG("NET/TCP", "reconnecting %s: %s", ConnLabel(c.peer, c.rail, c.channel).c_str(),
+              fd.status().ToString().c_str());
+    return;
+  }
+  epoll_event e{};
+  e.events = EPOLLOUT;
+  e.data.u64 = kConnectId + static_cast<uint64_t>(ci);
+  if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd->get(), &e) != 0) return;
+  c.connecting = std::move(fd.value());
+  c.connect_deadline = now + kConnectTimeout;
+}
+
+void TcpTransport::OnConnectDone(int ci) {
+  Conn& c = conns_[ci];
+  if (!c.connecting.valid()) return;
+  net::Fd fd = std::move(c.connecting);
+  epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd.get(), nullptr);
+  int err = 0;
+  socklen_t len = sizeof(err);
+  getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+  if (err == ECONNREFUSED) {
+    // The peer's listener is gone: its process is.
+    Peer& p = peers_[c.peer];
+    bool any = false;
+    for (int cj : p.conns) any |= conns_[cj].alive;
+    c.reconnect = false;
+    if (!any) PeerGone(c.peer, "rank " + std::to_string(c.peer) + " refuses connections");
+    return;
+  }
+  if (err != 0) return;  // tried again at next_connect
+  wire::FrameHeader h = wire::MakeHeader(wire::FrameType::kHello, comm_id_);
+  h.root = rank_;
+  h.tag = static_cast<uint32_t>(c.rail << 16 | c.channel);
+  wire::Seal(&h, nullptr);
+  // A fresh socket's send buffer takes the 80 bytes at once.
+  if (send(fd.get(), &h, sizeof(h), MSG_NOSIGNAL | MSG_DONTWAIT) != static_cast<ssize_t>(sizeof(h))) return;
+  if (!ApplySocketOptions(fd.get(), options_).ok()) return;
+  Install(ci, std::move(fd));
+}
+
+void TcpTransport::OnAccept(int rail) {
+  for (;;) {
+    int fd = accept4(listeners_[rail].get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;
+    Pending pd;
+    pd.fd = net::Fd(fd);
+    pd.rail = rail;
+    pd.deadline = Clock::now() + kHelloTimeout;
+    const uint64_t id = kPendingId + next_pending_++;
+    epoll_event e{};
+    e.events = EPOLLIN | EPOLLRDHUP;
+    e.data.u64 = id;
+    if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &e) != 0) continue;
+    pending_.emplace(id, std::move(pd));
+  }
+}
+
+void TcpTransport::OnPendingReadable(uint64_t id) {
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;
+  Pending& pd = it->second;
+  ssize_t n = recv(pd.fd.get(), reinterpret_cast<uint8_t*>(&pd.hello) + pd.got, kHdr - pd.got, MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  if (n <= 0) {
+    pending_.erase(it);
+    return;
+  }
+  pd.got += static_cast<size_t>(n);
+  if (pd.got < kHdr) return;
+  const wire::FrameHeader& h = pd.hello;
+  const int peer = h.root;
+  const int rail = static_cast<int>(h.tag >> 16), channel = static_cast<int>(h.tag & 0xFFFF);
+  int slot = -1;
+  if (wire::HeaderValid(h) && h.type == static_cast<uint8_t>(wire::FrameType::kHello) &&
+      h.comm_id == comm_id_ && peer > rank_ && peer < size_ && rail == pd.rail && !peers_[peer].gone) {
+    for (int ci : peers_[peer].conns) {
+      if (conns_[ci].rail == rail && conns_[ci].channel == channel) slot = ci;
+    }
+  }
+  net::Fd fd = std::move(pd.fd);
+  epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd.get(), nullptr);
+  pending_.erase(it);
+  if (slot < 0) {
+    LOG_WARN("NET/TCP", "rejected a connection on rail %d: not a hello of this communicator", rail);
+    return;
+  }
+  if (!ApplySocketOptions(fd.get(), options_).ok()) return;
+  // The peer has given up on the old connection, whatever state this end believes it is in.
+  if (conns_[slot].alive) ConnFailed(slot, "replaced by a new connection from rank " + std::to_string(peer));
+  if (failed_ && fail_done_) return;
+  Install(slot, std::move(fd));
+}
+
+void TcpTransport::Install(int ci, net::Fd fd) {
+  Conn& c = conns_[ci];
+  const auto now = Clock::now();
+  epoll_event e{};
+  e.events = EPOLLIN | EPOLLRDHUP;
+  e.data.u64 = static_cast<uint64_t>(ci);
+  if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd.get(), &e) != 0) return;
+  c.fd = std::move(fd);
+  c.alive = true;
+  c.blocked = false;
+  c.half_closed = false;
+  c.reconnect = false;
+  c.hdr_got = 0;
+  c.in_payload = false;
+  c.payload_got = 0;
+  c.dst = nullptr;
+  c.msg.reset();
+  c.text.clear();
+  c.cur.reset();
+  c.ctrl.clear();
+  c.ping_outstanding_since = {};
+  c.last_progress = now;
+  // In use again once it answers a probe after its hold-down, like any path that came back.
+  c.suspect = true;
+  c.up_since_down = true;
+  c.failback_pending = false;
+  peers_[c.peer].no_path_since = {};
+  LOG_WARN("NET/TCP", "%s re-established", ConnLabel(c.peer, c.rail, c.channel).c_str());
+  SendPing(ci, now);
+  Kick(c.peer);
 }
 
 void TcpTransport::PeerGone(int peer, const std::string& reason) {
@@ -1143,7 +1391,10 @@ void TcpTransport::SendAcks() {
     int ci = p.ack_conn >= 0 && conns_[p.ack_conn].alive && !conns_[p.ack_conn].suspect
                  ? p.ack_conn
                  : PickConn(peer);
-    if (ci < 0) continue;
+    if (ci < 0) {
+      p.ack_dirty = true;  // no connection right now: sent once one is back
+      continue;
+    }
     p.last_ack_conn = ci;
     conns_[ci].ctrl.push_back(std::move(ack));
     Flush(ci);
@@ -1153,6 +1404,7 @@ void TcpTransport::SendAcks() {
 void TcpTransport::SendPing(int ci, Clock::time_point now) {
   Conn& c = conns_[ci];
   c.last_ping = now;
+  if (c.ping_outstanding_since == Clock::time_point{}) c.ping_outstanding_since = now;
   TxItem ping;
   ping.hdr = wire::MakeHeader(wire::FrameType::kPing, comm_id_);
   ping.hdr.chunk_seq = ++c.ping_nonce;
@@ -1164,9 +1416,20 @@ void TcpTransport::SendPing(int ci, Clock::time_point now) {
 void TcpTransport::MarkDown(int ci, Clock::time_point now, const std::string& reason) {
   Conn& c = conns_[ci];
   Peer& p = peers_[c.peer];
-  if (!c.alive || c.suspect) return;
+  if (!c.alive) return;
+  if (c.suspect) {
+    // Down again after it had come up, before it was back in use (a flapping link): the
+    // hold-down grows. A second report of the same down (the peer's notice) does not count.
+    if (c.up_since_down) {
+      c.up_since_down = false;
+      RecordDown(c, now);
+    }
+    return;
+  }
   c.suspect = true;
+  c.up_since_down = false;
   c.failback_pending = false;
+  RecordDown(c, now);
   std::vector<uint64_t> moved;
   for (auto& [seq, ch] : p.unacked) {
     if (ch.conn == ci && !ch.in_ready && !ch.delivered && seq >= p.delivered) moved.push_back(seq);
@@ -1259,7 +1522,8 @@ void TcpTransport::OnLinkMessages() {
           if (!up) {
             MarkDown(static_cast<int>(ci), now, "rail " + std::to_string(r) + " link down");
           } else if (c.suspect) {
-            SendPing(static_cast<int>(ci), now);  // back up: the answer returns it to use
+            c.up_since_down = true;
+            SendPing(static_cast<int>(ci), now);  // back up: an answer returns it to use
           }
           if (failed_) return;
         }
@@ -1270,32 +1534,79 @@ void TcpTransport::OnLinkMessages() {
 
 void TcpTransport::CheckTimers() {
   auto now = Clock::now();
+  // If this thread itself did not run for a while, the silence it sees may be its own: judge
+  // no path on this tick (what arrived meanwhile has been read by the time of the next one).
+  const bool starved = last_check_ != Clock::time_point{} && now - last_check_ > 5 * kTick;
+  last_check_ = now;
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    it = now >= it->second.deadline ? pending_.erase(it) : std::next(it);
+  }
+  const auto heartbeat = std::chrono::duration_cast<Clock::duration>(options_.heartbeat_interval);
+  const auto probe_every =
+      heartbeat.count() > 0 ? heartbeat : std::chrono::duration_cast<Clock::duration>(options_.suspect_ceiling);
   for (int peer = 0; peer < size_; ++peer) {
     Peer& p = peers_[peer];
     // A chunk that reached the peer is never resent (its acknowledgement may be held back
-    // until the peer begins its collective); one that did not within the retransmit timeout
-    // makes its path suspect and moves to the others.
-    std::set<int> suspects;
+    // until the peer begins its collective). A path with a chunk or a probe outstanding that
+    // shows no progress within its suspicion timeout is suspect: its chunks move to the others.
+    std::map<int, Clock::time_point> oldest;  // connection -> oldest chunk outstanding on it
     std::vector<uint64_t> resend;
     for (auto it = p.unacked.lower_bound(p.delivered); it != p.unacked.end(); ++it) {
       TxChunk& ch = it->second;
       if (ch.tx_count == 0 || ch.in_ready || ch.conn < 0 || ch.delivered) continue;
-      if (now - ch.sent_at < options_.retransmit_timeout) continue;
       Conn& c = conns_[ch.conn];
       if (c.cur && c.cur->seq == it->first) continue;  // still being written
       if (c.alive && !c.suspect) {
-        suspects.insert(ch.conn);
-      } else {
+        auto [o, fresh] = oldest.emplace(ch.conn, ch.sent_at);
+        if (!fresh) o->second = std::min(o->second, ch.sent_at);
+      } else if (now - ch.sent_at >= SuspectTimeout(c)) {
         // Its path is already suspect (or gone): resend it on whatever works.
         ch.sent_at = now;
         resend.push_back(it->first);
       }
     }
-    for (int ci : suspects) {
+    for (int ci : p.conns) {
       if (failed_) return;
-      if (conns_[ci].alive && !conns_[ci].suspect) {
-        MarkDown(ci, now, "no acknowledgement within " +
-                              std::to_string(options_.retransmit_timeout.count()) + " ms");
+      Conn& c = conns_[ci];
+      if (!c.alive) {
+        if (c.connecting.valid() && now >= c.connect_deadline) {
+          epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, c.connecting.get(), nullptr);
+          c.connecting.Reset();
+        }
+        if (c.reconnect && !c.connecting.valid() && now >= c.next_connect && !p.gone) StartReconnect(ci, now);
+        continue;
+      }
+      if (c.suspect) {
+        if (now - c.last_ping >= probe_every) SendPing(ci, now);
+        continue;
+      }
+      Clock::time_point since = Clock::time_point::max();
+      if (auto o = oldest.find(ci); o != oldest.end()) since = o->second;
+      if (c.ping_outstanding_since != Clock::time_point{}) since = std::min(since, c.ping_outstanding_since);
+      if (since != Clock::time_point::max()) {
+        since = std::max(since, c.last_progress);
+        const auto timeout = SuspectTimeout(c);
+        // Silence on one path while the peer is heard on another is that path's fault: it is
+        // suspect after its timeout. Silence on every path is the peer's (slow, paused) or a
+        // total partition: only the ceiling makes the paths suspect then, since moving data
+        // to another path cannot help.
+        Clock::time_point heard_elsewhere{};
+        for (int cj : p.conns) {
+          if (cj != ci && conns_[cj].alive) heard_elsewhere = std::max(heard_elsewhere, conns_[cj].last_progress);
+        }
+        const bool relative = now - since >= timeout && heard_elsewhere > since;
+        if (!starved && (relative || now - since >= options_.suspect_ceiling)) {
+          MarkDown(ci, now, "no progress within " +
+                                std::to_string(std::chrono::duration_cast<Millis>(timeout).count()) +
+                                " ms (srtt " + std::to_string(static_cast<int>(c.srtt_ms)) + " ms)");
+          continue;
+        }
+      }
+      // Heartbeat: a path that showed no progress lately is probed, so a silent failure is
+      // noticed before data is entrusted to it.
+      if (heartbeat.count() > 0 && c.ping_outstanding_since == Clock::time_point{} &&
+          now - std::max(c.last_progress, c.last_ping) >= heartbeat) {
+        SendPing(ci, now);
       }
     }
     if (failed_) return;
@@ -1311,11 +1622,12 @@ void TcpTransport::CheckTimers() {
       if (!c.alive) continue;
       any_alive = true;
       any_working |= !c.suspect;
-      if (c.suspect && now - c.last_ping >= options_.retransmit_timeout) SendPing(ci, now);
     }
     // No working path to a peer for the abort timeout: fail cleanly instead of waiting for
     // every operation's deadline.
-    if (any_alive && !any_working && !p.closing) {
+    // (Also while every connection is down and being re-established.)
+    (void)any_alive;
+    if (!p.conns.empty() && !any_working && !p.closing && !p.gone) {
       if (p.no_path_since == Clock::time_point{}) {
         p.no_path_since = now;
       } else if (now - p.no_path_since >= options_.abort_timeout) {

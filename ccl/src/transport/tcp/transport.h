@@ -90,6 +90,23 @@ class TcpTransport final : public Transport {
     Clock::time_point last_ping;
     uint64_t ping_nonce = 0;
     bool failback_pending = false;  // back up: the next data chunk on it is a failback
+    // Flap damping: when it went down recently (within flap_window) and until when an answered
+    // probe does not yet return it to use.
+    std::deque<Clock::time_point> downs;
+    Clock::time_point hold_until{};
+    bool up_since_down = false;  // suspect, but its link came up or it answered a probe since
+    // Progress: the last time something sent here was acknowledged or a probe answered; the
+    // oldest probe still unanswered; the measured round-trip time (ms).
+    Clock::time_point last_progress{};
+    Clock::time_point ping_outstanding_since{};  // epoch: none outstanding
+    // Re-establishment after a failure (the higher rank of the pair connects again).
+    bool reconnect = false;
+    net::Fd connecting;  // a connect in progress
+    Clock::time_point connect_deadline{};
+    Clock::time_point next_connect{};
+    double srtt_ms = 0;
+    double rttvar_ms = 0;
+    bool have_rtt = false;
     std::deque<TxItem> ctrl;
     std::optional<TxItem> cur;
     // Receive state machine.
@@ -111,7 +128,15 @@ class TcpTransport final : public Transport {
     int conn = -1;
     int tx_count = 0;
     bool in_ready = false;
-    bool delivered = false;  // selectively acknowledged: reached the peer, not resent
+    bool delivered = false;  // acknowledged as received: reached the peer, not resent
+  };
+  // An accepted connection whose hello has not arrived yet (a higher rank reconnecting).
+  struct Pending {
+    net::Fd fd;
+    int rail = 0;
+    wire::FrameHeader hello;
+    size_t got = 0;
+    Clock::time_point deadline;
   };
   struct Peer {
     std::vector<int> conns;
@@ -150,6 +175,13 @@ class TcpTransport final : public Transport {
   void OnHeader(int ci);
   void OnPayloadDone(int ci);
   void HandleAck(int peer, uint64_t cum, uint64_t delivered, int from_ci);
+  // `ch` reached the peer: credits its connection with progress and a round-trip sample.
+  void Credit(TxChunk& ch, Clock::time_point now);
+  void RttSample(Conn& c, double ms);
+  // The suspicion timeout of a connection: srtt + 4 rttvar within [floor, ceiling].
+  Clock::duration SuspectTimeout(const Conn& c) const;
+  // Counts a down transition for flap damping and sets the hold-down.
+  void RecordDown(Conn& c, Clock::time_point now);
   // Takes a path out of use: its unacknowledged chunks move to the others, it is probed.
   void MarkDown(int ci, Clock::time_point now, const std::string& reason);
   void Emit(EventKind kind, int peer, int rail, int channel, std::string reason);
@@ -158,7 +190,16 @@ class TcpTransport final : public Transport {
   void SendPing(int ci, Clock::time_point now);
   void HandleNack(int peer, uint64_t seq);
   void DetachInflight(int peer, uint64_t seq);
-  void ConnFailed(int ci, const std::string& reason);
+  // A connection broke. `peer_closed`: the peer closed it in order (its process is ending), so
+  // it is not re-established.
+  void ConnFailed(int ci, const std::string& reason, bool peer_closed = false);
+  // Reconnection: the higher rank starts connects, the lower one accepts them.
+  void StartReconnect(int ci, Clock::time_point now);
+  void OnConnectDone(int ci);
+  void OnAccept(int rail);
+  void OnPendingReadable(uint64_t id);
+  // Puts a freshly established socket into slot `ci`: suspect until it answers a probe.
+  void Install(int ci, net::Fd fd);
   void PeerGone(int peer, const std::string& reason);
   void SendAcks();
   void CheckTimers();
@@ -192,6 +233,7 @@ class TcpTransport final : public Transport {
   Signature cur_sig_;
   std::unique_ptr<uint8_t[]> discard_;
   std::mt19937_64 rng_;
+  Clock::time_point last_check_{};  // progress thread: the previous CheckTimers
 
   std::mutex cmd_mu_;
   std::vector<std::function<void()>> cmds_;
@@ -219,6 +261,10 @@ class TcpTransport final : public Transport {
   // Link state of the rails' interfaces (netlink RTNLGRP_LINK), when watched.
   net::Fd link_watch_;
   std::vector<uint32_t> rail_ips_;  // by rail, network byte order
+  std::vector<std::vector<net::Endpoint>> peer_eps_;  // [peer][rail]: its data listener
+  std::vector<net::Fd> listeners_;  // by rail, kept open for reconnections
+  std::map<uint64_t, Pending> pending_;
+  uint64_t next_pending_ = 0;
   std::vector<int> rail_ifindex_;  // by rail; 0 when unknown
   std::vector<bool> rail_up_;
 };
