@@ -52,6 +52,7 @@ Status ApplyEnvOverrides(CommOptions* o) {
   FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_FAILBACK_HOLDDOWN_MS", 0, 3600000, &o->failback_holddown));
   FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_FAILBACK_HOLDDOWN_MAX_MS", 0, 3600000, &o->failback_holddown_max));
   FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_FLAP_WINDOW_MS", 0, 86400000, &o->flap_window));
+  FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_PATH_QUEUE_MS", 0, 3600000, &o->path_queue));
   FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_RECONNECT_INTERVAL_MS", 1, 3600000, &o->reconnect_interval));
   FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_TCP_USER_TIMEOUT_MS", 0, 3600000, &o->tcp_user_timeout));
   if (o->suspect_floor > o->suspect_ceiling) {
@@ -78,6 +79,7 @@ std::vector<std::pair<std::string, std::string>> EffectiveKnobs(const CommOption
       {"failback_holddown_ms", std::to_string(o.failback_holddown.count())},
       {"failback_holddown_max_ms", std::to_string(o.failback_holddown_max.count())},
       {"flap_window_ms", std::to_string(o.flap_window.count())},
+      {"path_queue_ms", std::to_string(o.path_queue.count())},
       {"reconnect_interval_ms", std::to_string(o.reconnect_interval.count())},
       {"tcp_user_timeout_ms", std::to_string(o.tcp_user_timeout.count())},
       {"abort_timeout_ms", std::to_string(o.abort_timeout.count())},

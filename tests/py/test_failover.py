@@ -3,6 +3,7 @@ fault (from the link state, a peer's notice or missing acknowledgements), move i
 the surviving rail without losing or corrupting anything, and say so in its events."""
 import csv
 import json
+import re
 import os
 
 import pytest
@@ -86,3 +87,19 @@ def test_fast_flapping_rail_is_damped(fl):  # noqa: F811
     # And the rail is back in use once the flapping is over.
     end = rep["faults"][0]["reverted_s"]
     assert path_events(fl.out, "failback", path=0, after=end), "rail 0 never carried data again"
+
+
+def test_throttled_rail_gets_a_smaller_share(fl):  # noqa: F811
+    rep = run_and_check(fl, "bandwidth_rail0.yaml")
+    fault = rep["faults"][0]
+    applied, reverted = fault["applied_s"], fault["reverted_s"]
+    # Host 1 sends on the throttled rail: its rank must shift the striping away from rail 0
+    # soon after the fault, from the throughput it measured, and back after the revert.
+    during = [e for e in path_events(fl.out, "rebalanced", rank=1, after=applied) if e["t_s"] < reverted]
+    assert during, "no rebalanced event while rail 0 was throttled"
+    first = during[0]
+    assert first["t_s"] - applied <= 1.0, first
+    shares = dict(re.findall(r"rail (\d+) (\d+)%", first["reason"]))
+    assert int(shares["0"]) < int(shares["1"]), first["reason"]
+    after = path_events(fl.out, "rebalanced", rank=1, after=reverted)
+    assert after, "the striping never returned to the healed rail"

@@ -75,6 +75,10 @@ struct CommOptions {
   Millis flap_window{10000};                  // FTCCL_FLAP_WINDOW_MS
   // A connection that fails (reset, timeout) is re-established by the higher rank every this
   // long until it is back or the peer is given up on (abort_timeout).
+  // Bandwidth-aware striping: a path holds at most this much time of data at its measured
+  // throughput (but at least two chunks), so a throttled path carries proportionally less and
+  // the others take the rest. 0 turns the limit off (paths take what their sockets accept).
+  Millis path_queue{25};                      // FTCCL_PATH_QUEUE_MS
   Millis reconnect_interval{100};             // FTCCL_RECONNECT_INTERVAL_MS
   Millis tcp_user_timeout{5000};              // FTCCL_TCP_USER_TIMEOUT_MS: the kernel fails a
                                               // connection whose data stays unacknowledged this

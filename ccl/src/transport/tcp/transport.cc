@@ -623,6 +623,10 @@ void TcpTransport::WatchWrite(int ci, bool on) {
 bool TcpTransport::PullData(int ci) {
   Conn& c = conns_[ci];
   Peer& p = peers_[c.peer];
+  if (c.outstanding >= Window(c)) {
+    if (!p.ready.empty()) c.saturated = true;
+    return false;
+  }
   if (c.suspect) {
     // A suspect path carries data only when the peer has no other path left.
     for (int cj : p.conns) {
@@ -650,6 +654,7 @@ bool TcpTransport::PullData(int ci) {
     TxChunk& ch = it->second;
     ch.in_ready = false;
     ch.conn = ci;
+    Count(ch, ci);
     if (c.failback_pending) {
       c.failback_pending = false;
       Emit(EventKind::kFailback, c.peer, c.rail, c.channel, "data flows on the path again");
@@ -720,6 +725,7 @@ size_t TcpTransport::Flush(int ci, size_t max_new_chunks) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
         c.blocked = true;
+        c.saturated = true;
         WatchWrite(ci, true);
         return pulled;
       }
@@ -1042,7 +1048,10 @@ void TcpTransport::HandleAck(int peer, uint64_t cum, uint64_t delivered, int fro
       Credit(it->second, now);
     }
   }
+  const bool more = upto > p.delivered;
   p.delivered = upto;
+  // Room in the windows of the paths that delivered: they may take more.
+  if (more && !p.ready.empty()) Kick(peer);
   if (p.resume_pending && !p.unacked.empty() && p.unacked.begin()->first < cum) {
     p.resume_pending = false;
     const Conn& c = conns_[from_ci];
@@ -1051,6 +1060,7 @@ void TcpTransport::HandleAck(int peer, uint64_t cum, uint64_t delivered, int fro
   while (!p.unacked.empty() && p.unacked.begin()->first < cum) {
     auto it = p.unacked.begin();
     DetachInflight(peer, it->first);
+    Count(it->second, -1);
     OpPtr op = it->second.op;
     p.unacked.erase(it);
     if (--op->chunks_left == 0) Complete(op, Status::Ok());
@@ -1060,11 +1070,119 @@ void TcpTransport::HandleAck(int peer, uint64_t cum, uint64_t delivered, int fro
 void TcpTransport::Credit(TxChunk& ch, Clock::time_point now) {
   if (ch.delivered) return;
   ch.delivered = true;
+  Count(ch, -1);
   if (ch.conn < 0 || ch.tx_count == 0) return;
   Conn& c = conns_[ch.conn];
   c.last_progress = now;
+  c.credited += ch.len;
   // Karn: a chunk sent more than once gives no unambiguous sample.
   if (ch.tx_count == 1) RttSample(c, std::chrono::duration<double, std::milli>(now - ch.sent_at).count());
+}
+
+void TcpTransport::Count(TxChunk& ch, int ci) {
+  if (ch.counted == ci) return;
+  if (ch.counted >= 0) {
+    Conn& o = conns_[ch.counted];
+    o.outstanding -= std::min<uint64_t>(o.outstanding, ch.len);
+    if (o.outstanding == 0 && o.busy_since != Clock::time_point{}) {
+      o.busy += Clock::now() - o.busy_since;
+      o.busy_since = {};
+    }
+  }
+  ch.counted = ci;
+  if (ci >= 0) {
+    Conn& c = conns_[ci];
+    if (c.outstanding == 0) c.busy_since = Clock::now();
+    c.outstanding += ch.len;
+  }
+}
+
+uint64_t TcpTransport::Window(const Conn& c) const {
+  if (options_.path_queue.count() == 0 || c.rate <= 0) return UINT64_MAX;
+  const double w = c.rate * std::chrono::duration<double>(options_.path_queue).count();
+  return std::max<uint64_t>(2 * options_.chunk_bytes, static_cast<uint64_t>(w));
+}
+
+void TcpTransport::SampleRates(int peer, Clock::time_point now) {
+  constexpr auto kPeriod = std::chrono::milliseconds(50);
+  Peer& p = peers_[peer];
+  bool updated = false;
+  for (int ci : p.conns) {
+    Conn& c = conns_[ci];
+    if (c.sample_start == Clock::time_point{} || !c.alive) {
+      c.sample_start = now;
+      c.sample_bytes = c.credited;
+      c.saturated = false;
+      c.busy = {};
+      continue;
+    }
+    if (now - c.sample_start < kPeriod) continue;
+    // Throughput while it had something to carry: idle time (the algorithm reducing, waiting
+    // for a peer) says nothing about the path.
+    if (c.busy_since != Clock::time_point{}) {
+      c.busy += now - c.busy_since;
+      c.busy_since = now;
+    }
+    const double secs = std::chrono::duration<double>(c.busy).count();
+    c.busy = {};
+    if (secs < 0.005) {
+      c.sample_start = now;
+      c.sample_bytes = c.credited;
+      c.saturated = false;
+      continue;
+    }
+    const double sample = static_cast<double>(c.credited - c.sample_bytes) / secs;
+    // A period in which the path had more to carry than it took measures its capacity; any
+    // other only shows that it can carry at least that much.
+    if (c.saturated && !c.suspect) {
+      c.rate = c.rate <= 0 ? sample : 0.5 * c.rate + 0.5 * sample;
+      updated = true;
+    } else if (sample > c.rate) {
+      c.rate = sample;
+      updated = true;
+    }
+    c.sample_start = now;
+    c.sample_bytes = c.credited;
+    c.saturated = false;
+  }
+  if (!updated) return;
+  // The striping that results: shares of the measured throughput over the paths in use.
+  double total = 0;
+  for (int ci : p.conns) {
+    const Conn& c = conns_[ci];
+    if (c.alive && !c.suspect) total += c.rate;
+  }
+  if (total <= 0) return;
+  std::map<int, double> shares;
+  for (int ci : p.conns) {
+    const Conn& c = conns_[ci];
+    if (c.alive && !c.suspect && c.rate > 0) shares[ci] = c.rate / total;
+  }
+  if (p.shares.empty()) {
+    p.shares = std::move(shares);
+    return;
+  }
+  int moved = -1;
+  double most = 0;
+  for (const auto& [ci, share] : shares) {
+    auto old = p.shares.find(ci);
+    const double d = std::abs(share - (old == p.shares.end() ? 0.0 : old->second));
+    if (d > most) {
+      most = d;
+      moved = ci;
+    }
+  }
+  // Only a real shift is news: a quarter of the traffic or more.
+  if (most < 0.25) return;
+  std::string reason = "striping by measured throughput:";
+  for (const auto& [ci, share] : shares) {
+    const Conn& c = conns_[ci];
+    reason += " rail " + std::to_string(c.rail) + " " + std::to_string(static_cast<int>(share * 100 + 0.5)) +
+              "% (" + std::to_string(static_cast<int>(c.rate * 8 / 1e6)) + " Mbps)";
+  }
+  LOG_INFO("NET/TCP", "rank %d: %s", peer, reason.c_str());
+  Emit(EventKind::kRebalanced, peer, conns_[moved].rail, conns_[moved].channel, reason);
+  p.shares = std::move(shares);
 }
 
 void TcpTransport::RttSample(Conn& c, double ms) {
@@ -1124,6 +1242,7 @@ void TcpTransport::Requeue(Peer& p, std::vector<uint64_t> seqs) {
     auto ch = p.unacked.find(*it);
     if (ch == p.unacked.end() || ch->second.in_ready) continue;
     ch->second.in_ready = true;
+    Count(ch->second, -1);
     ch->second.conn = -1;
     p.ready.push_front(*it);
   }
@@ -1335,6 +1454,11 @@ void TcpTransport::Install(int ci, net::Fd fd) {
   c.ctrl.clear();
   c.ping_outstanding_since = {};
   c.last_progress = now;
+  c.outstanding = 0;
+  c.busy_since = {};
+  c.busy = {};
+  c.rate = 0;
+  c.sample_start = {};
   // In use again once it answers a probe after its hold-down, like any path that came back.
   c.suspect = true;
   c.up_since_down = true;
@@ -1546,6 +1670,7 @@ void TcpTransport::CheckTimers() {
       heartbeat.count() > 0 ? heartbeat : std::chrono::duration_cast<Clock::duration>(options_.suspect_ceiling);
   for (int peer = 0; peer < size_; ++peer) {
     Peer& p = peers_[peer];
+    SampleRates(peer, now);
     // A chunk that reached the peer is never resent (its acknowledgement may be held back
     // until the peer begins its collective). A path with a chunk or a probe outstanding that
     // shows no progress within its suspicion timeout is suspect: its chunks move to the others.

@@ -107,6 +107,16 @@ class TcpTransport final : public Transport {
     double srtt_ms = 0;
     double rttvar_ms = 0;
     bool have_rtt = false;
+    // Throughput: payload acknowledged per second over sampling periods in which the path had
+    // more to carry than it took (it blocked or hit its window); 0 until measured.
+    uint64_t outstanding = 0;  // payload bytes sent here, not yet known to be delivered
+    uint64_t credited = 0;     // payload bytes delivered, cumulative
+    uint64_t sample_bytes = 0;
+    Clock::time_point sample_start{};
+    Clock::time_point busy_since{};    // outstanding > 0 since (epoch: idle)
+    Clock::duration busy{};            // busy time within the current sample
+    bool saturated = false;
+    double rate = 0;  // bytes per second, over the time it had data outstanding
     std::deque<TxItem> ctrl;
     std::optional<TxItem> cur;
     // Receive state machine.
@@ -129,6 +139,7 @@ class TcpTransport final : public Transport {
     int tx_count = 0;
     bool in_ready = false;
     bool delivered = false;  // acknowledged as received: reached the peer, not resent
+    int counted = -1;        // the connection whose `outstanding` includes this chunk
   };
   // An accepted connection whose hello has not arrived yet (a higher rank reconnecting).
   struct Pending {
@@ -156,6 +167,7 @@ class TcpTransport final : public Transport {
     bool closing = false;  // BYE received
     bool resume_pending = false;          // a path went down: the next acknowledgement resumes
     Clock::time_point no_path_since{};    // every live path suspect since (epoch: not so)
+    std::map<int, double> shares;         // connection -> share of the striping last announced
     bool gone = false;     // no connection left
   };
 
@@ -182,6 +194,12 @@ class TcpTransport final : public Transport {
   Clock::duration SuspectTimeout(const Conn& c) const;
   // Counts a down transition for flap damping and sets the hold-down.
   void RecordDown(Conn& c, Clock::time_point now);
+  // Moves `ch`'s bytes onto connection `ci`'s outstanding count (-1: onto none).
+  void Count(TxChunk& ch, int ci);
+  // How much a connection may have outstanding: path_queue at its measured rate.
+  uint64_t Window(const Conn& c) const;
+  // Updates throughput estimates; announces a changed striping of `peer` as kRebalanced.
+  void SampleRates(int peer, Clock::time_point now);
   // Takes a path out of use: its unacknowledged chunks move to the others, it is probed.
   void MarkDown(int ci, Clock::time_point now, const std::string& reason);
   void Emit(EventKind kind, int peer, int rail, int channel, std::string reason);
