@@ -20,13 +20,19 @@ class ConnCorruptFault final : public Fault {
   nlohmann::json Params() const override { return params_.ToJson(); }
   Result<nlohmann::json> Prepare(const TargetPolicy& policy) override;
   Status Apply(MonoNs scheduled) override;
-  Status Revert() override { return Status::Ok(); }
+  // Nothing to undo (one frame went out); the rank may have ended by now.
+  Status Revert() override {
+    reverted_ = true;
+    return Status::Ok();
+  }
   Result<nlohmann::json> Observe() override;
   bool Steady() const override { return false; }
 
  private:
   HookFaultParams params_;
   int64_t before_ = 0;
+  nlohmann::json reply_;  // the rank's answer to conn_corrupt
+  bool reverted_ = false;
 };
 
 }  // namespace faultline

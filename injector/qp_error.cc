@@ -36,9 +36,12 @@ Status QpErrorFault::Apply(MonoNs) {
 }
 
 Result<nlohmann::json> QpErrorFault::Observe() {
-  FL_ASSIGN_OR_RETURN(nlohmann::json q, HookCall(params_.hook, {{"op", hook::kOpQuery},
-                                                                {"peer", params_.peer},
-                                                                {"path", params_.path}}));
+  auto r = HookCall(params_.hook,
+                    {{"op", hook::kOpQuery}, {"peer", params_.peer}, {"path", params_.path}});
+  if (!r.ok() && reverted_ && r.status().code() == Code::kUnavailable) {
+    return nlohmann::json{{"in_effect", false}, {"hook", "closed: the rank has ended"}};
+  }
+  FL_ASSIGN_OR_RETURN(nlohmann::json q, std::move(r));
   std::string state = q.value("qp_state", "");
   return nlohmann::json{{"in_effect", state == "ERR"},
                         {"qp_state", state},

@@ -27,13 +27,18 @@ class QpErrorFault final : public Fault {
   nlohmann::json Params() const override { return params_.ToJson(); }
   Result<nlohmann::json> Prepare(const TargetPolicy& policy) override;
   Status Apply(MonoNs scheduled) override;
-  Status Revert() override { return Status::Ok(); }
+  // Nothing to undo (the rank's own recovery heals the QP); the rank may have ended by now.
+  Status Revert() override {
+    reverted_ = true;
+    return Status::Ok();
+  }
   Result<nlohmann::json> Observe() override;
   bool Steady() const override { return false; }
 
  private:
   HookFaultParams params_;
   nlohmann::json reply_;
+  bool reverted_ = false;
 };
 
 }  // namespace faultline
