@@ -6,7 +6,7 @@
 namespace faultline {
 
 Result<std::unique_ptr<Fault>> ConnCorruptFault::Create(const nlohmann::json& p) {
-  FL_ASSIGN_OR_RETURN(HookFaultParams params, HookFaultParams::FromJson(p));
+  FL_ASSIGN_OR_RETURN(HookFaultParams params, HookFaultParams::FromJson(p, "conn_corrupt"));
   return std::unique_ptr<Fault>(new ConnCorruptFault(std::move(params)));
 }
 
@@ -19,9 +19,9 @@ Result<nlohmann::json> ConnCorruptFault::Prepare(const TargetPolicy&) {
 }
 
 Status ConnCorruptFault::Apply(MonoNs) {
-  FL_ASSIGN_OR_RETURN(reply_, HookCall(params_.hook, {{"op", hook::kOpConnCorrupt},
-                                                      {"peer", params_.peer},
-                                                      {"path", params_.path}}));
+  nlohmann::json req = {{"op", hook::kOpConnCorrupt}, {"peer", params_.peer}, {"path", params_.path}};
+  if (!params_.part.empty()) req["part"] = params_.part;
+  FL_ASSIGN_OR_RETURN(reply_, HookCall(params_.hook, std::move(req)));
   return Status::Ok();
 }
 

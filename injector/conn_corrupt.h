@@ -1,6 +1,7 @@
 // conn_corrupt: asks a rank, through its fault hook (fault_hook.h), to write one frame with a
 // corrupt checksum on its TCP connection to `peer` over rail `path`. One-shot. Observe
-// queries the rank's count of corrupt frames sent. JSON parameters: hook, peer, path.
+// queries the rank's count of corrupt frames sent. JSON parameters: hook, peer, path and
+// optionally part ("payload": the payload checksum, the default; "header": the header's).
 #pragma once
 
 #include <memory>

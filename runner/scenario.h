@@ -122,6 +122,7 @@ struct FaultParams {
   double percent = 0;        // loss, corrupt, reorder
   bool remove = false;       // port_drop
   int peer = -1;             // qp_error, conn_corrupt: global rank of the peer
+  std::string part;          // conn_corrupt: "payload" or "header"; empty: the rank's default
 };
 
 struct FaultSpec {

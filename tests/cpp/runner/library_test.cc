@@ -188,11 +188,13 @@ requires: [sch_netem]
 topology: {hosts: 2, ranks_per_host: 1, rails: 2}
 workload: {op: allreduce, bytes: 1MiB, duration: 3s}
 faults:
-  - {id: c, at: 1s, type: conn_corrupt, target: {host: 0, rank: 0, rail: 0}, peer: 1}
+  - {id: c, at: 1s, type: conn_corrupt, part: header, target: {host: 0, rank: 0, rail: 0}, peer: 1}
   - {id: q, at: 2s, type: qp_error, target: {host: 1, rank: 0, rail: 1}, peer: 0}
 )",
                                    "h.yaml");
   ASSERT_TRUE(e.ok()) << Diags(e.diagnostics);
+  EXPECT_EQ(e.runs[0].faults[0].params.part, "header");
+  EXPECT_EQ(e.runs[0].faults[1].params.part, "");
   EXPECT_EQ(RequiredFeatures(e.runs[0]),
             (std::vector<std::string>{"sch_netem", "fault_hook", "verbs"}));
   ExpandOutcome plain = ExpandScenario(R"(name: p
@@ -202,6 +204,20 @@ workload: {op: allreduce, bytes: 1MiB, duration: 3s}
                                        "p.yaml");
   ASSERT_TRUE(plain.ok()) << Diags(plain.diagnostics);
   EXPECT_TRUE(RequiredFeatures(plain.runs[0]).empty());
+}
+
+TEST(Requires, ConnCorruptPartIsChecked) {
+  ExpandOutcome bad = ExpandScenario(R"(name: b
+topology: {hosts: 2, ranks_per_host: 1, rails: 2}
+workload: {op: allreduce, bytes: 1MiB, duration: 3s}
+faults:
+  - {id: c, at: 1s, type: conn_corrupt, part: tail, target: {host: 0, rank: 0, rail: 0}, peer: 1}
+  - {id: q, at: 2s, type: qp_error, part: header, target: {host: 1, rank: 0, rail: 1}, peer: 0}
+)",
+                                     "b.yaml");
+  const std::string d = Diags(bad.diagnostics);
+  EXPECT_NE(d.find("b.yaml:5:47: unknown fault 'c'.part 'tail' (expected one of: payload, header)"), std::string::npos) << d;
+  EXPECT_NE(d.find("b.yaml:6:37: unknown key 'part' in fault 'q'"), std::string::npos) << d;
 }
 
 TEST(Requires, OnlyFtcclServesTheFaultHook) {
