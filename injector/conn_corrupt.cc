@@ -19,7 +19,8 @@ Result<nlohmann::json> ConnCorruptFault::Prepare(const TargetPolicy&) {
 }
 
 Status ConnCorruptFault::Apply(MonoNs) {
-  nlohmann::json req = {{"op", hook::kOpConnCorrupt}, {"peer", params_.peer}, {"path", params_.path}};
+  nlohmann::json req = {
+      {"op", hook::kOpConnCorrupt}, {"peer", params_.peer}, {"path", params_.path}};
   if (!params_.part.empty()) req["part"] = params_.part;
   FL_ASSIGN_OR_RETURN(reply_, HookCall(params_.hook, std::move(req)));
   return Status::Ok();

@@ -236,8 +236,9 @@ void Run::ChooseHookPaths() {
   const int world = sc_.topology.world_size();
   hook_paths_.assign(world, "");
   if (sc_.ccl != CclName::kFtccl) {
-    hook_record_ = {{"served", false},
-                    {"why", std::string("ccl ") + CclNameString(sc_.ccl) + " serves no fault hook"}};
+    hook_record_ = {
+        {"served", false},
+        {"why", std::string("ccl ") + CclNameString(sc_.ccl) + " serves no fault hook"}};
     return;
   }
   constexpr size_t kSunPathMax = 107;

@@ -276,9 +276,8 @@ int RunScenarios(const RunOptions& options) {
       return kBadInput;
     }
     if (e.runs.size() == 1 && e.runs[0].matrix.empty()) {
-      if (auto why = requirements.Missing(
-              RequiredFeatures(e.runs[0]),
-              CclNameString(options.ccl.value_or(e.runs[0].ccl)))) {
+      if (auto why = requirements.Missing(RequiredFeatures(e.runs[0]),
+                                          CclNameString(options.ccl.value_or(e.runs[0].ccl)))) {
         std::printf("faultline run: %s skipped: %s\n", e.runs[0].name.c_str(), why->c_str());
         return kOk;
       }

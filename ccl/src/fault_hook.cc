@@ -20,9 +20,6 @@ namespace {
 using json = nlohmann::json;
 using SteadyClock = std::chrono::steady_clock;
 
-// Clients served at once; more wait in the listen backlog.
-constexpr size_t kMaxClients = 8;
-
 int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now().time_since_epoch())
       .count();
@@ -43,7 +40,8 @@ Result<int> IntField(const json& req, const char* name) {
   }
   const int64_t v = it->get<int64_t>();
   if (v < 0 || v > 1 << 20) {
-    return InvalidArgument(std::string("'") + name + "' = " + std::to_string(v) + " is out of range");
+    return InvalidArgument(std::string("'") + name + "' = " + std::to_string(v) +
+                           " is out of range");
   }
   return static_cast<int>(v);
 }
@@ -75,7 +73,7 @@ Result<std::unique_ptr<FaultHookServer>> FaultHookServer::Open(const std::string
                          std::to_string(sizeof(sa.sun_path) - 1));
   }
   std::memcpy(sa.sun_path, path.data(), path.size());
-  struct stat st{};
+  struct stat st {};
   if (::lstat(path.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode)) return Bad(path, "exists and is not a socket");
     // A socket left by an earlier process is replaced; one that is served is not taken over.
@@ -84,7 +82,8 @@ Result<std::unique_ptr<FaultHookServer>> FaultHookServer::Open(const std::string
     if (::connect(probe.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0) {
       return Bad(path, "another process serves a socket there");
     }
-    if (::unlink(path.c_str()) != 0) return Bad(path, std::string("stale socket: ") + std::strerror(errno));
+    if (::unlink(path.c_str()) != 0)
+      return Bad(path, std::string("stale socket: ") + std::strerror(errno));
   }
   std::unique_ptr<FaultHookServer> s(new FaultHookServer(path));
   s->listen_ = net::Fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
@@ -113,7 +112,7 @@ FaultHookServer::~FaultHookServer() {
     thread_.join();
   }
   listen_.Reset();
-  struct stat st{};
+  struct stat st {};
   if (dev_ != 0 || ino_ != 0) {
     if (::lstat(path_.c_str(), &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_) {
       ::unlink(path_.c_str());
@@ -201,7 +200,8 @@ nlohmann::json FaultHookServer::Answer(const std::string& line) {
     }
   }
   if (!r.ok()) {
-    return Fail(reply, transport::IsUnsupported(r.status()) ? "unsupported" : r.status().ToString());
+    return Fail(reply,
+                transport::IsUnsupported(r.status()) ? "unsupported" : r.status().ToString());
   }
   reply["ok"] = true;
   PutState(r.value(), &reply);
@@ -234,7 +234,8 @@ void FaultHookServer::Serve() {
   for (;;) {
     std::vector<pollfd> fds;
     fds.push_back({stop_.get(), POLLIN, 0});
-    fds.push_back({listen_.get(), static_cast<short>(clients.size() < kMaxClients ? POLLIN : 0), 0});
+    fds.push_back(
+        {listen_.get(), static_cast<short>(clients.size() < kMaxClients ? POLLIN : 0), 0});
     int timeout_ms = -1;
     const auto now = SteadyClock::now();
     for (const Client& c : clients) {
@@ -250,10 +251,6 @@ void FaultHookServer::Serve() {
       return;
     }
     if (fds[0].revents != 0) return;
-    if (n > 0 && (fds[1].revents & POLLIN)) {
-      int fd = ::accept4(listen_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd >= 0) clients.push_back({net::Fd(fd), {}, SteadyClock::now() + kClientTimeout});
-    }
     for (size_t i = 0; i < clients.size(); ++i) {
       Client& c = clients[i];
       if (n > 0 && fds[2 + i].revents != 0) {
@@ -274,12 +271,17 @@ void FaultHookServer::Serve() {
         if (!c.fd.valid()) continue;
       }
       if (SteadyClock::now() >= c.deadline) {
-        answer(c, Dump(Fail({{"v", kProtocolVersion}},
-                            "no complete request line within " +
-                                std::to_string(kClientTimeout.count()) + " ms")));
+        answer(c, Dump(Fail({{"v", kProtocolVersion}}, "no complete request line within " +
+                                                           std::to_string(kClientTimeout.count()) +
+                                                           " ms")));
       }
     }
     std::erase_if(clients, [](const Client& c) { return !c.fd.valid(); });
+    // Accepted last: fds[2 + i] above belongs to the clients polled this round.
+    if (n > 0 && (fds[1].revents & POLLIN)) {
+      int fd = ::accept4(listen_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd >= 0) clients.push_back({net::Fd(fd), {}, SteadyClock::now() + kClientTimeout});
+    }
   }
 }
 

@@ -36,6 +36,8 @@ class FaultHookServer final {
   static constexpr std::chrono::milliseconds kClientTimeout{1000};
   // conn_corrupt waits this long for a data frame to carry the damage before it answers.
   static constexpr std::chrono::milliseconds kCorruptWait{600};
+  // Clients served at once; more wait in the listen backlog.
+  static constexpr size_t kMaxClients = 8;
 
   // Binds and listens at `path`. kInvalidArgument for a path that cannot hold a Unix socket
   // (empty, too long for sun_path, an existing file that is not a socket, a socket another

@@ -57,8 +57,8 @@ Status BigAllReduce(Communicator& comm, RankReporter& rep, const std::function<v
   for (size_t i = 0; i < kBigCount; ++i) {
     send[i] = (comm.rank() + 1) * 1000003LL + static_cast<int64_t>(i);
   }
-  RequestPtr req = comm.AllReduceAsync(send.data(), recv.data(), kBigCount, DataType::kI64,
-                                       ReduceOp::kSum);
+  RequestPtr req =
+      comm.AllReduceAsync(send.data(), recv.data(), kBigCount, DataType::kI64, ReduceOp::kSum);
   if (during) during();
   FTCCL_RETURN_IF_ERROR(req->Wait());
   const int64_t base = 1000003LL * n * (n + 1) / 2;
@@ -96,42 +96,44 @@ TEST_P(FaultHookLiveTest, CorruptPayloadChecksumIsResent) {
   const int ranks = GetParam();
   const std::string path = HookPath();
   const std::vector<CollCase> cases = SmallCases();
-  LaunchResult result = LaunchCommunicators(HookLaunch(ranks, path), [&](Communicator& comm,
-                                                                         RankReporter& rep) {
-    int armed = 0;
-    for (size_t i = 0; i < cases.size(); ++i) {
-      if (comm.rank() == 0) {
-        // Between collectives nothing flows: the damage waits for the next data frame.
-        json r = Hook(path, {{"op", "conn_corrupt"}, {"peer", 1}, {"path", static_cast<int>(i % 2)}});
-        if (!r.value("ok", false)) rep.Fail("conn_corrupt refused: " + r.dump());
-        ++armed;
-      }
-      rep.Progress(cases[i].Name());
-      bool correct = false;
-      FTCCL_RETURN_IF_ERROR(RunAndCheck(comm, cases[i], rep, &correct));
-    }
-    rep.Progress("big allreduce");
-    FTCCL_RETURN_IF_ERROR(BigAllReduce(comm, rep, [&] {
-      if (comm.rank() != 0) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      json r = Hook(path, {{"op", "conn_corrupt"}, {"peer", 1}, {"path", 0}, {"id", "live"}});
-      if (!r.value("ok", false) || r.value("id", "") != "live") rep.Fail("live conn_corrupt: " + r.dump());
-      rep.Value("live_pending", r.value("pending", true) ? 1 : 0);
-      rep.Value("live_applied_ns", r.value("applied_ns", int64_t{0}));
-      ++armed;
-    }));
-    if (comm.rank() == 0) {
-      int64_t sent = 0;
-      for (int p = 0; p < 2; ++p) {
-        json q = Hook(path, {{"op", "query"}, {"peer", 1}, {"path", p}});
-        sent += q.value("corrupt_frames_sent", int64_t{0});
-      }
-      rep.Value("armed", armed);
-      rep.Value("corrupt_frames_sent", sent);
-    }
-    ReportStats(comm, rep);
-    return Status::Ok();
-  });
+  LaunchResult result =
+      LaunchCommunicators(HookLaunch(ranks, path), [&](Communicator& comm, RankReporter& rep) {
+        int armed = 0;
+        for (size_t i = 0; i < cases.size(); ++i) {
+          if (comm.rank() == 0) {
+            // Between collectives nothing flows: the damage waits for the next data frame.
+            json r = Hook(path,
+                          {{"op", "conn_corrupt"}, {"peer", 1}, {"path", static_cast<int>(i % 2)}});
+            if (!r.value("ok", false)) rep.Fail("conn_corrupt refused: " + r.dump());
+            ++armed;
+          }
+          rep.Progress(cases[i].Name());
+          bool correct = false;
+          FTCCL_RETURN_IF_ERROR(RunAndCheck(comm, cases[i], rep, &correct));
+        }
+        rep.Progress("big allreduce");
+        FTCCL_RETURN_IF_ERROR(BigAllReduce(comm, rep, [&] {
+          if (comm.rank() != 0) return;
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+          json r = Hook(path, {{"op", "conn_corrupt"}, {"peer", 1}, {"path", 0}, {"id", "live"}});
+          if (!r.value("ok", false) || r.value("id", "") != "live")
+            rep.Fail("live conn_corrupt: " + r.dump());
+          rep.Value("live_pending", r.value("pending", true) ? 1 : 0);
+          rep.Value("live_applied_ns", r.value("applied_ns", int64_t{0}));
+          ++armed;
+        }));
+        if (comm.rank() == 0) {
+          int64_t sent = 0;
+          for (int p = 0; p < 2; ++p) {
+            json q = Hook(path, {{"op", "query"}, {"peer", 1}, {"path", p}});
+            sent += q.value("corrupt_frames_sent", int64_t{0});
+          }
+          rep.Value("armed", armed);
+          rep.Value("corrupt_frames_sent", sent);
+        }
+        ReportStats(comm, rep);
+        return Status::Ok();
+      });
   ASSERT_TRUE(result.AllOk()) << result.Describe();
   const RankOutcome& r0 = result.ranks[0];
   const RankOutcome& r1 = result.ranks[1];

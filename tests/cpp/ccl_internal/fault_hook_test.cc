@@ -9,11 +9,12 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "hook_call.h"
 
@@ -62,7 +63,9 @@ class FaultHookTest : public ::testing::Test {
     // rank 1 of 3 ranks over 2 rails
     ASSERT_TRUE(server_->Start(&target_, 1, 3, 2).ok());
   }
-  json Call(const std::string& bytes) {
+  // Sends `bytes`, with a '\n' added unless they end in one.
+  json Call(std::string bytes) {
+    if (bytes.empty() || bytes.back() != '\n') bytes += '\n';
     std::string line = HookExchange(path_, bytes);
     json j = json::parse(line, nullptr, false);
     EXPECT_TRUE(j.is_object()) << "response '" << line << "' to '" << bytes << "'";
@@ -83,12 +86,12 @@ class FaultHookTest : public ::testing::Test {
 };
 
 TEST_F(FaultHookTest, PingNamesRankAndTransport) {
-  json r = Call(R"({"v":1,"op":"ping","id":"p1"})" "\n");
+  json r = Call(R"({"v":1,"op":"ping","id":"p1"})");
   EXPECT_EQ(r, json({{"v", 1}, {"id", "p1"}, {"ok", true}, {"rank", 1}, {"transport", "tcp"}}));
 }
 
 TEST_F(FaultHookTest, SocketIsPrivateAndRemovedOnDestroy) {
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(lstat(path_.c_str(), &st), 0);
   EXPECT_TRUE(S_ISSOCK(st.st_mode));
   EXPECT_EQ(st.st_mode & 0777, 0600u);
@@ -98,10 +101,10 @@ TEST_F(FaultHookTest, SocketIsPrivateAndRemovedOnDestroy) {
 }
 
 TEST_F(FaultHookTest, ConnCorruptReachesTheTargetAndQuerySeesIt) {
-  json q0 = Call(R"({"v":1,"op":"query","peer":2,"path":1})" "\n");
+  json q0 = Call(R"({"v":1,"op":"query","peer":2,"path":1})");
   EXPECT_EQ(q0.value("ok", false), true) << q0.dump();
   EXPECT_EQ(q0.value("corrupt_frames_sent", -1), 0);
-  json r = Call(R"({"v":1,"op":"conn_corrupt","peer":2,"path":1,"id":"c"})" "\n");
+  json r = Call(R"({"v":1,"op":"conn_corrupt","peer":2,"path":1,"id":"c"})");
   EXPECT_EQ(r.value("ok", false), true) << r.dump();
   EXPECT_EQ(r.value("corrupt_frames_sent", -1), 1);
   EXPECT_EQ(r.value("applied_ns", int64_t{0}), 12345);
@@ -110,14 +113,14 @@ TEST_F(FaultHookTest, ConnCorruptReachesTheTargetAndQuerySeesIt) {
   EXPECT_EQ(target_.last_peer, 2);
   EXPECT_EQ(target_.last_rail, 1);
   EXPECT_EQ(target_.last_part, transport::FramePart::kPayload);
-  Call(R"({"v":1,"op":"conn_corrupt","peer":0,"path":0,"part":"header"})" "\n");
+  Call(R"({"v":1,"op":"conn_corrupt","peer":0,"path":0,"part":"header"})");
   EXPECT_EQ(target_.last_part, transport::FramePart::kHeader);
-  json q1 = Call(R"({"v":1,"op":"query","peer":0,"path":0})" "\n");
+  json q1 = Call(R"({"v":1,"op":"query","peer":0,"path":0})");
   EXPECT_EQ(q1.value("corrupt_frames_sent", -1), 2) << q1.dump();
 }
 
 TEST_F(FaultHookTest, QpErrorIsUnsupportedOnTcp) {
-  json r = Call(R"({"v":1,"op":"qp_error","peer":0,"path":1,"id":"q"})" "\n");
+  json r = Call(R"({"v":1,"op":"qp_error","peer":0,"path":1,"id":"q"})");
   EXPECT_EQ(r, json({{"v", 1}, {"id", "q"}, {"ok", false}, {"error", "unsupported"}}));
 }
 
@@ -125,19 +128,19 @@ TEST_F(FaultHookTest, BadRequestsAreRefusedWithAReason) {
   ExpectRefused("hello\n", "not one JSON object");
   ExpectRefused("[1,2]\n", "not one JSON object");
   ExpectRefused("{\"v\":1,\"op\":\"ping\"\n", "not one JSON object");
-  ExpectRefused(R"({"op":"ping"})" "\n", "version");
-  ExpectRefused(R"({"v":2,"op":"ping"})" "\n", "version");
-  ExpectRefused(R"({"v":1})" "\n", "missing 'op'");
-  ExpectRefused(R"({"v":1,"op":"reboot"})" "\n", "unknown op 'reboot'");
-  ExpectRefused(R"({"v":1,"op":"ping","id":7})" "\n", "'id' must be a string");
-  ExpectRefused(R"({"v":1,"op":"query","path":0})" "\n", "missing 'peer'");
-  ExpectRefused(R"({"v":1,"op":"query","peer":0})" "\n", "missing 'path'");
-  ExpectRefused(R"({"v":1,"op":"query","peer":"0","path":0})" "\n", "must be an integer");
-  ExpectRefused(R"({"v":1,"op":"query","peer":-1,"path":0})" "\n", "out of range");
-  ExpectRefused(R"({"v":1,"op":"conn_corrupt","peer":3,"path":0})" "\n", "no connection to peer 3");
-  ExpectRefused(R"({"v":1,"op":"conn_corrupt","peer":1,"path":0})" "\n", "no connection to peer 1");
-  ExpectRefused(R"({"v":1,"op":"conn_corrupt","peer":0,"path":2})" "\n", "path 2 does not exist");
-  ExpectRefused(R"({"v":1,"op":"conn_corrupt","peer":0,"path":0,"part":"tail"})" "\n", "'part'");
+  ExpectRefused(R"({"op":"ping"})", "version");
+  ExpectRefused(R"({"v":2,"op":"ping"})", "version");
+  ExpectRefused(R"({"v":1})", "missing 'op'");
+  ExpectRefused(R"({"v":1,"op":"reboot"})", "unknown op 'reboot'");
+  ExpectRefused(R"({"v":1,"op":"ping","id":7})", "'id' must be a string");
+  ExpectRefused(R"({"v":1,"op":"query","path":0})", "missing 'peer'");
+  ExpectRefused(R"({"v":1,"op":"query","peer":0})", "missing 'path'");
+  ExpectRefused(R"({"v":1,"op":"query","peer":"0","path":0})", "must be an integer");
+  ExpectRefused(R"({"v":1,"op":"query","peer":-1,"path":0})", "out of range");
+  ExpectRefused(R"({"v":1,"op":"conn_corrupt","peer":3,"path":0})", "no connection to peer 3");
+  ExpectRefused(R"({"v":1,"op":"conn_corrupt","peer":1,"path":0})", "no connection to peer 1");
+  ExpectRefused(R"({"v":1,"op":"conn_corrupt","peer":0,"path":2})", "path 2 does not exist");
+  ExpectRefused(R"({"v":1,"op":"conn_corrupt","peer":0,"path":0,"part":"tail"})", "'part'");
   ExpectRefused("\xff\xfe{\n", "not one JSON object");
   EXPECT_EQ(target_.sent.load(), 0u) << "a refused request reached the transport";
 }
@@ -162,7 +165,7 @@ TEST_F(FaultHookTest, SlowClientIsAnsweredAndDoesNotBlockOthers) {
   ASSERT_EQ(send(slow, "{\"v\":1,", 7, 0), 7);
   // Another client is served meanwhile, well before the slow one's time runs out.
   const auto t0 = std::chrono::steady_clock::now();
-  EXPECT_EQ(Call(R"({"v":1,"op":"ping"})" "\n").value("ok", false), true);
+  EXPECT_EQ(Call(R"({"v":1,"op":"ping"})").value("ok", false), true);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500));
   // The slow one gets an answer after the client timeout, then the server closes.
   std::string reply;
@@ -179,7 +182,25 @@ TEST_F(FaultHookTest, SlowClientIsAnsweredAndDoesNotBlockOthers) {
   ASSERT_EQ(connect(gone, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
   ASSERT_EQ(send(gone, "{\"v\"", 4, 0), 4);
   close(gone);
-  EXPECT_EQ(Call(R"({"v":1,"op":"ping"})" "\n").value("ok", false), true);
+  EXPECT_EQ(Call(R"({"v":1,"op":"ping"})").value("ok", false), true);
+}
+
+TEST_F(FaultHookTest, ManySilentClientsDelayButDoNotStopService) {
+  // More silent clients than are served at once: the rest wait in the backlog until the
+  // first ones time out, and a real request is still answered within the client's patience.
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::memcpy(sa.sun_path, path_.data(), path_.size());
+  std::vector<int> silent;
+  for (size_t i = 0; i < FaultHookServer::kMaxClients + 4; ++i) {
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
+    silent.push_back(fd);
+  }
+  json r = Call(R"({"v":1,"op":"ping"})");
+  EXPECT_EQ(r.value("ok", false), true) << r.dump();
+  for (int fd : silent) close(fd);
+  EXPECT_EQ(Call(R"({"v":1,"op":"ping"})").value("ok", false), true);
 }
 
 TEST(FaultHookOpenTest, UnusablePathsFailClearly) {
@@ -220,7 +241,7 @@ TEST(FaultHookOpenTest, StaleSocketIsReplacedButALiveOneIsNotTakenOver) {
   EXPECT_NE(second.status().message().find("another process serves"), std::string::npos)
       << second.status().ToString();
   first.value().reset();
-  struct stat st{};
+  struct stat st {};
   EXPECT_NE(lstat(path.c_str(), &st), 0);
 }
 
