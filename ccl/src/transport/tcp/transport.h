@@ -185,7 +185,8 @@ class TcpTransport final : public Transport, public FaultTarget {
   void WatchWrite(int ci, bool on);
   void Post(std::function<void()> fn);
   int PickConn(int peer);
-  // Fault hook: runs on the progress thread; `arm` also arms conn_corrupt.
+  // Fault hook (any thread): has the progress thread read one path's state and, with `arm`,
+  // arm conn_corrupt on one of its live connections; waits for the answer until `deadline`.
   Result<PathFaultState> HookPath(int peer, int rail, std::optional<FramePart> arm,
                                   Deadline deadline);
   void DamageForHook(Conn& c, TxItem* item);
