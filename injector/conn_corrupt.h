@@ -1,6 +1,7 @@
 // conn_corrupt: asks a rank, through its fault hook (fault_hook.h), to write one frame with a
 // corrupt checksum on its TCP connection to `peer` over rail `path`. One-shot. Observe
-// queries the rank's count of corrupt frames sent. JSON parameters: hook, peer, path.
+// queries the rank's count of corrupt frames sent. JSON parameters: hook, peer, path and
+// optionally part ("payload": the payload checksum, the default; "header": the header's).
 #pragma once
 
 #include <memory>
@@ -20,13 +21,19 @@ class ConnCorruptFault final : public Fault {
   nlohmann::json Params() const override { return params_.ToJson(); }
   Result<nlohmann::json> Prepare(const TargetPolicy& policy) override;
   Status Apply(MonoNs scheduled) override;
-  Status Revert() override { return Status::Ok(); }
+  // Nothing to undo (one frame went out); the rank may have ended by now.
+  Status Revert() override {
+    reverted_ = true;
+    return Status::Ok();
+  }
   Result<nlohmann::json> Observe() override;
   bool Steady() const override { return false; }
 
  private:
   HookFaultParams params_;
   int64_t before_ = 0;
+  nlohmann::json reply_;  // the rank's answer to conn_corrupt
+  bool reverted_ = false;
 };
 
 }  // namespace faultline

@@ -12,11 +12,12 @@
 //   op "ping"          no other field; answers {"ok":true, "rank":INT, "transport":STR}
 //   op "qp_error"      move the QP that reaches rank `peer` over rail `path` to IBV_QPS_ERR
 //   op "conn_corrupt"  write one frame with a corrupt checksum on the connection to `peer`
-//                      over rail `path`
+//                      over rail `path`; optional "part": "payload" (default) | "header"
 //   op "query"         report the state of that connection without changing it
 // Response: {"v":1, "id":STR, "ok":true,  ...} or {"v":1, "id":STR, "ok":false, "error":STR}
 //   qp_error / query (verbs): "qp_state": "RESET"|"INIT"|"RTR"|"RTS"|"SQD"|"SQE"|"ERR"
-//   conn_corrupt / query (tcp): "corrupt_frames_sent": INT (total on that connection)
+//   conn_corrupt / query (tcp): "corrupt_frames_sent": INT (total on that connection),
+//                               "pending": BOOL (armed, no data frame has carried it yet)
 //   every successful fault op: "applied_ns": CLOCK_MONOTONIC time the rank applied it
 // An op the transport does not support answers ok=false with error "unsupported".
 #pragma once

@@ -6,8 +6,12 @@
 
 namespace faultline {
 
-Result<HookFaultParams> HookFaultParams::FromJson(const nlohmann::json& p) {
-  FL_RETURN_IF_ERROR(params::CheckKeys(p, {"hook", "peer", "path", "netns"}));
+Result<HookFaultParams> HookFaultParams::FromJson(const nlohmann::json& p, std::string_view kind) {
+  if (kind == "conn_corrupt") {
+    FL_RETURN_IF_ERROR(params::CheckKeys(p, {"hook", "peer", "path", "netns", "part"}));
+  } else {
+    FL_RETURN_IF_ERROR(params::CheckKeys(p, {"hook", "peer", "path", "netns"}));
+  }
   HookFaultParams out;
   FL_ASSIGN_OR_RETURN(out.hook, params::String(p, "hook", std::nullopt));
   FL_ASSIGN_OR_RETURN(int64_t peer, params::Int(p, "peer", std::nullopt));
@@ -15,11 +19,17 @@ Result<HookFaultParams> HookFaultParams::FromJson(const nlohmann::json& p) {
   if (peer < 0 || path < 0) return InvalidArgument("peer and path must be >= 0");
   out.peer = static_cast<int>(peer);
   out.path = static_cast<int>(path);
+  if (p.contains("part")) {
+    FL_ASSIGN_OR_RETURN(out.part, params::String(p, "part", std::nullopt));
+    if (out.part != "payload" && out.part != "header") {
+      return InvalidArgument("part must be \"payload\" or \"header\", got \"" + out.part + "\"");
+    }
+  }
   return out;
 }
 
 Result<std::unique_ptr<Fault>> QpErrorFault::Create(const nlohmann::json& p) {
-  FL_ASSIGN_OR_RETURN(HookFaultParams params, HookFaultParams::FromJson(p));
+  FL_ASSIGN_OR_RETURN(HookFaultParams params, HookFaultParams::FromJson(p, "qp_error"));
   return std::unique_ptr<Fault>(new QpErrorFault(std::move(params)));
 }
 
@@ -36,9 +46,12 @@ Status QpErrorFault::Apply(MonoNs) {
 }
 
 Result<nlohmann::json> QpErrorFault::Observe() {
-  FL_ASSIGN_OR_RETURN(nlohmann::json q, HookCall(params_.hook, {{"op", hook::kOpQuery},
-                                                                {"peer", params_.peer},
-                                                                {"path", params_.path}}));
+  auto r = HookCall(params_.hook,
+                    {{"op", hook::kOpQuery}, {"peer", params_.peer}, {"path", params_.path}});
+  if (!r.ok() && reverted_ && r.status().code() == Code::kUnavailable) {
+    return nlohmann::json{{"in_effect", false}, {"hook", "closed: the rank has ended"}};
+  }
+  FL_ASSIGN_OR_RETURN(nlohmann::json q, std::move(r));
   std::string state = q.value("qp_state", "");
   return nlohmann::json{{"in_effect", state == "ERR"},
                         {"qp_state", state},

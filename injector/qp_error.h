@@ -13,8 +13,14 @@ struct HookFaultParams {
   std::string hook;  // the Unix socket path the rank serves
   int peer = 0;
   int path = 0;
-  static Result<HookFaultParams> FromJson(const nlohmann::json& p);
-  nlohmann::json ToJson() const { return {{"hook", hook}, {"peer", peer}, {"path", path}}; }
+  std::string part;  // conn_corrupt only: "payload" or "header"; empty: the rank's default
+  // `kind` decides whether "part" is accepted.
+  static Result<HookFaultParams> FromJson(const nlohmann::json& p, std::string_view kind);
+  nlohmann::json ToJson() const {
+    nlohmann::json j = {{"hook", hook}, {"peer", peer}, {"path", path}};
+    if (!part.empty()) j["part"] = part;
+    return j;
+  }
 };
 
 class QpErrorFault final : public Fault {
@@ -27,13 +33,18 @@ class QpErrorFault final : public Fault {
   nlohmann::json Params() const override { return params_.ToJson(); }
   Result<nlohmann::json> Prepare(const TargetPolicy& policy) override;
   Status Apply(MonoNs scheduled) override;
-  Status Revert() override { return Status::Ok(); }
+  // Nothing to undo (the rank's own recovery heals the QP); the rank may have ended by now.
+  Status Revert() override {
+    reverted_ = true;
+    return Status::Ok();
+  }
   Result<nlohmann::json> Observe() override;
   bool Steady() const override { return false; }
 
  private:
   HookFaultParams params_;
   nlohmann::json reply_;
+  bool reverted_ = false;
 };
 
 }  // namespace faultline

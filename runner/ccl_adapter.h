@@ -36,6 +36,9 @@ struct CclInit {
   std::string store_dir;           // rendezvous directory shared by the group (gloo)
   std::chrono::milliseconds init_timeout{30000};
   std::chrono::milliseconds op_timeout{60000};  // default deadline of a collective
+  // Unix socket path at which the rank serves the fault hook (injector/FAULT_HOOK.md); empty:
+  // none. Only ftccl serves it (faultline-worker refuses --fault-hook for the others).
+  std::string fault_hook;
 };
 
 class CclAdapter {

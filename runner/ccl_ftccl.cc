@@ -36,6 +36,7 @@ class FtcclAdapter final : public CclAdapter {
     o.rails = init.rails;
     o.init_timeout = ftccl::Millis(init.init_timeout.count());
     o.op_timeout = ftccl::Millis(init.op_timeout.count());
+    o.fault_hook = init.fault_hook;
     const ftccl::Status env = ftccl::ApplyEnvOverrides(&o);
     if (!env.ok()) return FromFtccl(env).WithContext("ftccl environment");
     auto comm = ftccl::Communicator::Create(std::move(o));

@@ -152,6 +152,7 @@ void RegisterInject(CLI::App& app, Action* action) {
       {"--hook", "hook", "qp_error / conn_corrupt: the rank's fault hook socket path"},
       {"--peer", "peer", "qp_error / conn_corrupt: peer rank"},
       {"--path", "path", "qp_error / conn_corrupt: rail index"},
+      {"--part", "part", "conn_corrupt: payload (default) or header"},
   };
   for (const Param& p : kParams) {
     std::string key = p.key;

@@ -24,6 +24,11 @@ void RegisterRun(CLI::App& app, Action* action) {
   cmd->add_option("--worker", opts->worker_path, "faultline-worker binary (default: beside this one)");
   cmd->add_option("--op-timeout-ms", opts->op_timeout_ms, "deadline of one collective")
       ->capture_default_str();
+  cmd->footer(
+      "Every ftccl rank serves the fault hook (injector/FAULT_HOOK.md) at OUT/ranks/rankN.hook, "
+      "or under /run/faultline/hooks when that path is too long for a Unix socket; report.json "
+      "lists them under environment.fault_hook. A run with conn_corrupt or qp_error faults is "
+      "skipped, with the reason, for a ccl that serves no hook (gloo, nccl).");
   cmd->callback([=] {
     *action = [=] {
       runner::RunOptions o = *opts;

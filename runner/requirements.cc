@@ -1,13 +1,32 @@
 #include "runner/requirements.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "injector/netem.h"
 
 namespace faultline::runner {
 
-std::optional<std::string> RequirementChecker::Missing(const std::vector<std::string>& features) {
+std::vector<std::string> RequiredFeatures(const Scenario& sc) {
+  std::vector<std::string> out = sc.requirements;
+  auto add = [&](const char* f) {
+    if (std::find(out.begin(), out.end(), f) == out.end()) out.push_back(f);
+  };
+  for (const auto& f : sc.faults) {
+    if (f.kind == FaultKind::kConnCorrupt || f.kind == FaultKind::kQpError) add("fault_hook");
+    if (f.kind == FaultKind::kQpError) add("verbs");
+  }
+  return out;
+}
+
+std::optional<std::string> RequirementChecker::Missing(const std::vector<std::string>& features,
+                                                       std::string_view ccl) {
   for (const auto& f : features) {
+    if (f == "fault_hook" && ccl != "ftccl") {
+      return "ccl " + std::string(ccl) +
+             " serves no fault hook (conn_corrupt and qp_error need ranks that serve "
+             "injector/FAULT_HOOK.md; only ftccl does)";
+    }
     auto it = cache_.find(f);
     if (it == cache_.end()) it = cache_.emplace(f, Probe(f)).first;
     if (it->second) return it->second;
@@ -32,8 +51,13 @@ std::optional<std::string> RequirementChecker::Probe(const std::string& feature)
     while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) help.append(buf, n);
     ::pclose(p);
     if (help.find("--fault-hook") != std::string::npos) return std::nullopt;
-    return "ftccl ranks serve no fault hook yet (faultline-worker has no --fault-hook option; "
-           "see injector/FAULT_HOOK.md)";
+    return "ftccl ranks serve no fault hook (" + worker_path_ +
+           " has no --fault-hook option; see injector/FAULT_HOOK.md)";
+  }
+  if (feature == "verbs") {
+    return std::string(
+        "ftccl has no verbs transport yet (qp_error moves a verbs QP to the error state; a TCP "
+        "rank answers \"unsupported\")");
   }
   return "unknown requirement '" + feature + "'";
 }

@@ -102,6 +102,8 @@ class Run final {
  private:
   Status Setup();
   Status LaunchRanks();
+  void ChooseHookPaths();
+  void RemoveHookPaths();
   void DriveTimeline();
   void WaitRanks();
   void HealAll();
@@ -119,6 +121,10 @@ class Run final {
   std::unique_ptr<NetTopology> topo_;
   std::unique_ptr<LocalNetnsLauncher> launcher_;
   std::vector<int> handles_;  // by global rank
+  // Where each rank serves its fault hook (ftccl only; empty otherwise), by global rank, and
+  // what the report says about it.
+  std::vector<std::string> hook_paths_;
+  nlohmann::json hook_record_;
   int64_t t0_ = 0;
   int64_t run_end_ns_ = 0;
   bool watchdog_fired_ = false;
@@ -167,6 +173,7 @@ Status Run::LaunchRanks() {
   }
   const Topology& t = sc_.topology;
   const int world = t.world_size();
+  ChooseHookPaths();
   // Every rank starts its workload at t0 (CLOCK_MONOTONIC is shared by all namespaces), which
   // leaves time to join the group; scenario offsets count from there.
   t0_ = MonoNow() + 2'000'000'000LL + 50'000'000LL * world;
@@ -209,6 +216,7 @@ Status Run::LaunchRanks() {
         argv.insert(argv.end(), {"--iters", std::to_string(w.iters.value_or(1))});
       }
       if (w.check) argv.push_back("--check");
+      if (!hook_paths_[g].empty()) argv.insert(argv.end(), {"--fault-hook", hook_paths_[g]});
       LaunchSpec spec;
       spec.argv = std::move(argv);
       spec.placement = {h, l, g};
@@ -221,9 +229,64 @@ Status Run::LaunchRanks() {
   return Status();
 }
 
+void Run::ChooseHookPaths() {
+  // Every ftccl rank serves the fault hook (conn_corrupt, qp_error; also `faultline inject` by
+  // hand during a run) at out/ranks/rankN.hook. A Unix socket path holds at most 107 bytes;
+  // under a deep --out the sockets go to /run/faultline/hooks instead, and the report says so.
+  const int world = sc_.topology.world_size();
+  hook_paths_.assign(world, "");
+  if (sc_.ccl != CclName::kFtccl) {
+    hook_record_ = {
+        {"served", false},
+        {"why", std::string("ccl ") + CclNameString(sc_.ccl) + " serves no fault hook"}};
+    return;
+  }
+  constexpr size_t kSunPathMax = 107;
+  const std::string ranks_dir = fs::absolute(out_ + "/ranks").lexically_normal().string();
+  const std::string fallback_dir = "/run/faultline/hooks";
+  std::string why;
+  for (int g = 0; g < world; ++g) {
+    std::string p = ranks_dir + "/rank" + std::to_string(g) + ".hook";
+    if (p.size() > kSunPathMax) {
+      why = "'" + p + "' is " + std::to_string(p.size()) + " bytes, more than a Unix socket path " +
+            "holds (" + std::to_string(kSunPathMax) + ")";
+      p = fallback_dir + "/" + run_id_ + "-rank" + std::to_string(g) + ".hook";
+    }
+    hook_paths_[g] = p;
+  }
+  if (!why.empty()) {
+    std::error_code ec;
+    fs::create_directories(fallback_dir, ec);
+    fs::permissions(fallback_dir, fs::perms::owner_all, fs::perm_options::replace, ec);
+    std::printf("faultline run: fault hooks under %s: %s\n", fallback_dir.c_str(), why.c_str());
+  }
+  hook_record_ = {{"served", true}, {"paths", hook_paths_}};
+  if (!why.empty()) hook_record_["fallback"] = why;
+}
+
+void Run::RemoveHookPaths() {
+  // A rank removes its socket when it ends; one that was killed leaves it behind.
+  for (const auto& p : hook_paths_) {
+    std::error_code ec;
+    if (!p.empty() && fs::is_socket(fs::symlink_status(p, ec))) fs::remove(p, ec);
+  }
+}
+
 Result<nlohmann::json> Run::FaultParams(const TimelineAction& a) const {
   nlohmann::json p = a.params;
   const int h = a.target.host;
+  if (a.kind == FaultKind::kConnCorrupt || a.kind == FaultKind::kQpError) {
+    auto g = a.target.GlobalRank(sc_.topology);
+    if (!g) return Status(Code::kInvalidArgument, "fault " + a.fault_id + ": no rank target");
+    if (*g >= static_cast<int>(hook_paths_.size()) || hook_paths_[*g].empty()) {
+      return Status(Code::kUnavailable,
+                    "fault " + a.fault_id + ": ccl " + CclNameString(sc_.ccl) +
+                        " serves no fault hook (" + FaultKindName(a.kind) +
+                        " needs one; only ftccl ranks serve it)");
+    }
+    p["hook"] = hook_paths_[*g];
+    return p;
+  }
   if (IsRankFault(a.kind)) {
     auto g = a.target.GlobalRank(sc_.topology);
     if (!g) return Status(Code::kInvalidArgument, "fault " + a.fault_id + ": no rank target");
@@ -231,10 +294,6 @@ Result<nlohmann::json> Run::FaultParams(const TimelineAction& a) const {
     if (!pid) return Status(Code::kNotFound, "rank " + std::to_string(*g) + " has no local pid");
     p["pid"] = *pid;
     p["netns"] = topo_->host(h).netns;
-    return p;
-  }
-  if (a.kind == FaultKind::kConnCorrupt || a.kind == FaultKind::kQpError) {
-    p["hook"] = out_ + "/ranks/rank" + std::to_string(a.target.GlobalRank(sc_.topology).value_or(0)) + ".hook";
     return p;
   }
   if (a.kind == FaultKind::kConnReset) {
@@ -436,6 +495,7 @@ int Run::Finish() {
   in.seed = sc_.seed;
   in.environment = Environment(sc_, o_, run_id_);
   in.environment["topology"] = topo_ ? topo_->ToJson() : nlohmann::json();
+  in.environment["fault_hook"] = hook_record_;
   in.history = &h;
   in.metrics = &m;
   in.checks = &checks;
@@ -498,6 +558,7 @@ int Run::Execute() {
   if (!st.ok()) {
     std::fprintf(stderr, "faultline run: %s\n", st.ToString().c_str());
     launcher_.reset();
+    RemoveHookPaths();
     if (topo_) (void)topo_->Teardown();
     return st.code() == Code::kInvalidArgument ? 2 : 3;
   }
@@ -510,6 +571,7 @@ int Run::Execute() {
   int code = Finish();
   // Ranks first (a live process keeps its namespace alive), then the network.
   launcher_.reset();
+  RemoveHookPaths();
   Status td = topo_->Teardown();
   if (!td.ok()) {
     std::fprintf(stderr, "faultline run: tearing down the topology: %s\n", td.ToString().c_str());

@@ -661,6 +661,8 @@ std::optional<FaultSpec> Parser::ParseFault(const YAML::Node& n, const Scenario&
       case FaultKind::kRankKill:
         break;
       case FaultKind::kConnCorrupt:
+        keys.insert(keys.end(), {"peer", "part"});
+        break;
       case FaultKind::kQpError:
         keys.push_back("peer");
         break;
@@ -833,6 +835,13 @@ std::optional<FaultSpec> Parser::ParseFault(const YAML::Node& n, const Scenario&
         }
       } else {
         ok = false;
+      }
+      if (*kind == FaultKind::kConnCorrupt && n["part"]) {
+        if (auto v = Choice(n["part"], what + ".part", {"payload", "header"})) {
+          p.part = *v;
+        } else {
+          ok = false;
+        }
       }
       break;
     default:

@@ -122,6 +122,7 @@ struct FaultParams {
   double percent = 0;        // loss, corrupt, reorder
   bool remove = false;       // port_drop
   int peer = -1;             // qp_error, conn_corrupt: global rank of the peer
+  std::string part;          // conn_corrupt: "payload" or "header"; empty: the rank's default
 };
 
 struct FaultSpec {
@@ -181,9 +182,10 @@ struct Scenario {
 };
 
 // The names `requires:` accepts: "sch_netem" (the kernel's netem qdisc, for delay, jitter,
-// corrupt and reorder faults) and "fault_hook" (ranks serving the fault-hook protocol,
-// injector/FAULT_HOOK.md, for conn_corrupt and qp_error).
-inline constexpr const char* kKnownRequirements[] = {"sch_netem", "fault_hook"};
+// corrupt and reorder faults), "fault_hook" (ranks serving the fault-hook protocol,
+// injector/FAULT_HOOK.md, for conn_corrupt and qp_error) and "verbs" (ftccl's verbs
+// transport, for qp_error). Faults of those kinds imply theirs (requirements.h).
+inline constexpr const char* kKnownRequirements[] = {"sch_netem", "fault_hook", "verbs"};
 
 // The keys a `matrix:` may vary and the scenario key each one sets.
 //   op dtype reduce root bytes duration -> workload.<key>; seed ccl -> top level;

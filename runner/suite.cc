@@ -276,7 +276,8 @@ int RunScenarios(const RunOptions& options) {
       return kBadInput;
     }
     if (e.runs.size() == 1 && e.runs[0].matrix.empty()) {
-      if (auto why = requirements.Missing(e.runs[0].requirements)) {
+      if (auto why = requirements.Missing(RequiredFeatures(e.runs[0]),
+                                          CclNameString(options.ccl.value_or(e.runs[0].ccl)))) {
         std::printf("faultline run: %s skipped: %s\n", e.runs[0].name.c_str(), why->c_str());
         return kOk;
       }
@@ -327,7 +328,8 @@ int RunScenarios(const RunOptions& options) {
       fs::remove_all(dir, ec);  // nothing of an earlier run in the same --out may be read back
       fs::create_directories(dir, ec);
       const auto t0 = std::chrono::steady_clock::now();
-      if (auto why = requirements.Missing(sc.requirements)) {
+      if (auto why = requirements.Missing(RequiredFeatures(sc),
+                                          CclNameString(options.ccl.value_or(sc.ccl)))) {
         e.skipped = true;
         e.skip_reason = *why;
         std::printf("\nfaultline run: %s skipped: %s\n", sc.name.c_str(), why->c_str());

@@ -70,6 +70,7 @@ nlohmann::json ApplyParams(const FaultSpec& f, uint64_t run_seed) {
     case FaultKind::kQpError:
       j["peer"] = p.peer;
       j["path"] = f.target.rail.value_or(0);
+      if (!p.part.empty()) j["part"] = p.part;
       break;
     case FaultKind::kRankPause:
     case FaultKind::kRankKill:

@@ -254,6 +254,7 @@ class Worker final {
     init.store_dir = o_.store_dir;
     init.init_timeout = o_.init_timeout;
     init.op_timeout = o_.timeout;
+    init.fault_hook = o_.fault_hook;
     st = Guarded("init", o_.init_timeout, std::nullopt, [&] { return adapter_->Init(init); });
     if (!st.ok()) return Fail("init: " + st.ToString(), NowNs());
     st = Guarded("prepare", o_.timeout, std::nullopt, [&] { return adapter_->Prepare(args_); });

@@ -56,6 +56,9 @@ struct WorkerOptions {
   // group), so that every rank and the runner's fault timeline share one time zero; a
   // duration then counts from it. Unset: start as soon as the group is joined.
   std::optional<int64_t> start_at_ns;
+  // Where the rank serves the fault-hook protocol (injector/FAULT_HOOK.md); empty: nowhere.
+  // Only ftccl serves it.
+  std::string fault_hook;
 };
 
 // How long the watchdog waits past a call's own deadline: 1 s plus a quarter of the deadline.

@@ -3,7 +3,7 @@
 //   faultline-worker --ccl ftccl|gloo|nccl --rank R --size N --bootstrap IP:PORT
 //       --rails ADDR[,ADDR...] [--store-dir DIR] --op OP --dtype T [--redop OP] [--root R]
 //       --bytes SIZE (--iters N | --duration DUR) [--warmup N] [--check] [--timeout DUR]
-//       [--init-timeout DUR] --log FILE [--seed N]
+//       [--init-timeout DUR] --log FILE [--seed N] [--fault-hook PATH]
 //
 // Exit codes: see worker.h (0 completed, 2 bad command line, 3 worker failure, 10 a CCL call
 // failed or outlived its deadline).
@@ -64,6 +64,9 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--log", o.log_path, "per-rank log (JSON lines)")->required();
   app.add_option("--seed", o.seed, "varies the input values")->capture_default_str();
+  app.add_option("--fault-hook", o.fault_hook,
+                 "ftccl: serve the fault-hook protocol (injector/FAULT_HOOK.md: conn_corrupt, "
+                 "qp_error) on a Unix socket at this path");
   int64_t start_at = -1;
   app.add_option("--start-at", start_at,
                  "CLOCK_MONOTONIC ns at which the first collective starts (the runner's time zero)");
@@ -108,6 +111,9 @@ int Main(int argc, char** argv) {
   if (o.rails.empty()) return Usage("--rails: give at least one rail");
   if ((o.ccl == "gloo" || o.ccl == "nccl") && o.store_dir.empty()) {
     return Usage(o.ccl + " needs --store-dir");
+  }
+  if (!o.fault_hook.empty() && o.ccl != "ftccl") {
+    return Usage("--fault-hook: " + o.ccl + " serves no fault hook (only ftccl does)");
   }
   auto adapter = CreateCclAdapter(o.ccl);
   if (!adapter.ok()) return Usage(adapter.status().message());

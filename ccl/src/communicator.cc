@@ -8,6 +8,7 @@
 
 #include "algo/algo.h"
 #include "bootstrap.h"
+#include "fault_hook.h"
 #include "log.h"
 #include "net.h"
 #include "transport/tcp/transport.h"
@@ -82,6 +83,7 @@ class Communicator::Impl {
   void WorkerLoop();
 
   std::unique_ptr<transport::tcp::TcpTransport> transport_;
+  std::unique_ptr<FaultHookServer> hook_;  // stopped before the transport shuts down
   std::thread worker_;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -107,6 +109,12 @@ Status Communicator::Impl::Init() {
     if (!ep.ok()) return ep.status().WithContext("bootstrap");
   }
   log::SetRank(o.rank);
+  if (!o.fault_hook.empty()) {
+    // Bound before joining, so that an unusable path fails at once.
+    auto hook = FaultHookServer::Open(o.fault_hook);
+    if (!hook.ok()) return hook.status();
+    hook_ = std::move(hook.value());
+  }
   const auto deadline = Clock::now() + o.init_timeout;
   std::vector<uint32_t> ips;
   for (const auto& rail : o.rails) {
@@ -140,6 +148,7 @@ Status Communicator::Impl::Init() {
   FTCCL_RETURN_IF_ERROR(transport_->Start());
   comm_id_ = table.comm_id;
   num_rails_ = table.num_rails;
+  if (hook_) FTCCL_RETURN_IF_ERROR(hook_->Start(transport_.get(), o.rank, o.size, num_rails_));
   worker_ = std::thread([this] { WorkerLoop(); });
   LOG_INFO("INIT", "communicator %016lx ready: rank %d of %d, %d rails x %d channels",
            static_cast<unsigned long>(comm_id_), o.rank, o.size, num_rails_, o.channels_per_rail);
@@ -226,6 +235,7 @@ void Communicator::Impl::Close() {
     }
     for (auto& t : rest) t.req->Finish(Aborted("communicator destroyed"));
   }
+  hook_.reset();
   if (transport_) transport_->Shutdown();
   if (worker_.joinable()) worker_.join();
 }

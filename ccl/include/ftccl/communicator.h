@@ -88,6 +88,11 @@ struct CommOptions {
   bool watch_links = true;                    // FTCCL_WATCH_LINKS: follow the rails' link state
                                               // (netlink) to detect a downed port at once
   WireFaults wire_faults;
+  // FTCCL_FAULT_HOOK: a filesystem path at which this rank serves the fault-hook protocol
+  // (injector/FAULT_HOOK.md: ping, query, conn_corrupt; qp_error answers "unsupported" on TCP)
+  // on a Unix socket of mode 0600, removed when the communicator is destroyed. Empty: off.
+  // A path that cannot hold a socket fails Create with kInvalidArgument.
+  std::string fault_hook;
 };
 
 // Applies FTCCL_* environment overrides to `options`. Fails on a malformed value.

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <memory>
 #include <thread>
 
 #include "injector/hook_client.h"
@@ -127,6 +128,38 @@ TEST(FaultHook, ConnCorruptIsCountedAndRefusalsSurface) {
   auto bad = HookCall(TempPath("tcp"), {{"op", "melt"}});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("unsupported"), std::string::npos);
+}
+
+// A one-shot hook fault is healed after the run, when its rank (and hook) is gone: that is not
+// a failed revert; the observation says why nothing could be read back.
+TEST(FaultHook, RevertAfterTheRankEndedIsClean) {
+  char dir[] = "/tmp/fl-journal-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  auto journal = Journal::Open(dir);
+  ASSERT_TRUE(journal.ok());
+  auto policy = TargetPolicy::Create({}, nullptr, false);
+  for (const char* kind : {"conn_corrupt", "qp_error"}) {
+    auto rank = std::make_unique<FakeRank>(TempPath("gone"));
+    ASSERT_TRUE(rank->ok());
+    auto fault = CreateFault(kind, {{"hook", TempPath("gone")}, {"peer", 1}, {"path", 0}});
+    ASSERT_TRUE(fault.ok()) << fault.status().ToString();
+    auto inj = Injection::Arm(std::move(fault).value(), journal->get(), *policy);
+    ASSERT_TRUE(inj.ok()) << inj.status().ToString();
+    ASSERT_TRUE((*inj)->ApplyAt().ok()) << kind;
+    EXPECT_EQ((*inj)->apply_timing().observation.value("in_effect", false), true) << kind;
+    rank.reset();  // the rank ends and takes its hook with it
+    Status st = (*inj)->RevertAt();
+    EXPECT_TRUE(st.ok()) << kind << ": " << st.ToString();
+    EXPECT_TRUE((*inj)->reverted()) << kind;
+    EXPECT_NE((*inj)->revert_timing().observation.value("hook", "").find("the rank has ended"),
+              std::string::npos)
+        << (*inj)->revert_timing().observation.dump();
+  }
+  // Before a revert, a missing hook is still an error.
+  auto fault = CreateFault("conn_corrupt", {{"hook", TempPath("gone")}, {"peer", 1}, {"path", 0}});
+  ASSERT_TRUE(fault.ok());
+  EXPECT_FALSE((*fault)->Observe().ok());
+  Sh(std::string("rm -rf ") + dir);
 }
 
 }  // namespace

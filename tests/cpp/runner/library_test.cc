@@ -2,11 +2,14 @@
 // with line:column) and `requires:`, and the link-log importer over every log format it
 // reads, with the scenario it writes validated.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "runner/link_log.h"
+#include "runner/requirements.h"
 #include "runner/scenario.h"
 
 namespace faultline::runner {
@@ -177,6 +180,63 @@ TEST(Matrix, TooManyCombinations) {
   const std::string d = Diags(e.diagnostics);
   EXPECT_NE(d.find("big.yaml:2:9: matrix expands to more than 1000 runs"), std::string::npos)
       << d;
+}
+
+TEST(Requires, HookFaultsImplyTheirFeatures) {
+  ExpandOutcome e = ExpandScenario(R"(name: h
+requires: [sch_netem]
+topology: {hosts: 2, ranks_per_host: 1, rails: 2}
+workload: {op: allreduce, bytes: 1MiB, duration: 3s}
+faults:
+  - {id: c, at: 1s, type: conn_corrupt, part: header, target: {host: 0, rank: 0, rail: 0}, peer: 1}
+  - {id: q, at: 2s, type: qp_error, target: {host: 1, rank: 0, rail: 1}, peer: 0}
+)",
+                                   "h.yaml");
+  ASSERT_TRUE(e.ok()) << Diags(e.diagnostics);
+  EXPECT_EQ(e.runs[0].faults[0].params.part, "header");
+  EXPECT_EQ(e.runs[0].faults[1].params.part, "");
+  EXPECT_EQ(RequiredFeatures(e.runs[0]),
+            (std::vector<std::string>{"sch_netem", "fault_hook", "verbs"}));
+  ExpandOutcome plain = ExpandScenario(R"(name: p
+topology: {hosts: 2, ranks_per_host: 1, rails: 2}
+workload: {op: allreduce, bytes: 1MiB, duration: 3s}
+)",
+                                       "p.yaml");
+  ASSERT_TRUE(plain.ok()) << Diags(plain.diagnostics);
+  EXPECT_TRUE(RequiredFeatures(plain.runs[0]).empty());
+}
+
+TEST(Requires, ConnCorruptPartIsChecked) {
+  ExpandOutcome bad = ExpandScenario(R"(name: b
+topology: {hosts: 2, ranks_per_host: 1, rails: 2}
+workload: {op: allreduce, bytes: 1MiB, duration: 3s}
+faults:
+  - {id: c, at: 1s, type: conn_corrupt, part: tail, target: {host: 0, rank: 0, rail: 0}, peer: 1}
+  - {id: q, at: 2s, type: qp_error, part: header, target: {host: 1, rank: 0, rail: 1}, peer: 0}
+)",
+                                     "b.yaml");
+  const std::string d = Diags(bad.diagnostics);
+  EXPECT_NE(d.find("b.yaml:5:47: unknown fault 'c'.part 'tail' (expected one of: payload, header)"), std::string::npos) << d;
+  EXPECT_NE(d.find("b.yaml:6:37: unknown key 'part' in fault 'q'"), std::string::npos) << d;
+}
+
+TEST(Requires, OnlyFtcclServesTheFaultHook) {
+  const std::string worker =
+      std::filesystem::read_symlink("/proc/self/exe").parent_path() / "faultline-worker";
+  ASSERT_EQ(access(worker.c_str(), X_OK), 0) << worker << " is not built";
+  RequirementChecker checker(worker);
+  EXPECT_EQ(checker.Missing({"fault_hook"}, "ftccl"), std::nullopt);
+  auto gloo = checker.Missing({"fault_hook"}, "gloo");
+  ASSERT_TRUE(gloo.has_value());
+  EXPECT_NE(gloo->find("ccl gloo serves no fault hook"), std::string::npos) << *gloo;
+  auto verbs = checker.Missing({"fault_hook", "verbs"}, "ftccl");
+  ASSERT_TRUE(verbs.has_value());
+  EXPECT_NE(verbs->find("no verbs transport"), std::string::npos) << *verbs;
+  // A worker without the option (here: a program that prints nothing of the kind).
+  RequirementChecker old("/bin/true");
+  auto missing = old.Missing({"fault_hook"}, "ftccl");
+  ASSERT_TRUE(missing.has_value());
+  EXPECT_NE(missing->find("no --fault-hook option"), std::string::npos) << *missing;
 }
 
 TEST(Requires, KnownFeaturesAndErrors) {

@@ -686,6 +686,7 @@ bool TcpTransport::PullData(int ci) {
       item.owned[rng_() % ch.len] ^= 0x5A;
       item.payload = item.owned.get();
     }
+    if (c.corrupt_next) DamageForHook(c, &item);
     c.cur = std::move(item);
     return true;
   }
@@ -1765,6 +1766,74 @@ void TcpTransport::CheckTimers() {
       p.no_path_since = {};
     }
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fault hook (transport/fault_target.h).
+
+Result<PathFaultState> TcpTransport::QueryPath(int peer, int rail, Deadline deadline) {
+  return HookPath(peer, rail, std::nullopt, deadline);
+}
+
+Result<PathFaultState> TcpTransport::CorruptNextFrame(int peer, int rail, FramePart part,
+                                                      Deadline deadline) {
+  return HookPath(peer, rail, part, deadline);
+}
+
+Result<PathFaultState> TcpTransport::HookPath(int peer, int rail, std::optional<FramePart> arm,
+                                              Deadline deadline) {
+  if (peer < 0 || peer >= size_ || peer == rank_ || rail < 0 || rail >= num_rails_) {
+    return InvalidArgument("no connection to rank " + std::to_string(peer) + " on rail " +
+                           std::to_string(rail));
+  }
+  struct Reply {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::optional<Result<PathFaultState>> r;
+  };
+  auto reply = std::make_shared<Reply>();
+  Post([this, reply, peer, rail, arm] {
+    PathFaultState s;
+    s.corrupt_frames_sent = 0;
+    int target = -1;
+    for (int ci : peers_[peer].conns) {
+      const Conn& c = conns_[ci];
+      if (c.rail != rail) continue;
+      *s.corrupt_frames_sent += c.corrupt_sent;
+      s.applied_ns = std::max(s.applied_ns, c.corrupt_last_ns);
+      s.corrupt_pending |= c.corrupt_next.has_value();
+      if (c.alive && (target < 0 || (conns_[target].suspect && !c.suspect))) target = ci;
+    }
+    Result<PathFaultState> r = s;
+    if (arm && target < 0) {
+      r = PeerLost("no live connection to rank " + std::to_string(peer) + " on rail " +
+                   std::to_string(rail));
+    } else if (arm) {
+      conns_[target].corrupt_next = *arm;
+      r->corrupt_pending = true;
+    }
+    std::lock_guard<std::mutex> lock(reply->mu);
+    reply->r = std::move(r);
+    reply->cv.notify_all();
+  });
+  std::unique_lock<std::mutex> lock(reply->mu);
+  if (!reply->cv.wait_until(lock, deadline, [&] { return reply->r.has_value(); })) {
+    return Timeout("the transport's progress thread did not answer the fault hook in time");
+  }
+  return std::move(*reply->r);
+}
+
+void TcpTransport::DamageForHook(Conn& c, TxItem* item) {
+  if (*c.corrupt_next == FramePart::kHeader) {
+    item->hdr.length ^= 0x40;  // the header no longer matches its checksum
+  } else {
+    item->hdr.payload_crc ^= 0x5A5A5A5A;  // a well-formed header whose payload fails its check
+    item->hdr.header_crc = wire::HeaderCrc(item->hdr);
+  }
+  c.corrupt_next.reset();
+  c.corrupt_sent++;
+  c.corrupt_last_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
 }
 
 }  // namespace tcp

@@ -20,12 +20,13 @@
 
 #include "bootstrap.h"
 #include "net.h"
+#include "transport/fault_target.h"
 #include "transport/transport.h"
 #include "wire.h"
 
 namespace ftccl::transport::tcp {
 
-class TcpTransport final : public Transport {
+class TcpTransport final : public Transport, public FaultTarget {
  public:
   // Opens one listener per rail on the given local addresses (ephemeral ports).
   static Result<std::vector<std::pair<net::Fd, net::Endpoint>>> OpenListeners(
@@ -55,6 +56,13 @@ class TcpTransport final : public Transport {
   CommStats Stats() const override;
   std::vector<Event> DrainEvents() override;
   void Shutdown() override;
+
+  // FaultTarget (the fault hook): conn_corrupt damages the next data frame to `peer` on one
+  // connection of `rail` (payload: its checksum; header: the header's checksum).
+  const char* TransportName() const override { return "tcp"; }
+  Result<PathFaultState> QueryPath(int peer, int rail, Deadline deadline) override;
+  Result<PathFaultState> CorruptNextFrame(int peer, int rail, FramePart part,
+                                          Deadline deadline) override;
 
  private:
   struct TxItem {
@@ -128,6 +136,10 @@ class TcpTransport final : public Transport {
     std::shared_ptr<RxMsg> msg;
     bool into_staging = false;
     std::string text;  // abort reason
+    // Fault hook: damage the next data frame written here; frames damaged so far, and when.
+    std::optional<FramePart> corrupt_next;
+    uint64_t corrupt_sent = 0;
+    int64_t corrupt_last_ns = 0;
   };
   struct TxChunk {
     OpPtr op;
@@ -232,6 +244,11 @@ class TcpTransport final : public Transport {
   void WatchWrite(int ci, bool on);
   void Post(std::function<void()> fn);
   int PickConn(int peer);
+  // Fault hook (any thread): has the progress thread read one path's state and, with `arm`,
+  // arm conn_corrupt on one of its live connections; waits for the answer until `deadline`.
+  Result<PathFaultState> HookPath(int peer, int rail, std::optional<FramePart> arm,
+                                  Deadline deadline);
+  void DamageForHook(Conn& c, TxItem* item);
 
   const CommOptions options_;
   const int rank_;
