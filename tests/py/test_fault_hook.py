@@ -34,7 +34,7 @@ def test_conn_corrupt_is_survived(fl):  # noqa: F811
     fl.assert_nothing_left(rep["environment"]["run_id"])
 
 
-def test_corrupt_header_drops_only_that_connection(fl):  # noqa: F811
+def test_corrupt_header_drops_that_connection_until_reconnected(fl):  # noqa: F811
     r = fl.run(scenario("conn_corrupt_header.yaml"))
     log = r.stdout + r.stderr
     assert r.returncode == 0, log
@@ -52,6 +52,9 @@ def test_corrupt_header_drops_only_that_connection(fl):  # noqa: F811
     assert any(e["kind"] == "path_down" and e["rank"] == 1 and "corrupt frame header" in e["reason"]
                for e in after), events
     assert {e["rank"] for e in after if e["kind"] == "migrated"} == {0, 1}, events
+    # The connection is re-established and rail 0 comes back on both ends.
+    up = {(e["rank"], e["path"]) for e in after if e["kind"] == "path_up"}
+    assert {(0, 0), (1, 0)} <= up, events
     fl.assert_nothing_left(rep["environment"]["run_id"])
 
 

@@ -838,7 +838,7 @@ void TcpTransport::OnHeader(int ci) {
     }
     case wire::FrameType::kPong: {
       const auto now = Clock::now();
-      c.last_progress = now;
+      Progress(c, now);
       if (h.chunk_seq == c.ping_nonce) {
         RttSample(c, std::chrono::duration<double, std::milli>(now - c.last_ping).count());
         c.ping_outstanding_since = {};
@@ -1071,10 +1071,10 @@ void TcpTransport::HandleAck(int peer, uint64_t cum, uint64_t delivered, int fro
 void TcpTransport::Credit(TxChunk& ch, Clock::time_point now) {
   if (ch.delivered) return;
   ch.delivered = true;
+  if (ch.conn >= 0 && ch.tx_count > 0) Progress(conns_[ch.conn], now);
   Count(ch, -1);
   if (ch.conn < 0 || ch.tx_count == 0) return;
   Conn& c = conns_[ch.conn];
-  c.last_progress = now;
   c.credited += ch.len;
   // Karn: a chunk sent more than once gives no unambiguous sample.
   if (ch.tx_count == 1) RttSample(c, std::chrono::duration<double, std::milli>(now - ch.sent_at).count());
@@ -1118,6 +1118,7 @@ void TcpTransport::SampleRates(int peer, Clock::time_point now) {
       continue;
     }
     if (now - c.sample_start < kPeriod) continue;
+    c.max_gap_ms *= 0.9;  // halves in about a third of a second
     // Throughput while it had something to carry: idle time (the algorithm reducing, waiting
     // for a peer) says nothing about the path.
     if (c.busy_since != Clock::time_point{}) {
@@ -1198,13 +1199,26 @@ void TcpTransport::RttSample(Conn& c, double ms) {
   }
 }
 
+void TcpTransport::Progress(Conn& c, Clock::time_point now) {
+  const bool busy = c.busy_since != Clock::time_point{} || c.ping_outstanding_since != Clock::time_point{};
+  if (busy && c.last_progress != Clock::time_point{}) {
+    Clock::time_point from = c.last_progress;
+    if (c.busy_since != Clock::time_point{}) from = std::max(from, c.busy_since);
+    const double gap = std::chrono::duration<double, std::milli>(now - from).count();
+    c.max_gap_ms = std::max(c.max_gap_ms, gap);
+  }
+  c.last_progress = now;
+}
+
 Clock::duration TcpTransport::SuspectTimeout(const Conn& c) const {
-  const auto floor = std::chrono::duration_cast<Clock::duration>(options_.suspect_floor);
-  const auto ceiling = std::chrono::duration_cast<Clock::duration>(options_.suspect_ceiling);
-  if (!c.have_rtt) return floor;
-  auto rto = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double, std::milli>(c.srtt_ms + 4 * c.rttvar_ms));
-  return std::clamp(rto, floor, ceiling);
+  const double floor = static_cast<double>(options_.suspect_floor.count());
+  const double ceiling = static_cast<double>(options_.suspect_ceiling.count());
+  // The round-trip estimate (as TCP's RTO), twice the longest wait for progress seen lately,
+  // and this host's own recent lateness: whichever is largest, within [floor, ceiling].
+  double ms = c.have_rtt ? c.srtt_ms + 4 * c.rttvar_ms : 0;
+  ms = std::max(ms, 2 * c.max_gap_ms) + 4 * tick_lag_ms_;
+  return std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double, std::milli>(std::clamp(ms, floor, ceiling)));
 }
 
 void TcpTransport::RecordDown(Conn& c, Clock::time_point now) {
@@ -1662,6 +1676,10 @@ void TcpTransport::CheckTimers() {
   // If this thread itself did not run for a while, the silence it sees may be its own: judge
   // no path on this tick (what arrived meanwhile has been read by the time of the next one).
   const bool starved = last_check_ != Clock::time_point{} && now - last_check_ > 5 * kTick;
+  if (last_check_ != Clock::time_point{}) {
+    const double lag = std::chrono::duration<double, std::milli>(now - last_check_ - kTick).count();
+    tick_lag_ms_ = std::max(lag, tick_lag_ms_ * 0.98);  // halves in about 35 ticks
+  }
   last_check_ = now;
   for (auto it = pending_.begin(); it != pending_.end();) {
     it = now >= it->second.deadline ? pending_.erase(it) : std::next(it);

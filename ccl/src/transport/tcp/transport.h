@@ -114,6 +114,9 @@ class TcpTransport final : public Transport, public FaultTarget {
     Clock::time_point next_connect{};
     double srtt_ms = 0;
     double rttvar_ms = 0;
+    // The longest wait between two signs of progress while it had work, decaying: a path
+    // that is slow to show progress in normal operation (an overloaded host) is given longer.
+    double max_gap_ms = 0;
     bool have_rtt = false;
     // Throughput: payload acknowledged per second over sampling periods in which the path had
     // more to carry than it took (it blocked or hit its window); 0 until measured.
@@ -269,6 +272,11 @@ class TcpTransport final : public Transport, public FaultTarget {
   std::unique_ptr<uint8_t[]> discard_;
   std::mt19937_64 rng_;
   Clock::time_point last_check_{};  // progress thread: the previous CheckTimers
+  // How late this thread's own ticks have been lately (ms, decaying): on an overloaded host
+  // the peers are as late to answer, and silence means less.
+  double tick_lag_ms_ = 0;
+  // Notes a sign of progress on `c` at `now`.
+  void Progress(Conn& c, Clock::time_point now);
 
   std::mutex cmd_mu_;
   std::vector<std::function<void()>> cmds_;
