@@ -1105,7 +1105,10 @@ uint64_t TcpTransport::Window(const Conn& c) const {
 }
 
 void TcpTransport::SampleRates(int peer, Clock::time_point now) {
-  constexpr auto kPeriod = std::chrono::milliseconds(50);
+  // Periods long enough to see past the bursts a token bucket lets through, an average slow
+  // enough not to follow every burst: a tenfold slowdown shows within about 200 ms.
+  constexpr auto kPeriod = std::chrono::milliseconds(100);
+  constexpr double kWeight = 0.3;
   Peer& p = peers_[peer];
   bool updated = false;
   for (int ci : p.conns) {
@@ -1118,7 +1121,7 @@ void TcpTransport::SampleRates(int peer, Clock::time_point now) {
       continue;
     }
     if (now - c.sample_start < kPeriod) continue;
-    c.max_gap_ms *= 0.9;  // halves in about a third of a second
+    c.max_gap_ms *= 0.8;  // halves in about a third of a second
     // Throughput while it had something to carry: idle time (the algorithm reducing, waiting
     // for a peer) says nothing about the path.
     if (c.busy_since != Clock::time_point{}) {
@@ -1127,7 +1130,7 @@ void TcpTransport::SampleRates(int peer, Clock::time_point now) {
     }
     const double secs = std::chrono::duration<double>(c.busy).count();
     c.busy = {};
-    if (secs < 0.005) {
+    if (secs < 0.02) {
       c.sample_start = now;
       c.sample_bytes = c.credited;
       c.saturated = false;
@@ -1137,7 +1140,9 @@ void TcpTransport::SampleRates(int peer, Clock::time_point now) {
     // A period in which the path had more to carry than it took measures its capacity; any
     // other only shows that it can carry at least that much.
     if (c.saturated && !c.suspect) {
-      c.rate = c.rate <= 0 ? sample : 0.5 * c.rate + 0.5 * sample;
+      // A sharp change (a throttled path, a healed one) is followed faster.
+      const double w = sample < c.rate / 2 || sample > c.rate * 2 ? 0.5 : kWeight;
+      c.rate = c.rate <= 0 ? sample : (1 - w) * c.rate + w * sample;
       updated = true;
     } else if (sample > c.rate) {
       c.rate = sample;
@@ -1174,8 +1179,8 @@ void TcpTransport::SampleRates(int peer, Clock::time_point now) {
       moved = ci;
     }
   }
-  // Only a real shift is news: a quarter of the traffic or more.
-  if (most < 0.25) return;
+  // Only a real shift is news: 15% of the traffic or more.
+  if (most < 0.15) return;
   std::string reason = "striping by measured throughput:";
   for (const auto& [ci, share] : shares) {
     const Conn& c = conns_[ci];
