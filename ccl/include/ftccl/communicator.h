@@ -72,7 +72,7 @@ struct CommOptions {
   // failback_holddown_max; a path flapping every 100 ms soon stays out instead of thrashing.
   Millis failback_holddown{100};              // FTCCL_FAILBACK_HOLDDOWN_MS
   Millis failback_holddown_max{5000};         // FTCCL_FAILBACK_HOLDDOWN_MAX_MS
-  Millis flap_window{10000};                  // FTCCL_FLAP_WINDOW_MS
+  Millis flap_window{5000};                   // FTCCL_FLAP_WINDOW_MS
   // A connection that fails (reset, timeout) is re-established by the higher rank every this
   // long until it is back or the peer is given up on (abort_timeout).
   // Bandwidth-aware striping: a path holds at most this much time of data at its measured

@@ -846,7 +846,11 @@ void TcpTransport::OnHeader(int ci) {
       if (c.suspect) c.up_since_down = true;
       // An answer returns a suspect path to use once its hold-down is over; until then it is
       // probed on (CheckTimers) and the first answer after the hold-down brings it back.
-      if (c.suspect && h.chunk_seq == c.ping_nonce && now >= c.hold_until &&
+      // Damping never leaves a peer without a path: when no other path to it works, a path
+      // that answers is taken back at once.
+      bool alone = true;
+      for (int cj : p.conns) alone &= cj == ci || !conns_[cj].alive || conns_[cj].suspect;
+      if (c.suspect && h.chunk_seq == c.ping_nonce && (now >= c.hold_until || alone) &&
           (c.rail >= static_cast<int>(rail_up_.size()) || rail_up_[c.rail])) {
         c.suspect = false;
         c.failback_pending = true;
