@@ -135,6 +135,7 @@ Result<std::unique_ptr<TcpTransport>> TcpTransport::Connect(
       FTCCL_RETURN_IF_ERROR(add_conn(std::move(fd.value()), h.root, rail, static_cast<int>(h.tag & 0xFFFF)));
     }
   }
+  if (options.transport == "verbs") FTCCL_RETURN_IF_ERROR(t->UpgradeToVerbs(deadline));
   return t;
 }
 
@@ -290,9 +291,10 @@ void TcpTransport::Shutdown() {
   }
   for (auto& c : conns_) {
     if (c.fd.valid()) {
-      ::shutdown(c.fd.get(), SHUT_WR);
+      if (!c.link) ::shutdown(c.fd.get(), SHUT_WR);
       c.fd.Reset();
     }
+    c.link.reset();
     c.alive = false;
   }
   started_ = false;
@@ -328,6 +330,7 @@ void TcpTransport::Loop() {
       }
       int ci = static_cast<int>(id);
       if (!conns_[ci].alive) continue;
+      if (conns_[ci].link) events[i].events = conns_[ci].link->Ready(events[i].events);
       if (events[i].events & EPOLLOUT) {
         conns_[ci].blocked = false;
         WatchWrite(ci, false);
@@ -352,7 +355,11 @@ void TcpTransport::Loop() {
       for (auto& c : conns_) {
         if (!c.alive) continue;
         if (!c.cur && c.ctrl.empty() && !c.half_closed) {
-          ::shutdown(c.fd.get(), SHUT_WR);
+          if (c.link) {
+            c.link->ShutdownWrite();
+          } else {
+            ::shutdown(c.fd.get(), SHUT_WR);
+          }
           c.half_closed = true;
         }
         open = true;
@@ -671,7 +678,7 @@ size_t TcpTransport::Flush(int ci, size_t max_new_chunks) {
     msghdr mh{};
     mh.msg_iov = iov;
     mh.msg_iovlen = static_cast<size_t>(niov);
-    ssize_t n = sendmsg(c.fd.get(), &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t n = c.link ? c.link->Writev(iov, niov) : sendmsg(c.fd.get(), &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -679,7 +686,7 @@ size_t TcpTransport::Flush(int ci, size_t max_new_chunks) {
         WatchWrite(ci, true);
         return pulled;
       }
-      ConnFailed(ci, std::string("send: ") + strerror(errno));
+      ConnFailed(ci, c.link ? c.link->error_text() : std::string("send: ") + strerror(errno));
       return pulled;
     }
     it.sent += static_cast<size_t>(n);
@@ -706,8 +713,8 @@ void TcpTransport::OnReadable(int ci) {
     Conn& c = conns_[ci];
     ssize_t n;
     if (!c.in_payload) {
-      n = recv(c.fd.get(), reinterpret_cast<uint8_t*>(&c.hdr) + c.hdr_got, kHdr - c.hdr_got,
-               MSG_DONTWAIT);
+      uint8_t* to = reinterpret_cast<uint8_t*>(&c.hdr) + c.hdr_got;
+      n = c.link ? c.link->Read(to, kHdr - c.hdr_got) : recv(c.fd.get(), to, kHdr - c.hdr_got, MSG_DONTWAIT);
     } else {
       size_t want = c.hdr.length - c.payload_got;
       uint8_t* to = c.dst ? c.dst + c.payload_got : discard_.get();
@@ -715,7 +722,7 @@ void TcpTransport::OnReadable(int ci) {
       if (c.dst == nullptr && !c.text.empty()) {
         to = reinterpret_cast<uint8_t*>(c.text.data()) + c.payload_got;
       }
-      n = recv(c.fd.get(), to, want, MSG_DONTWAIT);
+      n = c.link ? c.link->Read(to, want) : recv(c.fd.get(), to, want, MSG_DONTWAIT);
     }
     if (n == 0) {
       Peer& p = peers_[c.peer];
@@ -734,7 +741,7 @@ void TcpTransport::OnReadable(int ci) {
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-      ConnFailed(ci, std::string("recv: ") + strerror(errno));
+      ConnFailed(ci, c.link ? c.link->error_text() : std::string("recv: ") + strerror(errno));
       return;
     }
     budget -= std::min(budget, static_cast<size_t>(n));
@@ -1063,6 +1070,9 @@ void TcpTransport::OnBegin(uint64_t coll_seq, const Signature& sig) {
 void TcpTransport::ConnFailed(int ci, const std::string& reason) {
   Conn& c = conns_[ci];
   if (!c.alive) return;
+  if (c.link && c.link->fatal() && !stopping_) {
+    FailLocked(Internal("RDMA failure on " + ConnLabel(c.peer, c.rail, c.channel) + ": " + reason), 0);
+  }
   c.alive = false;
   const int peer = c.peer;
   Peer& p = peers_[peer];
@@ -1094,6 +1104,14 @@ void TcpTransport::ConnFailed(int ci, const std::string& reason) {
   st_retx_ += lost.size();
   Requeue(p, std::move(lost));
   p.ack_dirty = true;
+  if (c.link) {
+    // The peer's end of a failed QP may stay up until it sends into it: tell it now.
+    TxItem notice;
+    notice.hdr = wire::MakeHeader(wire::FrameType::kPathDown, comm_id_);
+    notice.hdr.tag = static_cast<uint32_t>(c.rail << 16 | c.channel);
+    wire::Seal(&notice.hdr, nullptr);
+    EnqueueCtrl(peer, std::move(notice));
+  }
   Kick(peer);
 }
 

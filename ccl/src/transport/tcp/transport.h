@@ -20,6 +20,7 @@
 
 #include "bootstrap.h"
 #include "net.h"
+#include "transport/link.h"
 #include "transport/transport.h"
 #include "wire.h"
 
@@ -56,6 +57,15 @@ class TcpTransport final : public Transport {
   std::vector<Event> DrainEvents() override;
   void Shutdown() override;
 
+  // Fault hook (verbs transport): moves the QPs of every channel to `peer` on `rail` into
+  // IBV_QPS_ERR on the progress thread, as a broken path would. The transport then recovers
+  // like for any failed path: the unacknowledged chunks move to the other connections. Fails
+  // with kInvalidArgument for a bad peer/rail, a TCP communicator or no live QP there.
+  Status InjectQpError(int peer, int rail);
+  // "channel C: STATE" per channel to `peer` on `rail` (STATE as ibv_query_qp reports it, or
+  // "closed" once the transport dropped the connection).
+  Result<std::vector<std::string>> QpStates(int peer, int rail);
+
  private:
   struct TxItem {
     wire::FrameHeader hdr;
@@ -77,7 +87,8 @@ class TcpTransport final : public Transport {
     bool any_chunk = false;
   };
   struct Conn {
-    net::Fd fd;
+    net::Fd fd;  // the socket, or (verbs) a duplicate of link->fd() for epoll
+    std::unique_ptr<Link> link;  // verbs: the QP the connection reads and writes instead
     int peer = -1;
     int rail = 0;
     int channel = 0;
@@ -135,6 +146,10 @@ class TcpTransport final : public Transport {
   };
 
   TcpTransport(const CommOptions& options, const BootstrapTable& table);
+  // Replaces every connection's socket by an RC QP link (qp_faults.cc). REQUIRES: Connect.
+  Status UpgradeToVerbs(Clock::time_point deadline);
+  // Runs `fn` on the progress thread and waits for its Status (bounded).
+  Status RunOnProgress(std::function<Status()> fn);
 
   // Progress thread.
   void Loop();
