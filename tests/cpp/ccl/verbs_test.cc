@@ -8,9 +8,11 @@
 // failed QP is not reconnected) and print p50/p99 of the time from the fault to the migration
 // of the path's chunks and to the first acknowledgement after it.
 #include <arpa/inet.h>
+#include <execinfo.h>
 #include <gtest/gtest.h>
 #include <ifaddrs.h>
 #include <net/if.h>
+#include <signal.h>
 #include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -33,6 +35,20 @@
 
 namespace ftccl::test {
 namespace {
+
+// A crashing rank prints its stack (the lab has no debugger): frames as binary(+offset).
+void PrintStackAndDie(int sig) {
+  void* frames[64];
+  int n = backtrace(frames, 64);
+  backtrace_symbols_fd(frames, n, STDERR_FILENO);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+const bool kStackOnCrash = [] {
+  signal(SIGSEGV, PrintStackAndDie);
+  signal(SIGABRT, PrintStackAndDie);
+  return true;
+}();
 
 constexpr int kMaxRanks = 4;
 constexpr int kRails = 2;
@@ -62,8 +78,14 @@ std::string NoRdmaReason() {
     if (!why.empty()) GTEST_SKIP() << why;               \
   } while (0)
 
+// The lab's guest is emulated (TCG) on a shared host: everything runs one to two orders of
+// magnitude slower than on hardware, so the timeouts that declare a silent path suspect or a
+// peer lost are stretched; the faults under test are detected by events, not by these.
 void UseVerbs(CommOptions& o) {
   o.transport = "verbs";
+  o.retransmit_timeout = Millis(5000);
+  o.abort_timeout = Millis(30000);
+  o.verbs_qp_timeout = 16;  // 268 ms
   o.rails.clear();
   for (int rail = 0; rail < kRails; ++rail) o.rails.push_back(VerbsRail(o.rank, rail));
 }

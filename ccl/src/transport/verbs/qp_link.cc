@@ -296,7 +296,17 @@ void QpLink::OnCompletion(const ibv_wc& wc) {
     std::string what = std::string(wc.wr_id >= kRecvBase && wc.wr_id != kFinWrId ? "receive" : "send") +
                        " completion " + ibv_wc_status_str(wc.status) + " (vendor error " +
                        std::to_string(wc.vendor_err) + ")";
-    SetError(!PathDownStatus(wc.status), what);
+    bool path_down = PathDownStatus(wc.status);
+    if (!path_down) {
+      // A send that fails locally because the port went down (rxe reports
+      // IBV_WC_LOC_QP_OP_ERR when it cannot transmit) is the path, not the communicator.
+      ibv_port_attr pa{};
+      if (ibv_query_port(ctx_, static_cast<uint8_t>(port_), &pa) == 0 && pa.state != IBV_PORT_ACTIVE) {
+        path_down = true;
+        what += std::string(" with the port ") + ibv_port_state_str(pa.state);
+      }
+    }
+    SetError(!path_down, what);
     return;
   }
   if (wc.wr_id == kFinWrId) return;
