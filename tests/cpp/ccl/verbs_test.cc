@@ -261,12 +261,14 @@ enum class Fault { kQpError, kPortDown };
 Status OneFault(const CommOptions& base, Fault fault, RankReporter& rep, double* detect_ms,
                 double* resume_ms) {
   *detect_ms = *resume_ms = -1;
+  // The buffers outlive the communicator: a failed collective may return before the progress
+  // thread has let go of them.
+  std::vector<float> in(size_t{8} << 20 >> 2), out(in.size());
   auto created = Communicator::Create(base);
   if (!created.ok()) return created.status().WithContext("Create");
   Communicator& comm = *created.value();
   const int rank = comm.rank(), size = comm.size();
   const std::string dev = InterfaceOf(VerbsRail(0, 0));
-  std::vector<float> in(size_t{8} << 20 >> 2), out(in.size());
   FillInput(in, rank);
   Status st = comm.Barrier();
   if (!st.ok()) return st.WithContext("barrier before the fault");
