@@ -407,12 +407,21 @@ TEST(VerbsFaults, InjectQpErrorNeedsVerbs) {
   // A TCP communicator has no QP: a clear error, nothing else happens.
   CommLaunch launch;
   launch.size = 2;
-  LaunchResult r = LaunchCommunicators(launch, [](Communicator& comm, RankReporter& rep) -> Status {
-    Status st = comm.InjectQpError(1 - comm.rank(), 0);
+  LaunchResult r = LaunchWithOptions(launch, [](const CommOptions& o, RankReporter& rep) -> int {
+    auto comm = Communicator::Create(o);
+    if (!comm.ok()) {
+      rep.Fail("Create: " + comm.status().ToString());
+      return 1;
+    }
+    Status st = (*comm)->InjectQpError(1 - o.rank, 0);
     if (st.code() != Code::kInvalidArgument || st.message().find("verbs") == std::string::npos) {
       rep.Fail("expected kInvalidArgument naming the verbs transport, got " + st.ToString());
     }
-    return comm.Barrier();
+    auto states = (*comm)->QpStates(1 - o.rank, 0);
+    if (states.ok()) rep.Fail("QpStates on a TCP communicator succeeded");
+    st = (*comm)->Barrier();
+    if (!st.ok()) rep.Fail("barrier after the refused injection: " + st.ToString());
+    return 0;
   });
   EXPECT_TRUE(r.AllOk()) << r.Describe();
 }

@@ -3,8 +3,11 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <infiniband/verbs.h>
+#include <net/if.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -69,6 +72,19 @@ const char* QpStateName(ibv_qp_state s) {
   }
 }
 
+// Whether the interface `ifindex` is up and running (true when unknown).
+bool NetdevRunning(int ifindex) {
+  if (ifindex <= 0) return true;
+  char name[IF_NAMESIZE] = {};
+  if (if_indextoname(static_cast<unsigned>(ifindex), name) == nullptr) return false;  // gone
+  net::Fd s(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!s.valid()) return true;
+  ifreq r{};
+  std::memcpy(r.ifr_name, name, IF_NAMESIZE);
+  if (ioctl(s.get(), SIOCGIFFLAGS, &r) != 0) return true;
+  return (r.ifr_flags & IFF_UP) && (r.ifr_flags & IFF_RUNNING);
+}
+
 Status SetNonBlock(int fd, const char* what) {
   int flags = fcntl(fd, F_GETFL);
   if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) return ErrnoStatus(what, errno);
@@ -116,6 +132,7 @@ class QpLink final : public Link {
   std::string label_;
   int port_ = 1;
   int gid_index_ = 0;
+  int ifindex_ = 0;
   ibv_mtu mtu_ = IBV_MTU_1024;
   ibv_gid gid_{};
   uint32_t psn_ = 0;
@@ -158,6 +175,7 @@ Status QpLink::Init(const RailDevice& dev, const std::string& label) {
   label_ = label;
   port_ = dev.port;
   gid_index_ = dev.gid_index;
+  ifindex_ = dev.ifindex;
   int n = 0;
   ibv_device** list = ibv_get_device_list(&n);
   if (list == nullptr) return ErrnoStatus("ibv_get_device_list", errno);
@@ -300,10 +318,14 @@ void QpLink::OnCompletion(const ibv_wc& wc) {
     if (!path_down) {
       // A send that fails locally because the port went down (rxe reports
       // IBV_WC_LOC_QP_OP_ERR when it cannot transmit) is the path, not the communicator.
+      // The netdev goes down before rxe hears of it, so ask the netdev too.
       ibv_port_attr pa{};
       if (ibv_query_port(ctx_, static_cast<uint8_t>(port_), &pa) == 0 && pa.state != IBV_PORT_ACTIVE) {
         path_down = true;
         what += std::string(" with the port ") + ibv_port_state_str(pa.state);
+      } else if (!NetdevRunning(ifindex_)) {
+        path_down = true;
+        what += " with its netdev down";
       }
     }
     SetError(!path_down, what);
@@ -561,7 +583,7 @@ Result<RailDevice> FindRailDevice(uint32_t ip) {
           ibv_gid_entry e{};
           if (ibv_query_gid_ex(ctx, static_cast<uint32_t>(port), static_cast<uint32_t>(g), &e, 0) != 0) continue;
           if (e.gid_type != IBV_GID_TYPE_ROCE_V2 || std::memcmp(e.gid.raw, want, 16) != 0) continue;
-          found = RailDevice{name, port, g};
+          found = RailDevice{name, port, g, static_cast<int>(e.ndev_ifindex)};
           ok = true;
         }
       }

@@ -43,6 +43,7 @@ struct RailDevice {
   std::string device;
   int port = 0;
   int gid_index = -1;
+  int ifindex = 0;  // the netdev under the GID (RoCE), 0 when unknown
   std::string ToString() const;
 };
 // Finds the RDMA device, port and RoCE v2 GID index of `ip` (network byte order). Fails with
