@@ -121,7 +121,9 @@ class QpLink final : public Link {
     uint32_t len;
     uint32_t off;
   };
-  void Poll();
+  // Takes completions off the CQ; with `events`, also the completion channel's and the async
+  // events (system calls: only when epoll reported the link).
+  void Poll(bool events);
   void OnCompletion(const ibv_wc& wc);
   void SetError(bool fatal, std::string text);
   Status PostRecv(int slot);
@@ -346,15 +348,15 @@ void QpLink::OnCompletion(const ibv_wc& wc) {
   }
 }
 
-void QpLink::Poll() {
+void QpLink::Poll(bool events) {
   // Completion channel: acknowledge the events, re-arm, then drain the CQ (completions that
   // arrive after the re-arm raise a new event).
-  unsigned events = 0;
+  unsigned n_events = 0;
   ibv_cq* ev_cq = nullptr;
   void* ev_ctx = nullptr;
-  while (ibv_get_cq_event(channel_, &ev_cq, &ev_ctx) == 0) ++events;
-  if (events > 0) {
-    ibv_ack_cq_events(cq_, events);
+  while (events && ibv_get_cq_event(channel_, &ev_cq, &ev_ctx) == 0) ++n_events;
+  if (n_events > 0) {
+    ibv_ack_cq_events(cq_, n_events);
     if (ibv_req_notify_cq(cq_, 0) != 0) SetError(true, "ibv_req_notify_cq failed");
   }
   ibv_wc wc[32];
@@ -368,7 +370,7 @@ void QpLink::Poll() {
     if (n < 32) break;
   }
   ibv_async_event ae;
-  while (ibv_get_async_event(ctx_, &ae) == 0) {
+  while (events && ibv_get_async_event(ctx_, &ae) == 0) {
     const ibv_event_type t = ae.event_type;
     ibv_ack_async_event(&ae);
     switch (t) {
@@ -408,7 +410,7 @@ uint32_t QpLink::Ready(uint32_t) {
     (void)!read(kick_.get(), &v, sizeof(v));
     kicked_ = false;
   }
-  Poll();
+  Poll(true);
   uint32_t out = 0;
   if (failed_) out |= EPOLLIN | EPOLLERR;
   if (!received_.empty()) out |= EPOLLIN;
@@ -420,7 +422,7 @@ uint32_t QpLink::Ready(uint32_t) {
 }
 
 ssize_t QpLink::Writev(const iovec* iov, int iovcnt) {
-  Poll();
+  Poll(false);
   if (failed_) {
     errno = ECONNRESET;
     return -1;
@@ -480,7 +482,7 @@ ssize_t QpLink::Writev(const iovec* iov, int iovcnt) {
 }
 
 ssize_t QpLink::Read(void* buf, size_t len) {
-  Poll();
+  Poll(false);
   auto* out = static_cast<uint8_t*>(buf);
   size_t got = 0;
   while (got < len && !received_.empty()) {
