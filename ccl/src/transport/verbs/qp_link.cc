@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -145,7 +146,10 @@ class QpLink final : public Link {
   ibv_cq* cq_ = nullptr;
   ibv_qp* qp_ = nullptr;
   ibv_mr* mr_ = nullptr;
-  std::unique_ptr<uint8_t[]> buf_;
+  struct FreeDeleter {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  std::unique_ptr<uint8_t, FreeDeleter> buf_;
   net::Fd epoll_;
   net::Fd kick_;
   bool kicked_ = false;
@@ -201,7 +205,9 @@ Status QpLink::Init(const RailDevice& dev, const std::string& label) {
   cq_ = ibv_create_cq(ctx_, kSendSlots + kRecvSlots + 8, nullptr, channel_, 0);
   if (cq_ == nullptr) return ErrnoStatus("ibv_create_cq", errno);
   const size_t bytes = static_cast<size_t>(kSendSlots + kRecvSlots) * kSlotBytes;
-  buf_.reset(new uint8_t[bytes]);
+  // Page-aligned, so the region maps whole pages.
+  buf_.reset(static_cast<uint8_t*>(std::aligned_alloc(4096, bytes)));
+  if (!buf_) return Internal("cannot allocate " + std::to_string(bytes) + " bytes of QP buffers");
   mr_ = ibv_reg_mr(pd_, buf_.get(), bytes, IBV_ACCESS_LOCAL_WRITE);
   if (mr_ == nullptr) return ErrnoStatus("ibv_reg_mr", errno);
   ibv_qp_init_attr qa{};
