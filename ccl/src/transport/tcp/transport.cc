@@ -1070,14 +1070,12 @@ void TcpTransport::OnBegin(uint64_t coll_seq, const Signature& sig) {
 void TcpTransport::ConnFailed(int ci, const std::string& reason) {
   Conn& c = conns_[ci];
   if (!c.alive) return;
-  if (c.link && c.link->fatal() && !stopping_) {
-    FailLocked(Internal("RDMA failure on " + ConnLabel(c.peer, c.rail, c.channel) + ": " + reason), 0);
-  }
   c.alive = false;
   const int peer = c.peer;
   Peer& p = peers_[peer];
   epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
   c.fd.Reset();
+  if (c.link && c.link->fatal() && !stopping_) FailLocked(Internal("RDMA failure on " + reason), 0);
   if (c.in_payload && c.msg) p.inflight.erase(c.hdr.chunk_seq);
   c.in_payload = false;
   c.msg.reset();
