@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -114,7 +115,9 @@ int main(int argc, char** argv) {
   using namespace faultline::bench;
   PerfBackend backend;
   backend.name = "ftccl";
-  backend.notes = {"ftccl: TCP transport, every rail carries its own connections to every peer"};
+  const char* transport = std::getenv("FTCCL_TRANSPORT");
+  backend.notes = {std::string("ftccl: ") + (transport ? transport : "tcp") +
+                   " transport, every rail carries its own connections to every peer"};
   backend.validate = [](const PerfOptions& o) {
     ftccl::CommOptions c = BaseOptions(o);
     ftccl::Status st = ftccl::ApplyEnvOverrides(&c);

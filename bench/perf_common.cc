@@ -57,6 +57,8 @@ int ParseArgs(int argc, char** argv, const PerfBackend& backend, PerfOptions* o)
   app.add_option("--rails", o->rails, "rails per rank (rail r of rank k: 127.0.(r+1).(k+1))")
       ->capture_default_str()
       ->check(CLI::Range(1, 254));
+  app.add_option("--rail-net", o->rail_net,
+                 "A.B: rail r of rank k at A.B.r.(10+k) instead of loopback (tests/rdma-lab/run uses 198.18)");
   app.add_flag("--check", o->check, "check every element of every rank's output");
   app.add_option("-d,--datatype", dtype, "f32|f64|f16|bf16|i32|i64|u8")->capture_default_str();
   app.add_option("-o,--op", redop, "sum|prod|min|max|avg (allreduce, reducescatter)")
@@ -343,7 +345,9 @@ Status Launcher::Start() {
     env.rank = rank;
     env.size = o_.ranks;
     for (int r = 0; r < o_.rails; ++r) {
-      env.rail_addrs.push_back("127.0." + std::to_string(r + 1) + "." + std::to_string(rank + 1));
+      env.rail_addrs.push_back(o_.rail_net.empty()
+                                   ? "127.0." + std::to_string(r + 1) + "." + std::to_string(rank + 1)
+                                   : o_.rail_net + "." + std::to_string(r) + "." + std::to_string(10 + rank));
     }
     env.bootstrap = bootstrap;
     env.scratch_dir = scratch_;

@@ -71,6 +71,8 @@ struct PerfOptions {
   int warmup = 5;
   int ranks = 4;
   int rails = 2;
+  // "A.B": rail r of rank k at A.B.r.(10+k) (e.g. the soft-RoCE lab's rxe rails); empty: loopback.
+  std::string rail_net;
   bool check = false;
   DType dtype = DType::kF32;
   RedOp redop = RedOp::kSum;

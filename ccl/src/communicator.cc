@@ -73,6 +73,8 @@ class Communicator::Impl {
   }
   CommStats Stats() const { return transport_->Stats(); }
   std::vector<Event> DrainEvents() { return transport_->DrainEvents(); }
+  Status InjectQpError(int peer, int rail) { return transport_->InjectQpError(peer, rail); }
+  Result<std::vector<std::string>> QpStates(int peer, int rail) { return transport_->QpStates(peer, rail); }
   void Close();
 
   CommOptions options_;
@@ -104,6 +106,12 @@ Status Communicator::Impl::Init() {
   if (o.channels_per_rail < 1) return InvalidArgument("channels_per_rail must be at least 1");
   if (o.chunk_bytes < 1024) return InvalidArgument("chunk_bytes must be at least 1024");
   if (o.slice_bytes < 1024) return InvalidArgument("slice_bytes must be at least 1024");
+  if (o.transport != "tcp" && o.transport != "verbs") {
+    return InvalidArgument("transport must be tcp or verbs, got '" + o.transport + "'");
+  }
+  if (o.verbs_qp_timeout < 1 || o.verbs_qp_timeout > 31 || o.verbs_retry_count < 0 || o.verbs_retry_count > 7) {
+    return InvalidArgument("verbs_qp_timeout must be in [1, 31] and verbs_retry_count in [0, 7]");
+  }
   if (o.size > 1 && !(o.rank == 0 && o.bootstrap_listen_fd >= 0)) {
     auto ep = net::ParseEndpoint(o.bootstrap);
     if (!ep.ok()) return ep.status().WithContext("bootstrap");
@@ -261,6 +269,10 @@ int Communicator::num_rails() const { return impl_->num_rails_; }
 const CommOptions& Communicator::options() const { return impl_->options_; }
 CommStats Communicator::Stats() const { return impl_->Stats(); }
 std::vector<Event> Communicator::DrainEvents() { return impl_->DrainEvents(); }
+Status Communicator::InjectQpError(int peer, int rail) { return impl_->InjectQpError(peer, rail); }
+Result<std::vector<std::string>> Communicator::QpStates(int peer, int rail) {
+  return impl_->QpStates(peer, rail);
+}
 void Communicator::Abort(const std::string& reason) { impl_->Abort(reason); }
 
 namespace {

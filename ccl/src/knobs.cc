@@ -63,6 +63,14 @@ Status ApplyEnvOverrides(CommOptions* o) {
   FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_ABORT_TIMEOUT_MS", 1, 3600000, &o->abort_timeout));
   FTCCL_RETURN_IF_ERROR(Override("FTCCL_WATCH_LINKS", 0, 1, &o->watch_links));
   if (const char* hook = std::getenv("FTCCL_FAULT_HOOK")) o->fault_hook = hook;
+  if (const char* v = std::getenv("FTCCL_TRANSPORT")) {
+    if (std::string(v) != "tcp" && std::string(v) != "verbs") {
+      return InvalidArgument(std::string("FTCCL_TRANSPORT='") + v + "': expected tcp or verbs");
+    }
+    o->transport = v;
+  }
+  FTCCL_RETURN_IF_ERROR(Override("FTCCL_VERBS_QP_TIMEOUT", 1, 31, &o->verbs_qp_timeout));
+  FTCCL_RETURN_IF_ERROR(Override("FTCCL_VERBS_RETRY_COUNT", 0, 7, &o->verbs_retry_count));
   return Status::Ok();
 }
 
@@ -86,6 +94,9 @@ std::vector<std::pair<std::string, std::string>> EffectiveKnobs(const CommOption
       {"abort_timeout_ms", std::to_string(o.abort_timeout.count())},
       {"watch_links", o.watch_links ? "1" : "0"},
       {"fault_hook", o.fault_hook},
+      {"transport", o.transport},
+      {"verbs_qp_timeout", std::to_string(o.verbs_qp_timeout)},
+      {"verbs_retry_count", std::to_string(o.verbs_retry_count)},
   };
 }
 

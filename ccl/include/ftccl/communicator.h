@@ -87,6 +87,14 @@ struct CommOptions {
                                               // this long fails the communicator (kPeerLost)
   bool watch_links = true;                    // FTCCL_WATCH_LINKS: follow the rails' link state
                                               // (netlink) to detect a downed port at once
+  // FTCCL_TRANSPORT: "tcp", or "verbs" for RC queue pairs (RoCE v2) under the same chunk
+  // protocol; every rail address must then be a GID of an RDMA port (e.g. an rxe device).
+  std::string transport = "tcp";
+  // FTCCL_VERBS_QP_TIMEOUT: the QP's local ACK timeout, 4.096 us * 2^x (14: 67 ms). Together
+  // with the retry count it bounds how long a silent path takes to fail a QP with
+  // IBV_WC_RETRY_EXC_ERR (about (retry_count + 1) x timeout: ~0.3 s by default).
+  int verbs_qp_timeout = 14;
+  int verbs_retry_count = 4;  // FTCCL_VERBS_RETRY_COUNT: transport retries, 0..7
   WireFaults wire_faults;
   // FTCCL_FAULT_HOOK: a filesystem path at which this rank serves the fault-hook protocol
   // (injector/FAULT_HOOK.md: ping, query, conn_corrupt; qp_error answers "unsupported" on TCP)
@@ -208,6 +216,13 @@ class Communicator final {
   CommStats Stats() const;
   // The events since the last call, oldest first. Thread-safe.
   std::vector<Event> DrainEvents();
+
+  // Fault hook, verbs transport only. InjectQpError moves the QPs to rank `peer` on `rail` into
+  // IBV_QPS_ERR, as a broken path would; the communicator recovers on its other paths with no
+  // data lost or duplicated. kInvalidArgument for a TCP communicator or a bad peer/rail.
+  Status InjectQpError(int peer, int rail);
+  // "channel C: STATE" for each channel to `peer` on `rail` (RTS, ERR, ... from ibv_query_qp).
+  Result<std::vector<std::string>> QpStates(int peer, int rail);
 
   class Impl;
 

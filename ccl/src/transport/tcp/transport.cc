@@ -153,6 +153,7 @@ Result<std::unique_ptr<TcpTransport>> TcpTransport::Connect(
       FTCCL_RETURN_IF_ERROR(add_conn(std::move(fd.value()), h.root, rail, static_cast<int>(h.tag & 0xFFFF)));
     }
   }
+  if (options.transport == "verbs") FTCCL_RETURN_IF_ERROR(t->UpgradeToVerbs(deadline));
   // Kept open: a higher rank whose connection broke connects again.
   for (auto& l : listeners) t->listeners_.push_back(std::move(l.first));
   return t;
@@ -322,9 +323,10 @@ void TcpTransport::Shutdown() {
   }
   for (auto& c : conns_) {
     if (c.fd.valid()) {
-      ::shutdown(c.fd.get(), SHUT_WR);
+      if (!c.link) ::shutdown(c.fd.get(), SHUT_WR);
       c.fd.Reset();
     }
+    c.link.reset();
     c.alive = false;
   }
   started_ = false;
@@ -372,6 +374,7 @@ void TcpTransport::Loop() {
       }
       int ci = static_cast<int>(id);
       if (!conns_[ci].alive) continue;
+      if (conns_[ci].link) events[i].events = conns_[ci].link->Ready(events[i].events);
       if (events[i].events & EPOLLOUT) {
         conns_[ci].blocked = false;
         WatchWrite(ci, false);
@@ -396,7 +399,11 @@ void TcpTransport::Loop() {
       for (auto& c : conns_) {
         if (!c.alive) continue;
         if (!c.cur && c.ctrl.empty() && !c.half_closed) {
-          ::shutdown(c.fd.get(), SHUT_WR);
+          if (c.link) {
+            c.link->ShutdownWrite();
+          } else {
+            ::shutdown(c.fd.get(), SHUT_WR);
+          }
           c.half_closed = true;
         }
         open = true;
@@ -721,7 +728,7 @@ size_t TcpTransport::Flush(int ci, size_t max_new_chunks) {
     msghdr mh{};
     mh.msg_iov = iov;
     mh.msg_iovlen = static_cast<size_t>(niov);
-    ssize_t n = sendmsg(c.fd.get(), &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t n = c.link ? c.link->Writev(iov, niov) : sendmsg(c.fd.get(), &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -730,7 +737,7 @@ size_t TcpTransport::Flush(int ci, size_t max_new_chunks) {
         WatchWrite(ci, true);
         return pulled;
       }
-      ConnFailed(ci, std::string("send: ") + strerror(errno));
+      ConnFailed(ci, c.link ? c.link->error_text() : std::string("send: ") + strerror(errno));
       return pulled;
     }
     it.sent += static_cast<size_t>(n);
@@ -757,8 +764,8 @@ void TcpTransport::OnReadable(int ci) {
     Conn& c = conns_[ci];
     ssize_t n;
     if (!c.in_payload) {
-      n = recv(c.fd.get(), reinterpret_cast<uint8_t*>(&c.hdr) + c.hdr_got, kHdr - c.hdr_got,
-               MSG_DONTWAIT);
+      uint8_t* to = reinterpret_cast<uint8_t*>(&c.hdr) + c.hdr_got;
+      n = c.link ? c.link->Read(to, kHdr - c.hdr_got) : recv(c.fd.get(), to, kHdr - c.hdr_got, MSG_DONTWAIT);
     } else {
       size_t want = c.hdr.length - c.payload_got;
       uint8_t* to = c.dst ? c.dst + c.payload_got : discard_.get();
@@ -766,7 +773,7 @@ void TcpTransport::OnReadable(int ci) {
       if (c.dst == nullptr && !c.text.empty()) {
         to = reinterpret_cast<uint8_t*>(c.text.data()) + c.payload_got;
       }
-      n = recv(c.fd.get(), to, want, MSG_DONTWAIT);
+      n = c.link ? c.link->Read(to, want) : recv(c.fd.get(), to, want, MSG_DONTWAIT);
     }
     if (n == 0) {
       Peer& p = peers_[c.peer];
@@ -785,7 +792,7 @@ void TcpTransport::OnReadable(int ci) {
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-      ConnFailed(ci, std::string("recv: ") + strerror(errno));
+      ConnFailed(ci, c.link ? c.link->error_text() : std::string("recv: ") + strerror(errno));
       return;
     }
     budget -= std::min(budget, static_cast<size_t>(n));
@@ -1319,6 +1326,7 @@ void TcpTransport::ConnFailed(int ci, const std::string& reason, bool peer_close
   Peer& p = peers_[peer];
   epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
   c.fd.Reset();
+  if (c.link && c.link->fatal() && !stopping_) FailLocked(Internal("RDMA failure on " + reason), 0);
   if (c.in_payload && c.msg) p.inflight.erase(c.hdr.chunk_seq);
   c.in_payload = false;
   c.msg.reset();
@@ -1335,7 +1343,8 @@ void TcpTransport::ConnFailed(int ci, const std::string& reason, bool peer_close
   const auto now = Clock::now();
   // A connection that broke under a live process (reset, timeout) is re-established by the
   // higher rank; the peer is given up on only when it refuses that or after abort_timeout.
-  const bool again = !peer_closed && !p.closing && !p.gone;
+  // (A failed queue pair is not recreated: its chunks move to the other rails.)
+  const bool again = !peer_closed && !p.closing && !p.gone && !c.link;
   if (again) {
     RecordDown(c, now);
     c.up_since_down = false;
@@ -1355,6 +1364,14 @@ void TcpTransport::ConnFailed(int ci, const std::string& reason, bool peer_close
   st_retx_ += lost.size();
   Requeue(p, std::move(lost));
   p.ack_dirty = true;
+  if (c.link) {
+    // The peer's end of a failed QP may stay up until it sends into it: tell it now.
+    TxItem notice;
+    notice.hdr = wire::MakeHeader(wire::FrameType::kPathDown, comm_id_);
+    notice.hdr.tag = static_cast<uint32_t>(c.rail << 16 | c.channel);
+    wire::Seal(&notice.hdr, nullptr);
+    EnqueueCtrl(peer, std::move(notice));
+  }
   Kick(peer);
 }
 
@@ -1437,7 +1454,8 @@ void TcpTransport::OnPendingReadable(uint64_t id) {
   const int rail = static_cast<int>(h.tag >> 16), channel = static_cast<int>(h.tag & 0xFFFF);
   int slot = -1;
   if (wire::HeaderValid(h) && h.type == static_cast<uint8_t>(wire::FrameType::kHello) &&
-      h.comm_id == comm_id_ && peer > rank_ && peer < size_ && rail == pd.rail && !peers_[peer].gone) {
+      h.comm_id == comm_id_ && peer > rank_ && peer < size_ && rail == pd.rail && !peers_[peer].gone &&
+      options_.transport == "tcp") {
     for (int ci : peers_[peer].conns) {
       if (conns_[ci].rail == rail && conns_[ci].channel == channel) slot = ci;
     }
@@ -1464,6 +1482,7 @@ void TcpTransport::Install(int ci, net::Fd fd) {
   e.data.u64 = static_cast<uint64_t>(ci);
   if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd.get(), &e) != 0) return;
   c.fd = std::move(fd);
+  c.link.reset();
   c.alive = true;
   c.blocked = false;
   c.half_closed = false;
@@ -1799,7 +1818,9 @@ void TcpTransport::CheckTimers() {
 // Fault hook (transport/fault_target.h).
 
 Result<PathFaultState> TcpTransport::QueryPath(int peer, int rail, Deadline deadline) {
-  return HookPath(peer, rail, std::nullopt, deadline);
+  auto s = HookPath(peer, rail, std::nullopt, deadline);
+  if (s.ok() && options_.transport == "verbs") s->qp_state = FirstQpState(peer, rail);
+  return s;
 }
 
 Result<PathFaultState> TcpTransport::CorruptNextFrame(int peer, int rail, FramePart part,

@@ -21,6 +21,7 @@
 #include "bootstrap.h"
 #include "net.h"
 #include "transport/fault_target.h"
+#include "transport/link.h"
 #include "transport/transport.h"
 #include "wire.h"
 
@@ -59,10 +60,22 @@ class TcpTransport final : public Transport, public FaultTarget {
 
   // FaultTarget (the fault hook): conn_corrupt damages the next data frame to `peer` on one
   // connection of `rail` (payload: its checksum; header: the header's checksum).
-  const char* TransportName() const override { return "tcp"; }
+  const char* TransportName() const override { return options_.transport == "verbs" ? "verbs" : "tcp"; }
+  // qp_error through the fault hook (verbs): InjectQpError below, answered with the QP state.
+  Result<PathFaultState> InjectQpError(int peer, int rail, Deadline deadline) override;
   Result<PathFaultState> QueryPath(int peer, int rail, Deadline deadline) override;
   Result<PathFaultState> CorruptNextFrame(int peer, int rail, FramePart part,
                                           Deadline deadline) override;
+  // Fault hook (verbs transport): moves the QPs of every channel to `peer` on `rail` into
+  // IBV_QPS_ERR on the progress thread, as a broken path would. The transport then recovers
+  // like for any failed path: the unacknowledged chunks move to the other connections. Fails
+  // with kInvalidArgument for a bad peer/rail, a TCP communicator or no live QP there.
+  Status InjectQpError(int peer, int rail);
+  // "channel C: STATE" per channel to `peer` on `rail` (STATE as ibv_query_qp reports it, or
+  // "closed" once the transport dropped the connection).
+  Result<std::vector<std::string>> QpStates(int peer, int rail);
+  // The state of the first QP to `peer` on `rail` ("RTS", "ERR", ...; "closed"), for the hook.
+  std::optional<std::string> FirstQpState(int peer, int rail);
 
  private:
   struct TxItem {
@@ -85,7 +98,8 @@ class TcpTransport final : public Transport, public FaultTarget {
     bool any_chunk = false;
   };
   struct Conn {
-    net::Fd fd;
+    net::Fd fd;  // the socket, or (verbs) a duplicate of link->fd() for epoll
+    std::unique_ptr<Link> link;  // verbs: the QP the connection reads and writes instead
     int peer = -1;
     int rail = 0;
     int channel = 0;
@@ -187,6 +201,10 @@ class TcpTransport final : public Transport, public FaultTarget {
   };
 
   TcpTransport(const CommOptions& options, const BootstrapTable& table);
+  // Replaces every connection's socket by an RC QP link (qp_faults.cc). REQUIRES: Connect.
+  Status UpgradeToVerbs(Clock::time_point deadline);
+  // Runs `fn` on the progress thread and waits for its Status (bounded).
+  Status RunOnProgress(std::function<Status()> fn);
 
   // Progress thread.
   void Loop();

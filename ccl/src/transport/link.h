@@ -1,0 +1,54 @@
+// Link: the byte stream under a connection of the chunk protocol, when that stream is not a
+// plain TCP socket (see tcp/transport.h: a connection reads and writes either its socket or its
+// Link). The protocol above it (frames, CRC, acknowledgements, resends, migration) is the same
+// for every link; a link only moves bytes in order and says when its path is gone.
+//
+// The calls mirror the socket calls they replace: Writev like sendmsg, Read like recv, both
+// non-blocking with errno set on -1 (EAGAIN: try again after the link reports ready; anything
+// else: the link is down). fd() is what the progress thread registers with epoll; when epoll
+// reports it, Ready() does the link's own housekeeping and says which of EPOLLIN/EPOLLOUT the
+// connection should act on.
+//
+// Thread-safety: none; a link belongs to the progress thread once the transport has started.
+#pragma once
+
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include <cstdint>
+#include <string>
+
+#include "ftccl/status.h"
+
+namespace ftccl::transport {
+
+class Link {
+ public:
+  virtual ~Link() = default;
+
+  // A pollable descriptor, valid for the life of the link.
+  virtual int fd() const = 0;
+  // Called when epoll reports fd(): returns the events the connection should act on (a subset
+  // of EPOLLIN | EPOLLOUT | EPOLLERR); 0 when there is nothing to do.
+  virtual uint32_t Ready(uint32_t events) = 0;
+  // Accepts up to the sum of the iovecs; returns the bytes taken, or -1 with errno.
+  virtual ssize_t Writev(const iovec* iov, int iovcnt) = 0;
+  // Returns bytes read, 0 once the peer has shut its side down and everything before that was
+  // read, or -1 with errno.
+  virtual ssize_t Read(void* buf, size_t len) = 0;
+  // Tells the peer that nothing more follows (its Read returns 0 after the data before it).
+  virtual void ShutdownWrite() = 0;
+
+  // After Writev/Read failed with something other than EAGAIN: why, and whether the failure is
+  // fatal for the communicator (not a path failure that another path can absorb).
+  virtual std::string error_text() const = 0;
+  virtual bool fatal() const = 0;
+
+  // Fault injection: puts the link into the error state a broken path would leave it in (for a
+  // queue pair: IBV_QPS_ERR). The next Ready() reports it. Fails where the link cannot do so.
+  virtual Status ForceError() = 0;
+  // A short description of the link's state as the kernel reports it ("RTS", "ERR").
+  virtual std::string State() const = 0;
+};
+
+}  // namespace ftccl::transport
