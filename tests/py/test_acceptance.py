@@ -168,3 +168,46 @@ def test_report_only_reports_a_failed_expectation_and_exits_0(tmp_path):
         if args:
             assert "reported, not judged" in r.stdout
         assert no_namespaces_of(r.stdout + r.stderr) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="faultline run needs root")
+@pytest.mark.parametrize("case", ["aborted_first", "finished_first"])
+def test_fault_after_the_ranks_ended(tmp_path, case):
+    """A fault whose time comes after every rank ended is not applied and says so. Where the
+    ranks had failed (a baseline that aborts on the first of two faults) that is the outcome,
+    not a harness failure: exit 0 for a met abort_clean. Where they had simply finished their
+    work, the run did not test the fault: harness error, exit 3."""
+    if case == "aborted_first":
+        with open(os.path.join(HERE, "scenarios", "rank_kill.yaml")) as f:
+            text = f.read()
+        text = text.replace(
+            "  - {id: kill, at: 1s, type: rank_kill, target: {host: 1, rank: 0}}\n",
+            "  - {id: kill, at: 1s, type: rank_kill, target: {host: 1, rank: 0}}\n"
+            "  - {id: late, at: 3500ms, type: link_down, target: {host: 0, rail: 1}, for: 200ms}\n")
+        assert "id: late" in text
+        want_code, want_outcome = 0, "aborted_clean"
+    else:
+        text = """name: py-finished-first
+topology: {hosts: 2, ranks_per_host: 1, rails: 2, rail_gbps: 1}
+workload: {op: allreduce, dtype: f32, bytes: 64KiB, iters: 3, check: true}
+faults:
+  - {id: late, at: 20s, type: link_down, target: {host: 0, rail: 1}, for: 200ms}
+expect: {outcome: survive, wrong_results: 0}
+"""
+        want_code, want_outcome = 3, "survived"
+    sc = tmp_path / "late_fault.yaml"
+    sc.write_text(text)
+    env = dict(os.environ, FAULTLINE_JOURNAL_DIR=str(tmp_path / "journal"))
+    env.pop("FAULTLINE_ALLOW", None)
+    out = tmp_path / "out"
+    r = faultline("run", str(sc), "--out", str(out), env=env, timeout=120)
+    log = r.stdout + r.stderr
+    assert r.returncode == want_code, log
+    with open(out / "report.json") as f:
+        rep = json.load(f)
+    assert rep["outcome"] == want_outcome, log
+    [late] = [f for f in rep["faults"] if f["id"] == "late"]
+    assert late["applied_s"] is None, late
+    assert "every rank had ended before its time" in log
+    assert ("a fault could not be injected" in r.stderr) == (want_code == 3), r.stderr
+    assert no_namespaces_of(log) == []
