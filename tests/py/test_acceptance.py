@@ -100,7 +100,7 @@ def no_namespaces_of(log):
 def test_short_acceptance_run_passes(tmp_path):
     """One seed, 2 hosts x 2 ranks x 2 rails, allreduce and allgather, every fault kind:
     survived with no wrong result (rank_kill: a clean abort); conn_corrupt skipped with its
-    reason where the ranks serve no fault hook. 112 s on a loaded 2-core machine."""
+    reason where the ranks serve no fault hook. 126 s on a loaded 2-core machine."""
     journal = str(tmp_path / "journal")
     env = dict(os.environ, FAULTLINE_JOURNAL_DIR=journal)
     env.pop("FAULTLINE_ALLOW", None)
