@@ -31,7 +31,8 @@ std::optional<std::string> SelectRuns(const RunSelection& selection, std::vector
     }
     for (const auto& [k, v] : sc.matrix) {
       if (k == "seed") {
-        return sc.base_name + " varies seed in its matrix; --seeds would repeat its seeds (drop "
+        return sc.base_name +
+               " varies seed in its matrix; --seeds would repeat its seeds (drop "
                "one of the two)";
       }
     }
