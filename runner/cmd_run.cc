@@ -1,6 +1,11 @@
-// faultline run SCENARIO.yaml|FOLDER [--out DIR] [--seed N] [--ccl NAME] [--allow NETNS/DEV]...
+// faultline run SCENARIO.yaml|FOLDER [--out DIR] [--seed N] [--seeds N] [--only KEY=VALUE]...
+//               [--ccl NAME] [--report-only] [--allow NETNS/DEV]...
 // A matrix file or a folder runs every run into its own subdirectory (runner/suite.h).
+#include <cstdio>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "runner/command.h"
 #include "runner/run.h"
@@ -18,6 +23,17 @@ void RegisterRun(CLI::App& app, Action* action) {
       ->required();
   cmd->add_option("--out", opts->out_dir, "output directory (default out/<name>-<run id>)");
   auto* seed_opt = cmd->add_option("--seed", *seed, "override the scenario's seed");
+  cmd->add_option("--seeds", opts->selection.seeds,
+                  "run every combination with N seeds: the scenario's (or --seed) and the next "
+                  "N-1")
+      ->check(CLI::Range(1, 1000));
+  auto only = std::make_shared<std::vector<std::string>>();
+  cmd->add_option("--only", *only,
+                  "run only the matrix combinations with KEY=VALUE (a matrix key, the value as "
+                  "spelled in the file); repeatable");
+  cmd->add_flag("--report-only", opts->report_only,
+                "check and report expectations, but exit 0 when only expectations failed "
+                "(for a baseline expected to fail them)");
   cmd->add_option("--ccl", *ccl, "override the scenario's ccl (ftccl|gloo|nccl)")
       ->check(CLI::IsMember({"ftccl", "gloo", "nccl"}));
   cmd->add_option("--allow", opts->allow, "extra injector allowlist entry NETNS/DEV");
@@ -33,6 +49,14 @@ void RegisterRun(CLI::App& app, Action* action) {
     *action = [=] {
       runner::RunOptions o = *opts;
       if (seed_opt->count() > 0) o.seed = *seed;
+      for (const auto& text : *only) {
+        std::pair<std::string, std::string> kv;
+        if (auto err = runner::ParseOnly(text, &kv)) {
+          std::fprintf(stderr, "faultline run: %s\n", err->c_str());
+          return 2;
+        }
+        o.selection.only.push_back(std::move(kv));
+      }
       if (*ccl == "ftccl") o.ccl = runner::CclName::kFtccl;
       if (*ccl == "gloo") o.ccl = runner::CclName::kGloo;
       if (*ccl == "nccl") o.ccl = runner::CclName::kNccl;

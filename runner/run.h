@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "runner/run_selection.h"
 #include "runner/scenario.h"
 
 namespace faultline::runner {
@@ -23,6 +24,10 @@ struct RunOptions {
   std::vector<std::string> allow;   // extra allowlist entries (NETNS/DEV) for the injector
   std::string worker_path;          // empty: faultline-worker next to this executable
   int64_t op_timeout_ms = 10000;    // deadline of one collective in the workers
+  RunSelection selection;           // --only, --seeds (matrix and folder runs, runner/suite.h)
+  // --report-only: expectations are checked and reported as usual, but a failed one does not
+  // make the exit code 1 (for a baseline that is expected to fail them); 2 and 3 still count.
+  bool report_only = false;
 };
 
 // Returns the exit code of DESIGN.md: 0 all expectations hold, 1 one failed, 2 bad input,

@@ -9,7 +9,10 @@
 // A run whose `requires:` names a feature this machine lacks is skipped with the reason (a
 // skipped testcase in the JUnit file, never a pass); a file that does not validate is not
 // run and counts as bad input. The exit code is the worst over the runs: 3 (harness failure)
-// > 2 (bad input) > 1 (an expectation failed) > 0; a skipped run counts as 0. A SIGINT or
+// > 2 (bad input) > 1 (an expectation failed) > 0; a skipped run counts as 0, and with
+// --report-only a run that only failed an expectation counts as 0 too (its report and JUnit
+// testcase still say it failed). `--only` and `--seeds` choose and repeat the runs of every
+// file (runner/run_selection.h); --only matching no run at all is bad input. A SIGINT or
 // SIGTERM stops the current run as `faultline run` does and starts no further one.
 #pragma once
 
