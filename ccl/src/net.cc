@@ -161,24 +161,14 @@ Result<Fd> StartConnect(const Endpoint& to, uint32_t from_ip) {
 }
 
 Result<Fd> Connect(const Endpoint& to, uint32_t from_ip, Clock::time_point deadline) {
-  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (!fd.valid()) return ErrnoStatus("socket", errno);
-  if (from_ip != 0) {
-    Endpoint from{from_ip, 0};
-    sockaddr_in sa = from.ToSockaddr();
-    if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
-      return ErrnoStatus("bind " + from.ToString(), errno);
-    }
-  }
-  sockaddr_in sa = to.ToSockaddr();
-  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
-    if (errno != EINPROGRESS) return ErrnoStatus("connect " + to.ToString(), errno);
-    FTCCL_RETURN_IF_ERROR(WaitFd(fd.get(), POLLOUT, deadline, ("connect " + to.ToString()).c_str()));
-    int err = 0;
-    socklen_t len = sizeof(err);
-    getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
-    if (err != 0) return ErrnoStatus("connect " + to.ToString(), err);
-  }
+  auto started = StartConnect(to, from_ip);
+  if (!started.ok()) return started.status();
+  Fd fd = std::move(started).value();
+  FTCCL_RETURN_IF_ERROR(WaitFd(fd.get(), POLLOUT, deadline, ("connect " + to.ToString()).c_str()));
+  int err = 0;
+  socklen_t len = sizeof(err);
+  getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+  if (err != 0) return ErrnoStatus("connect " + to.ToString(), err);
   int flags = fcntl(fd.get(), F_GETFL, 0);
   fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK);
   return fd;
