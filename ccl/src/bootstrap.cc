@@ -39,14 +39,16 @@ struct Reader {
 Status SendMsg(int fd, uint32_t type, const std::string& payload, Clock::time_point deadline) {
   uint32_t head[2] = {type, static_cast<uint32_t>(payload.size())};
   FTCCL_RETURN_IF_ERROR(net::WriteFull(fd, head, sizeof(head), deadline));
-  if (!payload.empty()) FTCCL_RETURN_IF_ERROR(net::WriteFull(fd, payload.data(), payload.size(), deadline));
+  if (!payload.empty())
+    FTCCL_RETURN_IF_ERROR(net::WriteFull(fd, payload.data(), payload.size(), deadline));
   return Status::Ok();
 }
 
 Status RecvMsg(int fd, uint32_t* type, std::string* payload, Clock::time_point deadline) {
   uint32_t head[2];
   FTCCL_RETURN_IF_ERROR(net::ReadFull(fd, head, sizeof(head), deadline));
-  if (head[1] > kMaxMsg) return Corrupt("bootstrap message of " + std::to_string(head[1]) + " bytes");
+  if (head[1] > kMaxMsg)
+    return Corrupt("bootstrap message of " + std::to_string(head[1]) + " bytes");
   *type = head[0];
   payload->assign(head[1], '\0');
   if (head[1] > 0) FTCCL_RETURN_IF_ERROR(net::ReadFull(fd, payload->data(), head[1], deadline));
@@ -117,7 +119,8 @@ Status Bootstrap::JoinAsRoot(const CommOptions& options, const std::vector<net::
     std::string payload;
     Status st = RecvMsg(conn->get(), &type, &payload, deadline);
     if (!st.ok()) {
-      LOG_WARN("INIT", "bootstrap: dropping a connection that sent no hello: %s", st.ToString().c_str());
+      LOG_WARN("INIT", "bootstrap: dropping a connection that sent no hello: %s",
+               st.ToString().c_str());
       continue;
     }
     Reader rd{payload};
@@ -145,8 +148,10 @@ Status Bootstrap::JoinAsRoot(const CommOptions& options, const std::vector<net::
                " channels per rail but rank 0 uses " + std::to_string(options.channels_per_rail);
     }
     if (!reason.empty()) {
-      SendMsg(conn->get(), kError, std::to_string(static_cast<int>(Code::kInvalidArgument)) + "|" + reason,
-              Clock::now() + std::chrono::seconds(1)).ok();
+      SendMsg(conn->get(), kError,
+              std::to_string(static_cast<int>(Code::kInvalidArgument)) + "|" + reason,
+              Clock::now() + std::chrono::seconds(1))
+          .ok();
       BroadcastError(reason, Clock::now() + std::chrono::seconds(1), Code::kInvalidArgument);
       return InvalidArgument(reason);
     }
@@ -194,8 +199,8 @@ Status Bootstrap::JoinAsPeer(const CommOptions& options, const std::vector<net::
     }
     last = c.status();
     if (Clock::now() + std::chrono::milliseconds(50) >= deadline) {
-      return NetworkError("cannot reach rank 0 at " + ep->ToString() + " before the deadline: " +
-                          last.message());
+      return NetworkError("cannot reach rank 0 at " + ep->ToString() +
+                          " before the deadline: " + last.message());
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -250,7 +255,8 @@ Status Bootstrap::JoinAsPeer(const CommOptions& options, const std::vector<net::
 
 void Bootstrap::BroadcastError(const std::string& text, Clock::time_point deadline, Code code) {
   for (auto& p : peers_) {
-    if (p.valid()) SendMsg(p.get(), kError, std::to_string(static_cast<int>(code)) + "|" + text, deadline).ok();
+    if (p.valid())
+      SendMsg(p.get(), kError, std::to_string(static_cast<int>(code)) + "|" + text, deadline).ok();
   }
 }
 
@@ -259,7 +265,9 @@ Status Bootstrap::Ready(const Status& local, Clock::time_point deadline) {
     if (local.ok()) {
       FTCCL_RETURN_IF_ERROR(SendMsg(root_.get(), kReady, "", deadline));
     } else {
-      SendMsg(root_.get(), kError, "rank " + std::to_string(rank_) + ": " + local.ToString(), deadline).ok();
+      SendMsg(root_.get(), kError, "rank " + std::to_string(rank_) + ": " + local.ToString(),
+              deadline)
+          .ok();
     }
     uint32_t type;
     std::string payload;
@@ -285,7 +293,8 @@ Status Bootstrap::Ready(const Status& local, Clock::time_point deadline) {
   if (first_error.empty()) {
     for (size_t r = 1; r < peers_.size(); ++r) {
       Status st = SendMsg(peers_[r].get(), kGo, "", deadline);
-      if (!st.ok()) return st.WithContext("bootstrap: confirming setup to rank " + std::to_string(r));
+      if (!st.ok())
+        return st.WithContext("bootstrap: confirming setup to rank " + std::to_string(r));
     }
     return Status::Ok();
   }

@@ -48,7 +48,7 @@ class Bootstrap final {
 
   int rank_;
   BootstrapTable table_;
-  net::Fd root_;               // non-root ranks: the connection to rank 0
+  net::Fd root_;                // non-root ranks: the connection to rank 0
   std::vector<net::Fd> peers_;  // rank 0: the connection of every other rank
 };
 

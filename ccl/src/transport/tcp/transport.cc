@@ -24,10 +24,12 @@ namespace ftccl::transport {
 std::string Signature::ToString() const {
   std::string s = std::string(CollKindName(kind)) + "(dtype=" + DataTypeName(dtype) +
                   ", count=" + std::to_string(count);
-  if (kind == CollKind::kAllReduce || kind == CollKind::kReduceScatter || kind == CollKind::kReduce) {
+  if (kind == CollKind::kAllReduce || kind == CollKind::kReduceScatter ||
+      kind == CollKind::kReduce) {
     s += std::string(", op=") + ReduceOpName(op);
   }
-  if (kind == CollKind::kBroadcast || kind == CollKind::kReduce) s += ", root=" + std::to_string(root);
+  if (kind == CollKind::kBroadcast || kind == CollKind::kReduce)
+    s += ", root=" + std::to_string(root);
   return s + ")";
 }
 
@@ -150,7 +152,8 @@ Result<std::unique_ptr<TcpTransport>> TcpTransport::Connect(
         return Corrupt("unexpected hello on rail " + std::to_string(rail) +
                        " (foreign communicator or corrupt frame)");
       }
-      FTCCL_RETURN_IF_ERROR(add_conn(std::move(fd.value()), h.root, rail, static_cast<int>(h.tag & 0xFFFF)));
+      FTCCL_RETURN_IF_ERROR(
+          add_conn(std::move(fd.value()), h.root, rail, static_cast<int>(h.tag & 0xFFFF)));
     }
   }
   if (options.transport == "verbs") FTCCL_RETURN_IF_ERROR(t->UpgradeToVerbs(deadline));
@@ -254,15 +257,15 @@ OpPtr TcpTransport::Recv(int peer, const MsgKey& key, const Signature& sig, void
 Status TcpTransport::Wait(const OpPtr& op, Clock::time_point deadline) {
   std::unique_lock<std::mutex> lock(mu_);
   auto dead = [&] { return !error_.ok() && op->key.coll_seq >= fail_from_; };
-  bool ready = cv_.wait_until(lock, deadline, [&] {
-    return op->done.load(std::memory_order_acquire) || dead();
-  });
+  bool ready = cv_.wait_until(lock, deadline,
+                              [&] { return op->done.load(std::memory_order_acquire) || dead(); });
   if (op->done.load(std::memory_order_acquire)) return op->status;
   if (dead()) return error_;
   (void)ready;
-  return Timeout("no progress on " + std::string(op->kind == Op::Kind::kSend ? "send to" : "receive from") +
-                 " rank " + std::to_string(op->peer) + " (collective #" +
-                 std::to_string(op->key.coll_seq) + ") before the deadline");
+  return Timeout("no progress on " +
+                 std::string(op->kind == Op::Kind::kSend ? "send to" : "receive from") + " rank " +
+                 std::to_string(op->peer) + " (collective #" + std::to_string(op->key.coll_seq) +
+                 ") before the deadline");
 }
 
 void TcpTransport::Fail(const Status& why, uint64_t coll_seq) {
@@ -540,7 +543,8 @@ void TcpTransport::PostSend(const OpPtr& op) {
   }
   Peer& p = peers_[op->peer];
   if (p.gone) {
-    FailLocked(PeerLost("rank " + std::to_string(op->peer) + " is no longer connected"), op->key.coll_seq);
+    FailLocked(PeerLost("rank " + std::to_string(op->peer) + " is no longer connected"),
+               op->key.coll_seq);
     return;
   }
   const size_t chunk = op->chunk_bytes;
@@ -582,7 +586,8 @@ void TcpTransport::PostRecv(const OpPtr& op) {
   auto it = p.rx.find(op->key);
   if (it == p.rx.end()) {
     if (p.gone) {
-      FailLocked(PeerLost("rank " + std::to_string(op->peer) + " is no longer connected"), op->key.coll_seq);
+      FailLocked(PeerLost("rank " + std::to_string(op->peer) + " is no longer connected"),
+                 op->key.coll_seq);
       return;
     }
     auto msg = std::make_shared<RxMsg>();
@@ -728,7 +733,8 @@ size_t TcpTransport::Flush(int ci, size_t max_new_chunks) {
     msghdr mh{};
     mh.msg_iov = iov;
     mh.msg_iovlen = static_cast<size_t>(niov);
-    ssize_t n = c.link ? c.link->Writev(iov, niov) : sendmsg(c.fd.get(), &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t n =
+        c.link ? c.link->Writev(iov, niov) : sendmsg(c.fd.get(), &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -765,7 +771,8 @@ void TcpTransport::OnReadable(int ci) {
     ssize_t n;
     if (!c.in_payload) {
       uint8_t* to = reinterpret_cast<uint8_t*>(&c.hdr) + c.hdr_got;
-      n = c.link ? c.link->Read(to, kHdr - c.hdr_got) : recv(c.fd.get(), to, kHdr - c.hdr_got, MSG_DONTWAIT);
+      n = c.link ? c.link->Read(to, kHdr - c.hdr_got)
+                 : recv(c.fd.get(), to, kHdr - c.hdr_got, MSG_DONTWAIT);
     } else {
       size_t want = c.hdr.length - c.payload_got;
       uint8_t* to = c.dst ? c.dst + c.payload_got : discard_.get();
@@ -862,7 +869,8 @@ void TcpTransport::OnHeader(int ci) {
         c.suspect = false;
         c.failback_pending = true;
         const size_t flaps = c.downs.size();
-        LOG_WARN("NET/TCP", "%s answers again: back in use", ConnLabel(c.peer, c.rail, c.channel).c_str());
+        LOG_WARN("NET/TCP", "%s answers again: back in use",
+                 ConnLabel(c.peer, c.rail, c.channel).c_str());
         Emit(EventKind::kPathUp, c.peer, c.rail, c.channel,
              "answers probes again (" + std::to_string(flaps) + " down in the last " +
                  std::to_string(options_.flap_window.count()) + " ms)");
@@ -978,7 +986,8 @@ void TcpTransport::OnPayloadDone(int ci) {
       std::memcpy(r.data(), c.text.data(), r.size() * 8);
       for (size_t i = 0; i + 1 < r.size(); i += 2) {
         const auto now = Clock::now();
-        for (auto it = p.unacked.lower_bound(r[i]); it != p.unacked.end() && it->first < r[i + 1]; ++it) {
+        for (auto it = p.unacked.lower_bound(r[i]); it != p.unacked.end() && it->first < r[i + 1];
+             ++it) {
           Credit(it->second, now);
         }
       }
@@ -1056,7 +1065,8 @@ void TcpTransport::HandleAck(int peer, uint64_t cum, uint64_t delivered, int fro
   const uint64_t upto = std::max({p.delivered, delivered, cum});
   if (upto > p.delivered) {
     const auto now = Clock::now();
-    for (auto it = p.unacked.lower_bound(p.delivered); it != p.unacked.end() && it->first < upto; ++it) {
+    for (auto it = p.unacked.lower_bound(p.delivered); it != p.unacked.end() && it->first < upto;
+         ++it) {
       Credit(it->second, now);
     }
   }
@@ -1088,7 +1098,8 @@ void TcpTransport::Credit(TxChunk& ch, Clock::time_point now) {
   Conn& c = conns_[ch.conn];
   c.credited += ch.len;
   // Karn: a chunk sent more than once gives no unambiguous sample.
-  if (ch.tx_count == 1) RttSample(c, std::chrono::duration<double, std::milli>(now - ch.sent_at).count());
+  if (ch.tx_count == 1)
+    RttSample(c, std::chrono::duration<double, std::milli>(now - ch.sent_at).count());
 }
 
 void TcpTransport::Count(TxChunk& ch, int ci) {
@@ -1195,8 +1206,9 @@ void TcpTransport::SampleRates(int peer, Clock::time_point now) {
   std::string reason = "striping by measured throughput:";
   for (const auto& [ci, share] : shares) {
     const Conn& c = conns_[ci];
-    reason += " rail " + std::to_string(c.rail) + " " + std::to_string(static_cast<int>(share * 100 + 0.5)) +
-              "% (" + std::to_string(static_cast<int>(c.rate * 8 / 1e6)) + " Mbps)";
+    reason += " rail " + std::to_string(c.rail) + " " +
+              std::to_string(static_cast<int>(share * 100 + 0.5)) + "% (" +
+              std::to_string(static_cast<int>(c.rate * 8 / 1e6)) + " Mbps)";
   }
   LOG_INFO("NET/TCP", "rank %d: %s", peer, reason.c_str());
   Emit(EventKind::kRebalanced, peer, conns_[moved].rail, conns_[moved].channel, reason);
@@ -1216,7 +1228,8 @@ void TcpTransport::RttSample(Conn& c, double ms) {
 }
 
 void TcpTransport::Progress(Conn& c, Clock::time_point now) {
-  const bool busy = c.busy_since != Clock::time_point{} || c.ping_outstanding_since != Clock::time_point{};
+  const bool busy =
+      c.busy_since != Clock::time_point{} || c.ping_outstanding_since != Clock::time_point{};
   if (busy && c.last_progress != Clock::time_point{}) {
     Clock::time_point from = c.last_progress;
     if (c.busy_since != Clock::time_point{}) from = std::max(from, c.busy_since);
@@ -1280,10 +1293,10 @@ void TcpTransport::Requeue(Peer& p, std::vector<uint64_t> seqs) {
 }
 
 Status TcpTransport::MismatchStatus(uint64_t coll_seq, int peer, const Signature& mine,
-                                   const Signature& theirs) const {
+                                    const Signature& theirs) const {
   return Mismatch("collective #" + std::to_string(coll_seq) + ": rank " + std::to_string(rank_) +
-                  " called " + mine.ToString() + " but rank " + std::to_string(peer) +
-                  " called " + theirs.ToString());
+                  " called " + mine.ToString() + " but rank " + std::to_string(peer) + " called " +
+                  theirs.ToString());
 }
 
 uint64_t TcpTransport::AckValue(const Peer& p) const {
@@ -1415,7 +1428,8 @@ void TcpTransport::OnConnectDone(int ci) {
   h.tag = static_cast<uint32_t>(c.rail << 16 | c.channel);
   wire::Seal(&h, nullptr);
   // A fresh socket's send buffer takes the 80 bytes at once.
-  if (send(fd.get(), &h, sizeof(h), MSG_NOSIGNAL | MSG_DONTWAIT) != static_cast<ssize_t>(sizeof(h))) return;
+  if (send(fd.get(), &h, sizeof(h), MSG_NOSIGNAL | MSG_DONTWAIT) != static_cast<ssize_t>(sizeof(h)))
+    return;
   if (!ApplySocketOptions(fd.get(), options_).ok()) return;
   Install(ci, std::move(fd));
 }
@@ -1441,7 +1455,8 @@ void TcpTransport::OnPendingReadable(uint64_t id) {
   auto it = pending_.find(id);
   if (it == pending_.end()) return;
   Pending& pd = it->second;
-  ssize_t n = recv(pd.fd.get(), reinterpret_cast<uint8_t*>(&pd.hello) + pd.got, kHdr - pd.got, MSG_DONTWAIT);
+  ssize_t n = recv(pd.fd.get(), reinterpret_cast<uint8_t*>(&pd.hello) + pd.got, kHdr - pd.got,
+                   MSG_DONTWAIT);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
   if (n <= 0) {
     pending_.erase(it);
@@ -1454,8 +1469,8 @@ void TcpTransport::OnPendingReadable(uint64_t id) {
   const int rail = static_cast<int>(h.tag >> 16), channel = static_cast<int>(h.tag & 0xFFFF);
   int slot = -1;
   if (wire::HeaderValid(h) && h.type == static_cast<uint8_t>(wire::FrameType::kHello) &&
-      h.comm_id == comm_id_ && peer > rank_ && peer < size_ && rail == pd.rail && !peers_[peer].gone &&
-      options_.transport == "tcp") {
+      h.comm_id == comm_id_ && peer > rank_ && peer < size_ && rail == pd.rail &&
+      !peers_[peer].gone && options_.transport == "tcp") {
     for (int ci : peers_[peer].conns) {
       if (conns_[ci].rail == rail && conns_[ci].channel == channel) slot = ci;
     }
@@ -1469,7 +1484,8 @@ void TcpTransport::OnPendingReadable(uint64_t id) {
   }
   if (!ApplySocketOptions(fd.get(), options_).ok()) return;
   // The peer has given up on the old connection, whatever state this end believes it is in.
-  if (conns_[slot].alive) ConnFailed(slot, "replaced by a new connection from rank " + std::to_string(peer));
+  if (conns_[slot].alive)
+    ConnFailed(slot, "replaced by a new connection from rank " + std::to_string(peer));
   if (failed_ && fail_done_) return;
   Install(slot, std::move(fd));
 }
@@ -1523,7 +1539,8 @@ void TcpTransport::PeerGone(int peer, const std::string& reason) {
     LOG_INFO("NET/TCP", "rank %d closed its communicator", peer);
     return;
   }
-  FailLocked(PeerLost("lost every connection to rank " + std::to_string(peer) + " (" + reason + ")"), 0);
+  FailLocked(
+      PeerLost("lost every connection to rank " + std::to_string(peer) + " (" + reason + ")"), 0);
 }
 
 void TcpTransport::SendAcks() {
@@ -1538,7 +1555,8 @@ void TcpTransport::SendAcks() {
     // Selective ranges of what arrived beyond the gap, so the sender resends only what is
     // missing and does not blame the paths that delivered.
     std::vector<uint64_t> ranges;
-    for (auto it = p.above.begin(); it != p.above.end() && ranges.size() < 2 * wire::kMaxSackRanges;) {
+    for (auto it = p.above.begin();
+         it != p.above.end() && ranges.size() < 2 * wire::kMaxSackRanges;) {
       uint64_t first = *it, end = first + 1;
       for (++it; it != p.above.end() && *it == end; ++it) ++end;
       ranges.push_back(first);
@@ -1623,7 +1641,8 @@ void TcpTransport::MarkDown(int ci, Clock::time_point now, const std::string& re
 
 void TcpTransport::Emit(EventKind kind, int peer, int rail, int channel, std::string reason) {
   Event e;
-  e.time_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+  e.time_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
   e.kind = kind;
   e.peer = peer;
   e.rail = rail;
@@ -1714,7 +1733,8 @@ void TcpTransport::CheckTimers() {
   }
   const auto heartbeat = std::chrono::duration_cast<Clock::duration>(options_.heartbeat_interval);
   const auto probe_every =
-      heartbeat.count() > 0 ? heartbeat : std::chrono::duration_cast<Clock::duration>(options_.suspect_ceiling);
+      heartbeat.count() > 0 ? heartbeat
+                            : std::chrono::duration_cast<Clock::duration>(options_.suspect_ceiling);
   for (int peer = 0; peer < size_; ++peer) {
     Peer& p = peers_[peer];
     SampleRates(peer, now);
@@ -1745,7 +1765,8 @@ void TcpTransport::CheckTimers() {
           epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, c.connecting.get(), nullptr);
           c.connecting.Reset();
         }
-        if (c.reconnect && !c.connecting.valid() && now >= c.next_connect && !p.gone) StartReconnect(ci, now);
+        if (c.reconnect && !c.connecting.valid() && now >= c.next_connect && !p.gone)
+          StartReconnect(ci, now);
         continue;
       }
       if (c.suspect) {
@@ -1754,7 +1775,8 @@ void TcpTransport::CheckTimers() {
       }
       Clock::time_point since = Clock::time_point::max();
       if (auto o = oldest.find(ci); o != oldest.end()) since = o->second;
-      if (c.ping_outstanding_since != Clock::time_point{}) since = std::min(since, c.ping_outstanding_since);
+      if (c.ping_outstanding_since != Clock::time_point{})
+        since = std::min(since, c.ping_outstanding_since);
       if (since != Clock::time_point::max()) {
         since = std::max(since, c.last_progress);
         const auto timeout = SuspectTimeout(c);
@@ -1764,13 +1786,15 @@ void TcpTransport::CheckTimers() {
         // to another path cannot help.
         Clock::time_point heard_elsewhere{};
         for (int cj : p.conns) {
-          if (cj != ci && conns_[cj].alive) heard_elsewhere = std::max(heard_elsewhere, conns_[cj].last_progress);
+          if (cj != ci && conns_[cj].alive)
+            heard_elsewhere = std::max(heard_elsewhere, conns_[cj].last_progress);
         }
         const bool relative = now - since >= timeout && heard_elsewhere > since;
         if (!starved && (relative || now - since >= options_.suspect_ceiling)) {
-          MarkDown(ci, now, "no progress within " +
-                                std::to_string(std::chrono::duration_cast<Millis>(timeout).count()) +
-                                " ms (srtt " + std::to_string(static_cast<int>(c.srtt_ms)) + " ms)");
+          MarkDown(ci, now,
+                   "no progress within " +
+                       std::to_string(std::chrono::duration_cast<Millis>(timeout).count()) +
+                       " ms (srtt " + std::to_string(static_cast<int>(c.srtt_ms)) + " ms)");
           continue;
         }
       }

@@ -37,8 +37,8 @@ class TcpTransport final : public Transport, public FaultTarget {
   // channel, from j's own rail address) before `deadline`. Does not start the progress thread.
   static Result<std::unique_ptr<TcpTransport>> Connect(
       const CommOptions& options, const BootstrapTable& table,
-      std::vector<std::pair<net::Fd, net::Endpoint>> listeners, const std::vector<uint32_t>& rail_ips,
-      Clock::time_point deadline);
+      std::vector<std::pair<net::Fd, net::Endpoint>> listeners,
+      const std::vector<uint32_t>& rail_ips, Clock::time_point deadline);
 
   ~TcpTransport() override;
   TcpTransport(const TcpTransport&) = delete;
@@ -60,7 +60,9 @@ class TcpTransport final : public Transport, public FaultTarget {
 
   // FaultTarget (the fault hook): conn_corrupt damages the next data frame to `peer` on one
   // connection of `rail` (payload: its checksum; header: the header's checksum).
-  const char* TransportName() const override { return options_.transport == "verbs" ? "verbs" : "tcp"; }
+  const char* TransportName() const override {
+    return options_.transport == "verbs" ? "verbs" : "tcp";
+  }
   // qp_error through the fault hook (verbs): InjectQpError below, answered with the QP state.
   Result<PathFaultState> InjectQpError(int peer, int rail, Deadline deadline) override;
   Result<PathFaultState> QueryPath(int peer, int rail, Deadline deadline) override;
@@ -98,7 +100,7 @@ class TcpTransport final : public Transport, public FaultTarget {
     bool any_chunk = false;
   };
   struct Conn {
-    net::Fd fd;  // the socket, or (verbs) a duplicate of link->fd() for epoll
+    net::Fd fd;                  // the socket, or (verbs) a duplicate of link->fd() for epoll
     std::unique_ptr<Link> link;  // verbs: the QP the connection reads and writes instead
     int peer = -1;
     int rail = 0;
@@ -138,8 +140,8 @@ class TcpTransport final : public Transport, public FaultTarget {
     uint64_t credited = 0;     // payload bytes delivered, cumulative
     uint64_t sample_bytes = 0;
     Clock::time_point sample_start{};
-    Clock::time_point busy_since{};    // outstanding > 0 since (epoch: idle)
-    Clock::duration busy{};            // busy time within the current sample
+    Clock::time_point busy_since{};  // outstanding > 0 since (epoch: idle)
+    Clock::duration busy{};          // busy time within the current sample
     bool saturated = false;
     double rate = 0;  // bytes per second, over the time it had data outstanding
     std::deque<TxItem> ctrl;
@@ -190,14 +192,14 @@ class TcpTransport final : public Transport, public FaultTarget {
     std::map<MsgKey, std::shared_ptr<RxMsg>> rx;
     std::map<uint64_t, uint64_t> held;  // chunk_seq -> coll_seq of collectives not begun here
     bool ack_dirty = false;
-    int ack_conn = -1;  // the connection that last delivered data: acknowledgements go there
+    int ack_conn = -1;       // the connection that last delivered data: acknowledgements go there
     int last_ack_conn = -1;  // where the last acknowledgement went: an abort follows it there
     size_t ack_rr = 0;
-    bool closing = false;  // BYE received
-    bool resume_pending = false;          // a path went down: the next acknowledgement resumes
-    Clock::time_point no_path_since{};    // every live path suspect since (epoch: not so)
-    std::map<int, double> shares;         // connection -> share of the striping last announced
-    bool gone = false;     // no connection left
+    bool closing = false;               // BYE received
+    bool resume_pending = false;        // a path went down: the next acknowledgement resumes
+    Clock::time_point no_path_since{};  // every live path suspect since (epoch: not so)
+    std::map<int, double> shares;       // connection -> share of the striping last announced
+    bool gone = false;                  // no connection left
   };
 
   TcpTransport(const CommOptions& options, const BootstrapTable& table);
@@ -321,9 +323,9 @@ class TcpTransport final : public Transport, public FaultTarget {
 
   // Link state of the rails' interfaces (netlink RTNLGRP_LINK), when watched.
   net::Fd link_watch_;
-  std::vector<uint32_t> rail_ips_;  // by rail, network byte order
+  std::vector<uint32_t> rail_ips_;                    // by rail, network byte order
   std::vector<std::vector<net::Endpoint>> peer_eps_;  // [peer][rail]: its data listener
-  std::vector<net::Fd> listeners_;  // by rail, kept open for reconnections
+  std::vector<net::Fd> listeners_;                    // by rail, kept open for reconnections
   std::map<uint64_t, Pending> pending_;
   uint64_t next_pending_ = 0;
   std::vector<int> rail_ifindex_;  // by rail; 0 when unknown
