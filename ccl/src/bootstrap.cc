@@ -1,5 +1,6 @@
 #include "bootstrap.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -65,6 +66,26 @@ uint64_t NewCommId() {
 
 }  // namespace
 
+uint64_t LocalHostKey() {
+  std::string id;
+  if (const char* e = std::getenv("FTCCL_HOST_ID"); e != nullptr && *e != '\0') {
+    id = e;
+  } else {
+    char name[256] = {};
+    gethostname(name, sizeof(name) - 1);
+    struct stat st {};
+    // Abstract Unix sockets are scoped by network namespace: a host is a namespace here.
+    if (stat("/proc/self/ns/net", &st) == 0) {
+      id = std::string(name) + "/" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+    } else {
+      id = name;
+    }
+  }
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : id) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
 Result<std::unique_ptr<Bootstrap>> Bootstrap::Join(const CommOptions& options,
                                                    const std::vector<net::Endpoint>& my_rails,
                                                    Clock::time_point deadline) {
@@ -95,6 +116,8 @@ Status Bootstrap::JoinAsRoot(const CommOptions& options, const std::vector<net::
   table_.comm_id = NewCommId();
   table_.rails.assign(size, {});
   table_.rails[0] = my_rails;
+  table_.hosts.assign(size, 0);
+  table_.hosts[0] = LocalHostKey();
   peers_.resize(size);
   int joined = 1;
   std::string error;
@@ -164,6 +187,8 @@ Status Bootstrap::JoinAsRoot(const CommOptions& options, const std::vector<net::
       }
       rails[i] = net::Endpoint{ip, port};
     }
+    if (!rd.Get(&table_.hosts[rank]))
+      return Corrupt("truncated hello from rank " + std::to_string(rank));
     table_.rails[rank] = std::move(rails);
     peers_[rank] = std::move(conn.value());
     ++joined;
@@ -179,6 +204,7 @@ Status Bootstrap::JoinAsRoot(const CommOptions& options, const std::vector<net::
       w.Put(static_cast<uint16_t>(0));
     }
   }
+  for (int r = 0; r < size; ++r) w.Put(table_.hosts[r]);
   for (int r = 1; r < size; ++r) {
     Status st = SendMsg(peers_[r].get(), kTable, w.buf, deadline);
     if (!st.ok()) return st.WithContext("sending the address table to rank " + std::to_string(r));
@@ -215,6 +241,7 @@ Status Bootstrap::JoinAsPeer(const CommOptions& options, const std::vector<net::
     w.Put(r.port);
     w.Put(static_cast<uint16_t>(0));
   }
+  w.Put(LocalHostKey());
   FTCCL_RETURN_IF_ERROR(SendMsg(root_.get(), kHello, w.buf, deadline));
   uint32_t type;
   std::string payload;
@@ -249,6 +276,10 @@ Status Bootstrap::JoinAsPeer(const CommOptions& options, const std::vector<net::
         return Corrupt("truncated address table from rank 0");
       }
     }
+  }
+  table_.hosts.assign(size, 0);
+  for (int r = 0; r < size; ++r) {
+    if (!rd.Get(&table_.hosts[r])) return Corrupt("truncated address table from rank 0");
   }
   return Status::Ok();
 }

@@ -19,7 +19,14 @@ struct BootstrapTable {
   int num_rails = 0;
   // rails[rank][rail]: the data listener of `rank` on `rail`.
   std::vector<std::vector<net::Endpoint>> rails;
+  // hosts[rank]: which machine (and network namespace) the rank runs on; ranks with equal
+  // keys reach each other over a Unix socket (the intra-host relay).
+  std::vector<uint64_t> hosts;
 };
+
+// This process's host key: its host name and network namespace, hashed. Ranks of one host
+// in one namespace share it; "FTCCL_HOST_ID" (any text) overrides it.
+uint64_t LocalHostKey();
 
 class Bootstrap final {
  public:

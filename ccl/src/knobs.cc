@@ -62,6 +62,7 @@ Status ApplyEnvOverrides(CommOptions* o) {
   }
   FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_ABORT_TIMEOUT_MS", 1, 3600000, &o->abort_timeout));
   FTCCL_RETURN_IF_ERROR(Override("FTCCL_WATCH_LINKS", 0, 1, &o->watch_links));
+  FTCCL_RETURN_IF_ERROR(Override("FTCCL_RELAY", 0, 1, &o->relay));
   if (const char* hook = std::getenv("FTCCL_FAULT_HOOK")) o->fault_hook = hook;
   if (const char* v = std::getenv("FTCCL_TRANSPORT")) {
     if (std::string(v) != "tcp" && std::string(v) != "verbs") {
@@ -93,6 +94,7 @@ std::vector<std::pair<std::string, std::string>> EffectiveKnobs(const CommOption
       {"tcp_user_timeout_ms", std::to_string(o.tcp_user_timeout.count())},
       {"abort_timeout_ms", std::to_string(o.abort_timeout.count())},
       {"watch_links", o.watch_links ? "1" : "0"},
+      {"relay", o.relay ? "1" : "0"},
       {"fault_hook", o.fault_hook},
       {"transport", o.transport},
       {"verbs_qp_timeout", std::to_string(o.verbs_qp_timeout)},

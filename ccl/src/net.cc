@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -15,7 +16,8 @@ namespace ftccl::net {
 namespace {
 
 int RemainingMs(Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
   if (left < 0) return 0;
   if (left > 1000000) return 1000000;
   return static_cast<int>(left);
@@ -115,6 +117,23 @@ Status SetNoDelay(int fd) {
   return Status::Ok();
 }
 
+void BindToDeviceOf(int fd, uint32_t ip) {
+  if (ip == 0) return;
+  char dev[IF_NAMESIZE] = {};
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return;
+  for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
+    if (reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr != ip) continue;
+    if ((i->ifa_flags & IFF_LOOPBACK) == 0) std::strncpy(dev, i->ifa_name, sizeof(dev) - 1);
+    break;
+  }
+  freeifaddrs(list);
+  if (dev[0] == '\0') return;
+  // Without the privilege the socket still works, routed by the tables alone.
+  setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, dev, static_cast<socklen_t>(std::strlen(dev)));
+}
+
 Result<std::pair<Fd, Endpoint>> Listen(uint32_t ip, uint16_t port) {
   Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return ErrnoStatus("socket", errno);
@@ -122,6 +141,7 @@ Result<std::pair<Fd, Endpoint>> Listen(uint32_t ip, uint16_t port) {
   setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   Endpoint want{ip, port};
   sockaddr_in sa = want.ToSockaddr();
+  BindToDeviceOf(fd.get(), ip);
   if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
     return ErrnoStatus("bind " + want.ToString(), errno);
   }
@@ -149,12 +169,14 @@ Result<Fd> StartConnect(const Endpoint& to, uint32_t from_ip) {
   if (from_ip != 0) {
     Endpoint from{from_ip, 0};
     sockaddr_in sa = from.ToSockaddr();
+    BindToDeviceOf(fd.get(), from_ip);
     if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
       return ErrnoStatus("bind " + from.ToString(), errno);
     }
   }
   sockaddr_in sa = to.ToSockaddr();
-  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0 && errno != EINPROGRESS) {
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0 &&
+      errno != EINPROGRESS) {
     return ErrnoStatus("connect " + to.ToString(), errno);
   }
   return fd;

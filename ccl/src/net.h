@@ -56,6 +56,11 @@ Result<uint32_t> ResolveRailAddress(const std::string& rail);
 Status SetNonBlocking(int fd);
 Status SetNoDelay(int fd);
 
+// Ties a socket to the interface that holds `ip` (SO_BINDTODEVICE; not for loopback), so its
+// traffic never leaves through another port of the same subnet when that interface is down, as
+// NCCL ties its sockets to NCCL_SOCKET_IFNAME. Listen and StartConnect call it.
+void BindToDeviceOf(int fd, uint32_t ip);
+
 // Binds to `ip`:`port` (0 = ephemeral) and listens. Returns the socket and the bound endpoint.
 Result<std::pair<Fd, Endpoint>> Listen(uint32_t ip, uint16_t port);
 // Returns the local endpoint of a bound socket.

@@ -33,6 +33,8 @@ enum class FrameType : uint8_t {
   kPing = 7,   // liveness probe of one connection; chunk_seq = nonce
   kPong = 8,   // the answer, on the same connection; chunk_seq = the ping's nonce
   kPathDown = 9,  // "my end of this path is down": tag = rail << 16 | channel, sent on another
+  kRedial = 10,   // "connect this path afresh" (to the higher rank of the pair, which connects):
+                  // tag = rail << 16 | channel, sent on another path when a rail comes back
 };
 
 struct FrameHeader {

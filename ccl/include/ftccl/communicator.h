@@ -87,6 +87,12 @@ struct CommOptions {
                                               // this long fails the communicator (kPeerLost)
   bool watch_links = true;                    // FTCCL_WATCH_LINKS: follow the rails' link state
                                               // (netlink) to detect a downed port at once
+  // FTCCL_RELAY: intra-host relay. When every rail of this rank is link-down (its NIC died)
+  // and another rank of the same host (same host name and network namespace) still has one,
+  // this rank's traffic goes through that rank: a Unix socket to it, and from there a TCP
+  // connection out of the neighbour's own rail. Back to direct paths once a rail of its own
+  // works again. Needs watch_links. Every rank serves relays for its host's ranks.
+  bool relay = true;
   // FTCCL_TRANSPORT: "tcp", or "verbs" for RC queue pairs (RoCE v2) under the same chunk
   // protocol; every rail address must then be a GID of an RDMA port (e.g. an rxe device).
   std::string transport = "tcp";
@@ -120,6 +126,8 @@ struct CommStats {
   uint64_t acks_sent = 0;
   uint64_t nacks_sent = 0;
   std::vector<uint64_t> payload_bytes_sent_per_rail;
+  uint64_t relay_payload_bytes_sent = 0;  // payload sent through a same-host rank (relay)
+  uint64_t relay_bytes_forwarded = 0;     // bytes this rank relayed for its host's other ranks
 };
 
 // What the data path did about a fault, for the harness's metrics and for operators.

@@ -44,8 +44,9 @@ Status TcpTransport::RunOnProgress(std::function<Status()> fn) {
 
 Status TcpTransport::InjectQpError(int peer, int rail) {
   if (options_.transport != "verbs") {
-    return InvalidArgument("qp_error needs the verbs transport (FTCCL_TRANSPORT=verbs); this communicator uses " +
-                           options_.transport);
+    return InvalidArgument(
+        "qp_error needs the verbs transport (FTCCL_TRANSPORT=verbs); this communicator uses " +
+        options_.transport);
   }
   if (peer < 0 || peer >= size_ || peer == rank_ || rail < 0 || rail >= num_rails_) {
     return InvalidArgument("qp_error: no connection to rank " + std::to_string(peer) + " on rail " +
@@ -69,9 +70,11 @@ Status TcpTransport::InjectQpError(int peer, int rail) {
 }
 
 Result<std::vector<std::string>> TcpTransport::QpStates(int peer, int rail) {
-  if (options_.transport != "verbs") return InvalidArgument("this communicator uses the tcp transport: no QPs");
+  if (options_.transport != "verbs")
+    return InvalidArgument("this communicator uses the tcp transport: no QPs");
   if (peer < 0 || peer >= size_ || peer == rank_ || rail < 0 || rail >= num_rails_) {
-    return InvalidArgument("no connection to rank " + std::to_string(peer) + " on rail " + std::to_string(rail));
+    return InvalidArgument("no connection to rank " + std::to_string(peer) + " on rail " +
+                           std::to_string(rail));
   }
   // Shared: a request that times out may still run later.
   auto out = std::make_shared<std::vector<std::string>>();
@@ -88,7 +91,6 @@ Result<std::vector<std::string>> TcpTransport::QpStates(int peer, int rail) {
   if (!st.ok()) return st;
   return *out;
 }
-
 
 Result<PathFaultState> TcpTransport::InjectQpError(int peer, int rail, Deadline deadline) {
   (void)deadline;  // InjectQpError bounds its own wait on the progress thread

@@ -47,6 +47,16 @@ constexpr uint64_t kListenId = 2ull << 32;   // + rail: the rail's listener
 constexpr uint64_t kPendingId = 3ull << 32;  // + n: an accepted socket waiting for its hello
 constexpr auto kHelloTimeout = std::chrono::seconds(1);
 constexpr auto kConnectTimeout = std::chrono::seconds(1);
+// The rail field of a relay connection's hello (its path is rail num_rails, channel 0).
+constexpr uint32_t kRelayHelloRail = 0xFFFF;
+// A relay that is no longer needed is closed once its data is acknowledged, or after this.
+constexpr auto kRelayDrain = std::chrono::milliseconds(500);
+// A suspect connection whose probes stay unanswered this long is connected afresh.
+constexpr auto kRedialAfter = std::chrono::seconds(1);
+// A rail that comes back: its suspect connections unanswered for this long are redialled.
+constexpr auto kRedialOnUp = std::chrono::milliseconds(100);
+// How long the relay service lets sessions of other ranks finish when this rank shuts down.
+constexpr auto kRelayGrace = std::chrono::milliseconds(1000);
 
 std::string ConnLabel(int peer, int rail, int channel) {
   return "rank " + std::to_string(peer) + " rail " + std::to_string(rail) + " channel " +
@@ -93,8 +103,9 @@ TcpTransport::TcpTransport(const CommOptions& options, const BootstrapTable& tab
       peers_(options.size),
       discard_(new uint8_t[kDiscardBytes]),
       rng_(options.wire_faults.seed * 1000003u + static_cast<uint64_t>(options.rank)),
-      st_rail_bytes_(new std::atomic<uint64_t>[table.num_rails > 0 ? table.num_rails : 1]) {
-  for (int r = 0; r < num_rails_; ++r) st_rail_bytes_[r] = 0;
+      st_rail_bytes_(new std::atomic<uint64_t>[table.num_rails + 1]) {
+  // One more than the rails: the bytes sent over relays.
+  for (int r = 0; r <= num_rails_; ++r) st_rail_bytes_[r] = 0;
 }
 
 Result<std::unique_ptr<TcpTransport>> TcpTransport::Connect(
@@ -159,6 +170,28 @@ Result<std::unique_ptr<TcpTransport>> TcpTransport::Connect(
   if (options.transport == "verbs") FTCCL_RETURN_IF_ERROR(t->UpgradeToVerbs(deadline));
   // Kept open: a higher rank whose connection broke connects again.
   for (auto& l : listeners) t->listeners_.push_back(std::move(l.first));
+  // Intra-host relay: a slot per peer for a path through this host's other ranks (or, for a
+  // peer on this host, straight over a Unix socket). Empty until a rank loses its rails.
+  t->hosts_ = table.hosts;
+  t->hosts_.resize(options.size, 0);
+  t->relay_slot_.assign(options.size, -1);
+  if (options.relay && options.transport == "tcp" && options.size > 1) {
+    for (int r = 0; r < options.size; ++r) {
+      if (r != rank && t->hosts_[r] == t->hosts_[rank]) t->neighbours_.push_back(r);
+    }
+    for (int peer = 0; peer < options.size; ++peer) {
+      if (peer == rank) continue;
+      Conn c;
+      c.peer = peer;
+      c.rail = table.num_rails;
+      c.channel = 0;
+      c.alive = false;
+      c.relay = true;
+      t->relay_slot_[peer] = static_cast<int>(t->conns_.size());
+      t->peers_[peer].conns.push_back(static_cast<int>(t->conns_.size()));
+      t->conns_.push_back(std::move(c));
+    }
+  }
   return t;
 }
 
@@ -178,6 +211,7 @@ Status TcpTransport::Start() {
   const auto start = Clock::now();
   for (size_t i = 0; i < conns_.size(); ++i) {
     conns_[i].last_progress = start;
+    if (!conns_[i].alive) continue;  // a relay slot, unused so far
     epoll_event e{};
     e.events = EPOLLIN | EPOLLRDHUP;
     e.data.u64 = i;
@@ -205,6 +239,28 @@ Status TcpTransport::Start() {
     } else {
       LOG_WARN("NET/TCP", "not watching link state (%s): detection relies on timeouts",
                st.ToString().c_str());
+    }
+  }
+  if (!neighbours_.empty()) {
+    RelayService::Config rc;
+    rc.comm_id = comm_id_;
+    rc.rank = rank_;
+    rc.hosts = hosts_;
+    rc.rail_ips = rail_ips_;
+    rc.peer_eps = peer_eps_;
+    rc.rail_up = [this](int r) { return r >= 64 || ((rails_up_mask_.load() >> r) & 1) != 0; };
+    const CommOptions opts = options_;
+    rc.prepare_tcp = [opts](int fd) { ApplySocketOptions(fd, opts).ok(); };
+    rc.deliver_local = [this](net::Fd fd, int /*src*/) {
+      auto held = std::make_shared<net::Fd>(std::move(fd));
+      Post([this, held] { AdoptLocal(std::move(*held)); });
+    };
+    auto svc = RelayService::Start(std::move(rc));
+    if (svc.ok()) {
+      relay_service_ = std::move(svc.value());
+    } else {
+      LOG_WARN("NET/TCP", "not serving relays for this host's ranks: %s",
+               svc.status().ToString().c_str());
     }
   }
   started_ = true;
@@ -260,7 +316,15 @@ Status TcpTransport::Wait(const OpPtr& op, Clock::time_point deadline) {
   bool ready = cv_.wait_until(lock, deadline,
                               [&] { return op->done.load(std::memory_order_acquire) || dead(); });
   if (op->done.load(std::memory_order_acquire)) return op->status;
-  if (dead()) return error_;
+  if (dead()) {
+    // The caller may free the operation's buffers once this returns: wait until the progress
+    // thread has let go of every buffer of the failed operations (FailLocked ran). It never
+    // blocks, so the wait is short; the bound guards against a thread that is gone.
+    if (started_ && std::this_thread::get_id() != thread_.get_id()) {
+      cv_.wait_for(lock, std::chrono::seconds(5), [&] { return fail_done_; });
+    }
+    return error_;
+  }
   (void)ready;
   return Timeout("no progress on " +
                  std::string(op->kind == Op::Kind::kSend ? "send to" : "receive from") + " rank " +
@@ -300,6 +364,8 @@ CommStats TcpTransport::Stats() const {
   s.nacks_sent = st_nacks_;
   s.bytes_staged = st_staged_;
   for (int r = 0; r < num_rails_; ++r) s.payload_bytes_sent_per_rail.push_back(st_rail_bytes_[r]);
+  s.relay_payload_bytes_sent = st_rail_bytes_[num_rails_];
+  if (relay_service_) s.relay_bytes_forwarded = relay_service_->bytes_forwarded();
   return s;
 }
 
@@ -333,8 +399,12 @@ void TcpTransport::Shutdown() {
     c.alive = false;
   }
   started_ = false;
+  // Other ranks of this host may still be relaying through this one: their sessions get a
+  // moment to finish (they end as soon as both ends close).
+  if (relay_service_) relay_service_->Stop(kRelayGrace);
   std::lock_guard<std::mutex> lock(mu_);
   if (error_.ok()) error_ = Aborted("communicator destroyed");
+  fail_done_ = true;  // the progress thread is gone: no buffer is touched any more
   cv_.notify_all();
 }
 
@@ -645,6 +715,12 @@ bool TcpTransport::PullData(int ci) {
       if (cj != ci && conns_[cj].alive && !conns_[cj].suspect) return false;
     }
   }
+  if (c.relay) {
+    // A relay borrows a neighbour's rail: only while no direct path to the peer works.
+    for (int cj : p.conns) {
+      if (!conns_[cj].relay && conns_[cj].alive && !conns_[cj].suspect) return false;
+    }
+  }
   while (!p.ready.empty()) {
     uint64_t seq = p.ready.front();
     p.ready.pop_front();
@@ -792,7 +868,7 @@ void TcpTransport::OnReadable(int ci) {
         for (int cj : p.conns) any |= conns_[cj].alive;
         if (!any) PeerGone(c.peer, "rank " + std::to_string(c.peer) + " closed its communicator");
       } else {
-        ConnFailed(ci, "connection closed by " + ConnLabel(c.peer, c.rail, c.channel), true);
+        ConnFailed(ci, "connection closed by " + Label(c), true);
       }
       return;
     }
@@ -819,8 +895,7 @@ void TcpTransport::OnHeader(int ci) {
   const wire::FrameHeader& h = c.hdr;
   if (!wire::HeaderValid(h) || h.comm_id != comm_id_ || h.length > kMaxFrame) {
     st_crc_++;
-    LOG_WARN("NET/TCP", "corrupt frame header from %s: dropping the connection",
-             ConnLabel(c.peer, c.rail, c.channel).c_str());
+    LOG_WARN("NET/TCP", "corrupt frame header from %s: dropping the connection", Label(c).c_str());
     ConnFailed(ci, "corrupt frame header");
     return;
   }
@@ -867,10 +942,25 @@ void TcpTransport::OnHeader(int ci) {
       if (c.suspect && h.chunk_seq == c.ping_nonce && (now >= c.hold_until || alone) &&
           (c.rail >= static_cast<int>(rail_up_.size()) || rail_up_[c.rail])) {
         c.suspect = false;
+        if (c.relay) {
+          if (!c.relay_on) {
+            c.relay_on = true;
+            const std::string via =
+                c.relay_initiator
+                    ? (c.relay_via == c.peer ? std::string("over a Unix socket on this host")
+                                             : "through rank " + std::to_string(c.relay_via))
+                    : std::string("relayed by rank ") + std::to_string(c.peer) + "'s host";
+            LOG_WARN("NET/TCP", "%s works: traffic to rank %d goes %s", Label(c).c_str(), c.peer,
+                     via.c_str());
+            Emit(EventKind::kRelayOn, c.peer, c.rail, c.channel,
+                 c.relay_reason.empty() ? via : c.relay_reason + ": " + via);
+          }
+          Kick(c.peer);
+          return;
+        }
         c.failback_pending = true;
         const size_t flaps = c.downs.size();
-        LOG_WARN("NET/TCP", "%s answers again: back in use",
-                 ConnLabel(c.peer, c.rail, c.channel).c_str());
+        LOG_WARN("NET/TCP", "%s answers again: back in use", Label(c).c_str());
         Emit(EventKind::kPathUp, c.peer, c.rail, c.channel,
              "answers probes again (" + std::to_string(flaps) + " down in the last " +
                  std::to_string(options_.flap_window.count()) + " ms)");
@@ -883,6 +973,24 @@ void TcpTransport::OnHeader(int ci) {
       for (int cj : p.conns) {
         if (conns_[cj].rail == rail && conns_[cj].channel == ch) {
           MarkDown(cj, Clock::now(), "rank " + std::to_string(c.peer) + " reports its end down");
+        }
+      }
+      return;
+    }
+    case wire::FrameType::kRedial: {
+      const int rail = static_cast<int>(h.tag >> 16), ch = static_cast<int>(h.tag & 0xFFFF);
+      for (int cj : p.conns) {
+        Conn& o = conns_[cj];
+        if (o.relay || o.rail != rail || o.channel != ch) continue;
+        if (o.alive && o.suspect) {
+          Redial(cj, "rank " + std::to_string(c.peer) + "'s end is up again");
+        } else if (!o.alive && o.reconnect) {
+          // A connect still waiting on a SYN sent into the outage backs off too: start over.
+          if (o.connecting.valid()) {
+            epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, o.connecting.get(), nullptr);
+            o.connecting.Reset();
+          }
+          StartReconnect(cj, Clock::now());
         }
       }
       return;
@@ -1020,7 +1128,7 @@ void TcpTransport::OnPayloadDone(int ci) {
   if (crc != h.payload_crc) {
     st_crc_++;
     LOG_WARN("NET/TCP", "CRC mismatch on chunk %lu from %s: dropped, asking for a resend",
-             static_cast<unsigned long>(seq), ConnLabel(c.peer, c.rail, c.channel).c_str());
+             static_cast<unsigned long>(seq), Label(c).c_str());
     TxItem nack;
     nack.hdr = wire::MakeHeader(wire::FrameType::kNack, comm_id_);
     nack.hdr.chunk_seq = seq;
@@ -1331,6 +1439,10 @@ void TcpTransport::OnBegin(uint64_t coll_seq, const Signature& sig) {
 void TcpTransport::ConnFailed(int ci, const std::string& reason, bool peer_closed) {
   Conn& c = conns_[ci];
   if (!c.alive) return;
+  if (c.relay) {
+    RelayFailed(ci, reason);
+    return;
+  }
   c.alive = false;
   c.blocked = false;
   c.hdr_got = 0;
@@ -1393,8 +1505,7 @@ void TcpTransport::StartReconnect(int ci, Clock::time_point now) {
   c.next_connect = now + options_.reconnect_interval;
   auto fd = net::StartConnect(peer_eps_[c.peer][c.rail], rail_ips_[c.rail]);
   if (!fd.ok()) {
-    LOG_DEBUG("NET/TCP", "reconnecting %s: %s", ConnLabel(c.peer, c.rail, c.channel).c_str(),
-              fd.status().ToString().c_str());
+    LOG_DEBUG("NET/TCP", "reconnecting %s: %s", Label(c).c_str(), fd.status().ToString().c_str());
     return;
   }
   epoll_event e{};
@@ -1468,22 +1579,58 @@ void TcpTransport::OnPendingReadable(uint64_t id) {
   const int peer = h.root;
   const int rail = static_cast<int>(h.tag >> 16), channel = static_cast<int>(h.tag & 0xFFFF);
   int slot = -1;
-  if (wire::HeaderValid(h) && h.type == static_cast<uint8_t>(wire::FrameType::kHello) &&
-      h.comm_id == comm_id_ && peer > rank_ && peer < size_ && rail == pd.rail &&
-      !peers_[peer].gone && options_.transport == "tcp") {
+  const bool valid = wire::HeaderValid(h) &&
+                     h.type == static_cast<uint8_t>(wire::FrameType::kHello) &&
+                     h.comm_id == comm_id_ && peer >= 0 && peer < size_ && peer != rank_ &&
+                     !peers_[peer].gone && options_.transport == "tcp";
+  const bool relayed = valid && static_cast<uint32_t>(rail) == kRelayHelloRail && channel == 0;
+  if (relayed) {
+    // A rank that lost its rails, through a rank of its host (or, from this host, directly).
+    slot = relay_slot_[peer];
+    if (slot >= 0 && conns_[slot].alive && conns_[slot].relay_initiator && peer > rank_) {
+      slot = -2;  // both ends opened one at once: the lower rank's stays
+    }
+  } else if (valid && peer > rank_ && rail == pd.rail) {
     for (int ci : peers_[peer].conns) {
-      if (conns_[ci].rail == rail && conns_[ci].channel == channel) slot = ci;
+      if (conns_[ci].rail == rail && conns_[ci].channel == channel && !conns_[ci].relay) slot = ci;
     }
   }
+  const int listener_rail = pd.rail;
   net::Fd fd = std::move(pd.fd);
   epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd.get(), nullptr);
   pending_.erase(it);
   if (slot < 0) {
-    LOG_WARN("NET/TCP", "rejected a connection on rail %d: not a hello of this communicator", rail);
+    if (slot == -1) {
+      LOG_WARN("NET/TCP", "rejected a connection %s: not a hello of this communicator",
+               listener_rail < 0 ? "from this host"
+                                 : ("on rail " + std::to_string(listener_rail)).c_str());
+    }
     return;
   }
-  if (!ApplySocketOptions(fd.get(), options_).ok()) return;
+  if (listener_rail >= 0 && !ApplySocketOptions(fd.get(), options_).ok()) return;
+  if (relayed) {
+    if (conns_[slot].alive)
+      RelayFailed(slot, "replaced by a new relay from rank " + std::to_string(peer));
+    if (failed_ && fail_done_) return;
+    Install(slot, std::move(fd));
+    Conn& c = conns_[slot];
+    c.relay_initiator = false;
+    c.relay_on = false;
+    c.relay_reason = "rank " + std::to_string(peer) + " lost its own rails";
+    LOG_WARN("NET/TCP", "rank %d relays to this rank (%s): its rails are down", peer,
+             listener_rail < 0 ? "over a Unix socket on this host" : "through a rank of its host");
+    // The relay says the peer's own rails are down: stop sending into them now rather than
+    // after their timeout.
+    const auto now = Clock::now();
+    for (int cj : peers_[peer].conns) {
+      if (!conns_[cj].relay && conns_[cj].alive && !conns_[cj].suspect) {
+        MarkDown(cj, now, "rank " + std::to_string(peer) + " relays: its rails are down");
+      }
+    }
+    return;
+  }
   // The peer has given up on the old connection, whatever state this end believes it is in.
+  if (conns_[slot].alive && conns_[slot].suspect) DropQuietly(slot);
   if (conns_[slot].alive)
     ConnFailed(slot, "replaced by a new connection from rank " + std::to_string(peer));
   if (failed_ && fail_done_) return;
@@ -1523,7 +1670,7 @@ void TcpTransport::Install(int ci, net::Fd fd) {
   c.up_since_down = true;
   c.failback_pending = false;
   peers_[c.peer].no_path_since = {};
-  LOG_WARN("NET/TCP", "%s re-established", ConnLabel(c.peer, c.rail, c.channel).c_str());
+  if (!c.relay) LOG_WARN("NET/TCP", "%s re-established", Label(c).c_str());
   SendPing(ci, now);
   Kick(c.peer);
 }
@@ -1619,8 +1766,8 @@ void TcpTransport::MarkDown(int ci, Clock::time_point now, const std::string& re
   for (auto& [seq, ch] : p.unacked) {
     if (ch.conn == ci && !ch.in_ready && !ch.delivered && seq >= p.delivered) moved.push_back(seq);
   }
-  LOG_WARN("NET/TCP", "%s down (%s): resending %zu chunks on the other paths",
-           ConnLabel(c.peer, c.rail, c.channel).c_str(), reason.c_str(), moved.size());
+  LOG_WARN("NET/TCP", "%s down (%s): resending %zu chunks on the other paths", Label(c).c_str(),
+           reason.c_str(), moved.size());
   Emit(EventKind::kPathDown, c.peer, c.rail, c.channel, reason);
   Emit(EventKind::kMigrated, c.peer, c.rail, c.channel,
        std::to_string(moved.size()) + " unacknowledged chunks moved to the other paths");
@@ -1675,6 +1822,11 @@ Status TcpTransport::OpenLinkWatch() {
     }
   }
   freeifaddrs(list);
+  uint64_t mask = ~0ull;
+  for (int r = 0; r < num_rails_ && r < 64; ++r) {
+    if (!rail_up_[r]) mask &= ~(1ull << r);
+  }
+  rails_up_mask_ = mask;
   net::Fd fd(socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_ROUTE));
   if (!fd.valid()) return ErrnoStatus("socket(NETLINK_ROUTE)", errno);
   sockaddr_nl sa{};
@@ -1702,6 +1854,13 @@ void TcpTransport::OnLinkMessages() {
       for (int r = 0; r < num_rails_; ++r) {
         if (rail_ifindex_[r] != ifi->ifi_index || rail_up_[r] == up) continue;
         rail_up_[r] = up;
+        if (r < 64) {
+          if (up) {
+            rails_up_mask_.fetch_or(1ull << r);
+          } else {
+            rails_up_mask_.fetch_and(~(1ull << r));
+          }
+        }
         for (size_t ci = 0; ci < conns_.size(); ++ci) {
           Conn& c = conns_[ci];
           if (c.rail != r || !c.alive) continue;
@@ -1709,7 +1868,23 @@ void TcpTransport::OnLinkMessages() {
             MarkDown(static_cast<int>(ci), now, "rail " + std::to_string(r) + " link down");
           } else if (c.suspect) {
             c.up_since_down = true;
-            SendPing(static_cast<int>(ci), now);  // back up: an answer returns it to use
+            if (c.ping_outstanding_since != Clock::time_point{} &&
+                now - c.ping_outstanding_since >= kRedialOnUp && !c.link) {
+              // Its socket has been retransmitting into a dead link and backs off for seconds:
+              // a fresh connection comes back at once.
+              if (rank_ > c.peer) {
+                Redial(static_cast<int>(ci), "rail " + std::to_string(r) + " is up again");
+              } else {
+                TxItem redial;
+                redial.hdr = wire::MakeHeader(wire::FrameType::kRedial, comm_id_);
+                redial.hdr.tag = static_cast<uint32_t>(c.rail << 16 | c.channel);
+                wire::Seal(&redial.hdr, nullptr);
+                EnqueueCtrl(c.peer, std::move(redial));
+                SendPing(static_cast<int>(ci), now);
+              }
+            } else {
+              SendPing(static_cast<int>(ci), now);  // back up: an answer returns it to use
+            }
           }
           if (failed_) return;
         }
@@ -1770,6 +1945,17 @@ void TcpTransport::CheckTimers() {
         continue;
       }
       if (c.suspect) {
+        if (!c.relay && !c.link && rank_ > peer &&
+            c.ping_outstanding_since != Clock::time_point{} &&
+            now - c.ping_outstanding_since >= kRedialAfter && now - c.last_dial >= kRedialAfter) {
+          Redial(
+              ci,
+              "no answer for " +
+                  std::to_string(
+                      std::chrono::duration_cast<Millis>(now - c.ping_outstanding_since).count()) +
+                  " ms");
+          continue;
+        }
         if (now - c.last_ping >= probe_every) SendPing(ci, now);
         continue;
       }
@@ -1812,6 +1998,8 @@ void TcpTransport::CheckTimers() {
       Kick(peer);
     }
     if (failed_) return;
+    CheckRelay(peer, now);
+    if (failed_) return;
     bool any_alive = false, any_working = false;
     for (int ci : p.conns) {
       Conn& c = conns_[ci];
@@ -1836,6 +2024,200 @@ void TcpTransport::CheckTimers() {
       p.no_path_since = {};
     }
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Intra-host relay (relay.h).
+
+void TcpTransport::Redial(int ci, const std::string& why) {
+  Conn& c = conns_[ci];
+  if (!c.alive || c.link || c.relay || rank_ < c.peer || stopping_) return;
+  LOG_INFO("NET/TCP", "%s: connecting afresh (%s)", Label(c).c_str(), why.c_str());
+  const auto now = Clock::now();
+  c.last_dial = now;
+  DropQuietly(ci);
+  c.reconnect = true;
+  c.next_connect = now;
+  StartReconnect(ci, now);
+}
+
+void TcpTransport::DropQuietly(int ci) {
+  Conn& c = conns_[ci];
+  Peer& p = peers_[c.peer];
+  if (!c.alive) return;
+  c.alive = false;
+  c.blocked = false;
+  c.hdr_got = 0;
+  c.text.clear();
+  epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
+  c.fd.Reset();
+  if (c.in_payload && c.msg) p.inflight.erase(c.hdr.chunk_seq);
+  c.in_payload = false;
+  c.msg.reset();
+  c.dst = nullptr;
+  c.cur.reset();
+  c.ctrl.clear();
+  std::vector<uint64_t> lost;
+  for (auto& [seq, ch] : p.unacked) {
+    if (ch.conn == ci && !ch.in_ready && !ch.delivered) lost.push_back(seq);
+  }
+  if (!lost.empty()) {
+    st_retx_ += lost.size();
+    Requeue(p, std::move(lost));
+    Kick(c.peer);
+  }
+}
+
+std::string TcpTransport::Label(const Conn& c) const {
+  if (c.relay) return "rank " + std::to_string(c.peer) + " relay";
+  return ConnLabel(c.peer, c.rail, c.channel);
+}
+
+bool TcpTransport::OwnRailsLost() const {
+  // Only the link state says that a rail is gone for every peer (a NIC or its ports down); a
+  // silent path could as well be the peer's or the fabric's.
+  if (!link_watch_.valid() || rail_up_.empty()) return false;
+  for (bool up : rail_up_) {
+    if (up) return false;
+  }
+  return true;
+}
+
+void TcpTransport::CheckRelay(int peer, Clock::time_point now) {
+  const int ci = relay_slot_.empty() ? -1 : relay_slot_[peer];
+  if (ci < 0) return;
+  Conn& c = conns_[ci];
+  Peer& p = peers_[peer];
+  bool direct = false;
+  for (int cj : p.conns) direct |= !conns_[cj].relay && conns_[cj].alive && !conns_[cj].suspect;
+  if (!c.alive) {
+    if (c.connecting.valid()) c.connecting.Reset();
+    const bool reachable = hosts_[peer] == hosts_[rank_] || !neighbours_.empty();
+    if (!direct && reachable && !p.gone && !p.closing && now >= c.next_connect && OwnRailsLost()) {
+      StartRelay(ci, now);
+    }
+    return;
+  }
+  if (!c.relay_initiator) return;  // the peer closes what it opened
+  if (!direct || OwnRailsLost()) {
+    c.relay_drain_since = {};
+    return;
+  }
+  // A rail of this rank works again and the peer answers on it: the relay gets no new data
+  // (PullData) and closes once what it carries is acknowledged.
+  if (c.relay_drain_since == Clock::time_point{}) c.relay_drain_since = now;
+  if (c.outstanding == 0 || now - c.relay_drain_since >= kRelayDrain) {
+    CloseRelay(ci, "a direct path to rank " + std::to_string(peer) + " works again");
+  }
+}
+
+void TcpTransport::StartRelay(int ci, Clock::time_point now) {
+  Conn& c = conns_[ci];
+  c.next_connect = now + options_.reconnect_interval;
+  int via = c.peer;
+  if (hosts_[c.peer] != hosts_[rank_]) {
+    // Through the host's other ranks in turn: one whose rails are gone too refuses, and the
+    // next attempt goes to the next one.
+    via = neighbours_[c.relay_pick++ % neighbours_.size()];
+    if (via == c.peer) via = neighbours_[c.relay_pick++ % neighbours_.size()];
+  }
+  auto fd = ConnectRelay(comm_id_, via);
+  if (!fd.ok()) {
+    LOG_DEBUG("NET/TCP", "relay to rank %d through rank %d: %s", c.peer, via,
+              fd.status().ToString().c_str());
+    return;
+  }
+  struct {
+    RelayRequest req;
+    wire::FrameHeader hello;
+  } first;
+  first.req.comm_id = comm_id_;
+  first.req.src = rank_;
+  first.req.dst = c.peer;
+  SealRelayRequest(&first.req);
+  first.hello = wire::MakeHeader(wire::FrameType::kHello, comm_id_);
+  first.hello.root = rank_;
+  first.hello.tag = kRelayHelloRail << 16;
+  wire::Seal(&first.hello, nullptr);
+  // A fresh socket's buffer takes these bytes at once.
+  if (send(fd->get(), &first, sizeof(first), MSG_NOSIGNAL | MSG_DONTWAIT) !=
+      static_cast<ssize_t>(sizeof(first))) {
+    return;
+  }
+  Install(ci, std::move(fd.value()));
+  c.relay_initiator = true;
+  c.relay_on = false;
+  c.relay_via = via;
+  c.relay_drain_since = {};
+  c.relay_reason = "every rail of this rank is down";
+  LOG_WARN("NET/TCP", "every rail of this rank is down: relaying to rank %d %s", c.peer,
+           via == c.peer ? "over a Unix socket on this host"
+                         : ("through rank " + std::to_string(via)).c_str());
+}
+
+void TcpTransport::CloseRelay(int ci, const std::string& why) {
+  Conn& c = conns_[ci];
+  // Orderly: the peer reads everything sent so far, then the end of the stream.
+  if (!c.cur && c.ctrl.empty()) ::shutdown(c.fd.get(), SHUT_WR);
+  RelayFailed(ci, why);
+}
+
+void TcpTransport::RelayFailed(int ci, const std::string& reason) {
+  Conn& c = conns_[ci];
+  Peer& p = peers_[c.peer];
+  c.alive = false;
+  c.blocked = false;
+  c.hdr_got = 0;
+  c.text.clear();
+  epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
+  c.fd.Reset();
+  if (c.in_payload && c.msg) p.inflight.erase(c.hdr.chunk_seq);
+  c.in_payload = false;
+  c.msg.reset();
+  c.dst = nullptr;
+  c.cur.reset();
+  c.ctrl.clear();
+  c.relay_drain_since = {};
+  c.outstanding = 0;
+  if (stopping_) return;
+  std::vector<uint64_t> lost;
+  for (auto& [seq, ch] : p.unacked) {
+    if (ch.conn == ci && !ch.in_ready && !ch.delivered) lost.push_back(seq);
+  }
+  const bool was_on = c.relay_on;
+  c.relay_on = false;
+  c.next_connect = Clock::now() + options_.reconnect_interval;
+  if (was_on) {
+    LOG_WARN("NET/TCP", "relay to rank %d ends (%s): %zu chunks go back to the direct paths",
+             c.peer, reason.c_str(), lost.size());
+    Emit(EventKind::kRelayOff, c.peer, c.rail, c.channel, reason);
+  } else {
+    LOG_DEBUG("NET/TCP", "relay to rank %d failed before it worked (%s)", c.peer, reason.c_str());
+  }
+  if (!lost.empty()) {
+    st_retx_ += lost.size();
+    p.resume_pending = true;
+    Requeue(p, std::move(lost));
+  }
+  p.ack_dirty = true;
+  // Whether the peer is still reachable is the abort timeout's call (no working path), not
+  // the relay's: its end may simply have been closed because a direct path works again.
+  Kick(c.peer);
+}
+
+void TcpTransport::AdoptLocal(net::Fd fd) {
+  if (stopping_ || (failed_ && fail_done_)) return;
+  Pending pd;
+  pd.fd = std::move(fd);
+  pd.rail = -1;
+  pd.deadline = Clock::now() + kHelloTimeout;
+  const uint64_t id = kPendingId + next_pending_++;
+  epoll_event e{};
+  e.events = EPOLLIN | EPOLLRDHUP;
+  e.data.u64 = id;
+  if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, pd.fd.get(), &e) != 0) return;
+  pending_.emplace(id, std::move(pd));
+  OnPendingReadable(id);  // the hello may be there already
 }
 
 // ---------------------------------------------------------------------------------------------

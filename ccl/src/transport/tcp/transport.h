@@ -22,6 +22,7 @@
 #include "net.h"
 #include "transport/fault_target.h"
 #include "transport/link.h"
+#include "transport/tcp/relay.h"
 #include "transport/transport.h"
 #include "wire.h"
 
@@ -128,6 +129,7 @@ class TcpTransport final : public Transport, public FaultTarget {
     net::Fd connecting;  // a connect in progress
     Clock::time_point connect_deadline{};
     Clock::time_point next_connect{};
+    Clock::time_point last_dial{};  // the last time it was connected afresh (Redial)
     double srtt_ms = 0;
     double rttvar_ms = 0;
     // The longest wait between two signs of progress while it had work, decaying: a path
@@ -155,6 +157,17 @@ class TcpTransport final : public Transport, public FaultTarget {
     std::shared_ptr<RxMsg> msg;
     bool into_staging = false;
     std::string text;  // abort reason
+    // Intra-host relay: the path to `peer` through a rank of this host (rail == num_rails_).
+    // It carries data only while no direct path to the peer works. `relay_initiator`: this
+    // rank opened it (it lost its own rails) and closes it again; `relay_on`: it carried the
+    // relay_on event.
+    bool relay = false;
+    bool relay_initiator = false;
+    bool relay_on = false;
+    int relay_via = -1;
+    size_t relay_pick = 0;                  // which neighbour to try next
+    std::string relay_reason;               // why it was opened, for its events
+    Clock::time_point relay_drain_since{};  // a direct path works again since
     // Fault hook: damage the next data frame written here; frames damaged so far, and when.
     std::optional<FramePart> corrupt_next;
     uint64_t corrupt_sent = 0;
@@ -175,7 +188,7 @@ class TcpTransport final : public Transport, public FaultTarget {
   // An accepted connection whose hello has not arrived yet (a higher rank reconnecting).
   struct Pending {
     net::Fd fd;
-    int rail = 0;
+    int rail = 0;  // the listener's rail; -1: a Unix socket from a same-host rank (relay)
     wire::FrameHeader hello;
     size_t got = 0;
     Clock::time_point deadline;
@@ -254,6 +267,23 @@ class TcpTransport final : public Transport, public FaultTarget {
   // Puts a freshly established socket into slot `ci`: suspect until it answers a probe.
   void Install(int ci, net::Fd fd);
   void PeerGone(int peer, const std::string& reason);
+  // A suspect connection that stays silent is replaced by a fresh one rather than waiting for
+  // its socket's retransmission backoff (seconds after a long outage): the higher rank closes
+  // it (DropQuietly: no events, it is already down) and connects again; the lower rank asks
+  // it to (kRedial) when its rail comes back.
+  void Redial(int ci, const std::string& why);
+  void DropQuietly(int ci);
+  // Intra-host relay (relay.h). CheckRelay opens the relay path to `peer` when every rail of
+  // this rank is down and closes it once a direct path works again.
+  void CheckRelay(int peer, Clock::time_point now);
+  void StartRelay(int ci, Clock::time_point now);
+  void CloseRelay(int ci, const std::string& why);
+  // A relayed connection that ends: its chunks move back to the direct paths.
+  void RelayFailed(int ci, const std::string& reason);
+  // A Unix socket from a same-host rank, handed over by the relay service.
+  void AdoptLocal(net::Fd fd);
+  bool OwnRailsLost() const;
+  std::string Label(const Conn& c) const;
   void SendAcks();
   void CheckTimers();
   void Requeue(Peer& p, std::vector<uint64_t> seqs);
@@ -330,6 +360,12 @@ class TcpTransport final : public Transport, public FaultTarget {
   uint64_t next_pending_ = 0;
   std::vector<int> rail_ifindex_;  // by rail; 0 when unknown
   std::vector<bool> rail_up_;
+  std::atomic<uint64_t> rails_up_mask_{~0ull};  // rail_up_ for other threads (rails < 64)
+  // Intra-host relay.
+  std::vector<uint64_t> hosts_;  // host key by rank
+  std::vector<int> relay_slot_;  // by peer: its relay connection, -1 without
+  std::vector<int> neighbours_;  // the other ranks of this host
+  std::unique_ptr<RelayService> relay_service_;
 };
 
 }  // namespace ftccl::transport::tcp
