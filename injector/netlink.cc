@@ -1,12 +1,16 @@
 #include "injector/netlink.h"
 
+#include <linux/fib_rules.h>
 #include <linux/if.h>
 #include <linux/net_namespace.h>
+#include <linux/rtnetlink.h>
 #include <netlink/attr.h>
 #include <netlink/msg.h>
 #include <netlink/route/addr.h>
 #include <netlink/route/link/bridge.h>
 #include <netlink/route/link/veth.h>
+#include <netlink/route/route.h>
+#include <netlink/route/rule.h>
 
 #include <memory>
 
@@ -291,6 +295,94 @@ Result<int> GetNsid(NlSock& sock, int netns_fd) {
   nl_socket_enable_auto_ack(sock.get());
   if (err < 0) return Status(Code::kKernel, std::string("RTM_GETNSID reply: ") + nl_geterror(err));
   return id;
+}
+
+}  // namespace faultline
+
+namespace faultline {
+namespace {
+
+struct RuleDeleter {
+  void operator()(rtnl_rule* r) const { rtnl_rule_put(r); }
+};
+struct RouteDeleter {
+  void operator()(rtnl_route* r) const { rtnl_route_put(r); }
+};
+using NlAddrPtr = std::unique_ptr<nl_addr, NlAddrDeleter>;
+
+Result<NlAddrPtr> ParseV4(std::string_view text) {
+  std::string t(text);
+  nl_addr* a = nullptr;
+  if (nl_addr_parse(t.c_str(), AF_INET, &a) < 0) {
+    return InvalidArgument("malformed IPv4 address '" + t + "'");
+  }
+  return NlAddrPtr(a);
+}
+
+using RoutePtr = std::unique_ptr<rtnl_route, RouteDeleter>;
+
+Result<RoutePtr> NewRoute(std::string_view dst_cidr, uint32_t table, uint8_t type) {
+  FL_ASSIGN_OR_RETURN(NlAddrPtr dst, ParseV4(dst_cidr));
+  RoutePtr route(rtnl_route_alloc());
+  if (!route) return Internal("rtnl_route_alloc failed");
+  rtnl_route_set_family(route.get(), AF_INET);
+  int err = rtnl_route_set_dst(route.get(), dst.get());
+  if (err < 0) return NlStatus("route destination " + std::string(dst_cidr), err);
+  rtnl_route_set_table(route.get(), table);
+  rtnl_route_set_type(route.get(), type);
+  rtnl_route_set_protocol(route.get(), RTPROT_STATIC);
+  return route;
+}
+
+}  // namespace
+
+Status AddSourceRule(NlSock& sock, std::string_view src_cidr, uint32_t table, uint32_t priority) {
+  FL_ASSIGN_OR_RETURN(NlAddrPtr src, ParseV4(src_cidr));
+  std::unique_ptr<rtnl_rule, RuleDeleter> rule(rtnl_rule_alloc());
+  if (!rule) return Internal("rtnl_rule_alloc failed");
+  rtnl_rule_set_family(rule.get(), AF_INET);
+  int err = rtnl_rule_set_src(rule.get(), src.get());
+  if (err < 0) return NlStatus("rule source " + std::string(src_cidr), err);
+  rtnl_rule_set_table(rule.get(), table);
+  rtnl_rule_set_prio(rule.get(), priority);
+  rtnl_rule_set_action(rule.get(), FR_ACT_TO_TBL);
+  err = rtnl_rule_add(sock.get(), rule.get(), NLM_F_EXCL);
+  if (err < 0) {
+    return NlStatus("add rule from " + std::string(src_cidr) + " lookup " + std::to_string(table),
+                    err);
+  }
+  return Status::Ok();
+}
+
+Status AddLinkRoute(NlSock& sock, std::string_view dst_cidr, int ifindex, std::string_view src,
+                    uint32_t table, bool replace) {
+  FL_ASSIGN_OR_RETURN(RoutePtr route, NewRoute(dst_cidr, table, RTN_UNICAST));
+  FL_ASSIGN_OR_RETURN(NlAddrPtr pref_src, ParseV4(src));
+  int err = rtnl_route_set_pref_src(route.get(), pref_src.get());
+  if (err < 0) return NlStatus("route source " + std::string(src), err);
+  rtnl_route_set_scope(route.get(), RT_SCOPE_LINK);
+  rtnl_nexthop* nh = rtnl_route_nh_alloc();
+  if (nh == nullptr) return Internal("rtnl_route_nh_alloc failed");
+  rtnl_route_nh_set_ifindex(nh, ifindex);
+  rtnl_route_add_nexthop(route.get(), nh);  // the route owns it now
+  err = rtnl_route_add(sock.get(), route.get(), replace ? NLM_F_REPLACE : NLM_F_EXCL);
+  if (err < 0) {
+    return NlStatus("add route " + std::string(dst_cidr) + " dev #" + std::to_string(ifindex) +
+                        " table " + std::to_string(table),
+                    err);
+  }
+  return Status::Ok();
+}
+
+Status AddUnreachableRoute(NlSock& sock, std::string_view dst_cidr, uint32_t table) {
+  FL_ASSIGN_OR_RETURN(RoutePtr route, NewRoute(dst_cidr, table, RTN_UNREACHABLE));
+  rtnl_route_set_scope(route.get(), RT_SCOPE_UNIVERSE);
+  int err = rtnl_route_add(sock.get(), route.get(), NLM_F_EXCL);
+  if (err < 0) {
+    return NlStatus(
+        "add unreachable route " + std::string(dst_cidr) + " table " + std::to_string(table), err);
+  }
+  return Status::Ok();
 }
 
 }  // namespace faultline

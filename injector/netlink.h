@@ -79,4 +79,16 @@ Status SetMaster(NlSock& sock, std::string_view name, std::string_view master);
 Result<std::vector<std::string>> ListAddresses(NlSock& sock, int ifindex);
 Status AddAddress(NlSock& sock, int ifindex, std::string_view cidr);
 
+// Policy routing (IPv4), through rtnl_rule / rtnl_route.
+// Adds the rule `from <src_cidr> lookup <table>` at `priority`. AlreadyExists when present.
+Status AddSourceRule(NlSock& sock, std::string_view src_cidr, uint32_t table, uint32_t priority);
+// Adds `<dst_cidr> dev <ifindex> scope link src <src>` to `table`. With `replace` an existing
+// route of that prefix in the table is replaced (no error); otherwise AlreadyExists.
+// Fails while the device is down: the kernel keeps no route through a down device and drops
+// the ones it had (in every table) when the device goes down.
+Status AddLinkRoute(NlSock& sock, std::string_view dst_cidr, int ifindex, std::string_view src,
+                    uint32_t table, bool replace);
+// Adds `unreachable <dst_cidr>` to `table`: a lookup that reaches it fails with ENETUNREACH.
+Status AddUnreachableRoute(NlSock& sock, std::string_view dst_cidr, uint32_t table);
+
 }  // namespace faultline

@@ -84,6 +84,7 @@ class FtcclAdapter final : public CclAdapter {
       c.rank = comm_->rank();
       c.kind = *kind;
       c.path = e.rail;
+      c.peer = e.peer;
       c.reason = e.reason;
       if (e.peer >= 0) c.reason = "rank " + std::to_string(e.peer) + ": " + c.reason;
       out.push_back(std::move(c));

@@ -45,6 +45,7 @@ struct CclEvent {
   EventKind kind = EventKind::kPathDown;
   int path = -1;  // rail index; -1 when the event concerns no single path
   std::string reason;
+  int peer = -1;  // global rank at the other end of the path; -1 when none or unknown
 };
 
 // What happened to one scenario fault. A link_flap is one record: applied is its first down,

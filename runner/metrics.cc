@@ -145,8 +145,12 @@ nlohmann::json MetricValues::ToJson() const {
 std::optional<double> CapacityLeft(const Topology& topology,
                                    const std::vector<const FaultSpec*>& faults) {
   if (topology.hosts <= 0 || topology.rails <= 0) return std::nullopt;
-  // cap[h][r]: fraction of rail r's rate left on host h.
-  std::vector<std::vector<double>> cap(topology.hosts, std::vector<double>(topology.rails, 1.0));
+  const bool per_rank = topology.per_rank_nics();
+  if (per_rank && topology.ranks_per_host <= 0) return std::nullopt;
+  // cap[h][p]: fraction of port p's rate left on host h. A port is a rail with shared NICs,
+  // and rank l's port on rail r (p = l * rails + r) with per-rank NICs.
+  const int ports = per_rank ? topology.ranks_per_host * topology.rails : topology.rails;
+  std::vector<std::vector<double>> cap(topology.hosts, std::vector<double>(ports, 1.0));
   const double rail_bps = topology.rail_gbps * 1e9;
   for (const FaultSpec* f : faults) {
     if (f->kind == FaultKind::kLinkFlap || IsOneShot(f->kind)) {
@@ -154,7 +158,10 @@ std::optional<double> CapacityLeft(const Topology& topology,
       continue;
     }
     if (IsRankFault(f->kind) || !f->target.rail) return std::nullopt;
-    double& c = cap[f->target.host][*f->target.rail];
+    if (per_rank && !f->target.rank) return std::nullopt;
+    const int port =
+        per_rank ? *f->target.rank * topology.rails + *f->target.rail : *f->target.rail;
+    double& c = cap[f->target.host][port];
     switch (f->kind) {
       case FaultKind::kLinkDown:
       case FaultKind::kPortDrop:
@@ -172,7 +179,7 @@ std::optional<double> CapacityLeft(const Topology& topology,
   for (const auto& host : cap) {
     double sum = 0;
     for (double c : host) sum += c;
-    worst = std::min(worst, sum / topology.rails);
+    worst = std::min(worst, sum / ports);
   }
   return worst;
 }
@@ -196,6 +203,9 @@ MetricsOptions MetricsOptionsFor(const Scenario& scenario) {
       if (g.Permanent() && g.at_ns <= f.at_ns) in_force.push_back(&g);
     }
     m.capacity = CapacityLeft(scenario.topology, in_force);
+    if (f.target.port && !IsRankFault(f.kind)) {
+      m.port_rank = f.target.GlobalRank(scenario.topology).value_or(-1);
+    }
     o.faults.push_back(std::move(m));
   }
   return o;
@@ -316,11 +326,18 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
     if (h.events_supported) {
       const bool link = !IsRankFault(f.kind) && f.target.rail.has_value();
       const int rail = f.target.rail.value_or(-1);
-      auto down = FirstEvent(h, EventKind::kPathDown, a,
-                             [&](const CclEvent& ev) { return !link || ev.path == rail; });
+      // A fault on one rank's port only touches the paths that end at that rank.
+      const int owner = model ? model->port_rank : -1;
+      auto touches = [&](const CclEvent& ev) {
+        return owner < 0 || ev.rank == owner || ev.peer == owner;
+      };
+      auto down = FirstEvent(h, EventKind::kPathDown, a, [&](const CclEvent& ev) {
+        return !link || (ev.path == rail && touches(ev));
+      });
       if (down) v.detection_ms = static_cast<double>(*down - a) / kNsPerMs;
-      auto resumed = FirstEvent(h, EventKind::kResumed, a,
-                                [&](const CclEvent& ev) { return !link || ev.path != rail; });
+      auto resumed = FirstEvent(h, EventKind::kResumed, a, [&](const CclEvent& ev) {
+        return !link || (ev.path != rail && touches(ev));
+      });
       if (resumed) v.failover_latency_ms = static_cast<double>(*resumed - a) / kNsPerMs;
     }
 

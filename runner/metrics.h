@@ -16,7 +16,9 @@
 //      floored at 0. Null without a baseline.
 //    detection_ms: a -> the first path_down event at or after a (on the fault's rail for link
 //      faults). failover_latency_ms: a -> the first resumed event at or after a (on another
-//      rail for link faults). Both null when the CCL emits no events or none happened.
+//      rail for link faults). A fault on one rank's port (nics: per_rank) only counts events
+//      of paths that end at that rank: logged by it, or by a peer about its path to it. Both null
+//      when the CCL emits no events or none happened.
 //    recovery_ms: a -> the start of the first measured collective, starting at or after a,
 //      from which every collective up to the first one ending at or after start + sustain has
 //      busbw >= pct% of the expected level (baseline x capacity left by permanent faults).
@@ -55,6 +57,9 @@ struct MetricsOptions {
     // Fraction of the fault-free capacity left while the fault holds (permanent faults up to
     // and including this one); nullopt when the model cannot say (loss, delay, rank faults).
     std::optional<double> capacity = 1.0;
+    // A link fault on one rank's NIC port (nics: per_rank): that rank's global index; its
+    // path events are the ones on the port's rail of that rank or of its peers towards it.
+    int port_rank = -1;
   };
   std::vector<FaultModel> faults;  // by id; a fault without a model counts as transient
 };
@@ -68,6 +73,10 @@ MetricsOptions MetricsOptionsFor(const Scenario& scenario);
 // bandwidth fault min(rate, rail rate) / rail rate. nullopt when a fault's effect on capacity
 // is unknown (loss, delay, jitter, corrupt, reorder, rank faults). Link flaps and one-shot
 // faults are ignored.
+// With per-rank NICs (topology.nics: per_rank) the unit is a port instead of a rail: a host's
+// share is the sum over its ranks_per_host x rails ports over their count, since a rank that
+// lost its own ports relays through a neighbour's on the same host and the host keeps the
+// capacity of the ports it has left.
 std::optional<double> CapacityLeft(const Topology& topology,
                                    const std::vector<const FaultSpec*>& faults);
 

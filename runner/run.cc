@@ -90,11 +90,13 @@ struct FaultState {
 nlohmann::json Environment(const Scenario& sc, const RunOptions& o, const std::string& run_id) {
   utsname u{};
   uname(&u);
+  nlohmann::json knobs = {{"op_timeout_ms", o.op_timeout_ms}, {"rail_gbps", sc.topology.rail_gbps}};
+  if (sc.topology.per_rank_nics()) knobs["nics"] = NicLayoutString(sc.topology.nics);
   return {{"kernel", std::string(u.sysname) + " " + u.release},
           {"machine", u.machine},
           {"versions", {{"faultline", "0.1.0"}}},
           {"run_id", run_id},
-          {"knobs", {{"op_timeout_ms", o.op_timeout_ms}, {"rail_gbps", sc.topology.rail_gbps}}}};
+          {"knobs", knobs}};
 }
 
 class Run final {
@@ -191,7 +193,8 @@ Status Run::LaunchRanks() {
     for (int l = 0; l < t.ranks_per_host; ++l) {
       const int g = h * t.ranks_per_host + l;
       std::string rails;
-      for (const auto& a : topo_->host(h).rail_addrs) rails += (rails.empty() ? "" : ",") + a;
+      // The rank's rail addresses in rail order: its own NIC's ports with per-rank NICs.
+      for (const auto& a : topo_->RankRailAddrs(h, l)) rails += (rails.empty() ? "" : ",") + a;
       std::vector<std::string> argv = {
           worker,
           "--ccl", CclNameString(sc_.ccl),
@@ -301,13 +304,23 @@ Result<nlohmann::json> Run::FaultParams(const TimelineAction& a) const {
   }
   if (a.kind == FaultKind::kConnReset) {
     p["netns"] = topo_->host(h).netns;
-    if (a.target.rail && !p.contains("src")) p["src"] = topo_->host(h).rail_addrs[*a.target.rail];
+    // The sockets of the rail's port: the host's, or with per-rank NICs the target rank's.
+    if (a.target.rail && !p.contains("src")) {
+      const int l = topo_->per_rank_nics() ? a.target.rank.value_or(0) : 0;
+      const auto& addrs = topo_->RankRailAddrs(h, l);
+      if (*a.target.rail < 0 || *a.target.rail >= static_cast<int>(addrs.size())) {
+        return Status(Code::kInvalidArgument, "fault " + a.fault_id + ": rail out of range");
+      }
+      p["src"] = addrs[*a.target.rail];
+    }
     return p;
   }
   // The injector takes the NIC port (host side) and finds the switch port itself when the
   // fault's side is "switch", so both ends are read back in its observation.
   if (!a.target.rail) return Status(Code::kInvalidArgument, "fault " + a.fault_id + ": no rail");
-  auto link = topo_->RailLink(h, *a.target.rail, LinkSide::kHost);
+  FaultTarget host_side = a.target;
+  host_side.side = LinkSide::kHost;
+  auto link = topo_->Resolve(host_side);
   if (!link.ok()) return link.status();
   p["netns"] = link->netns;
   p["dev"] = link->dev;
@@ -365,6 +378,11 @@ void Run::DoAction(const TimelineAction& a) {
     Status st = c->second->RevertAt(when);
     if (c->second->reverted()) f.record.reverted_ns = c->second->revert_timing().applied;
     if (!st.ok() && f.record.error.empty()) f.record.error = "revert: " + st.ToString();
+    // A port that was down lost its table route with per-rank NICs; put it back.
+    if (topo_->per_rank_nics() && !IsRankFault(a.kind)) {
+      Status rt = topo_->RestorePortRoutes(a.target.host);
+      if (!rt.ok() && f.record.error.empty()) f.record.error = "revert: " + rt.ToString();
+    }
   }
 }
 
@@ -525,7 +543,7 @@ int Run::Finish() {
     const MetricValues& v = i < m.per_fault.size() ? m.per_fault[i].values : MetricValues{};
     std::string target = "h" + std::to_string(f.target.host);
     if (f.target.rail) target += "/r" + std::to_string(*f.target.rail);
-    if (f.target.rank) target += "/k" + std::to_string(*f.target.rank);
+    if (f.target.rank) target += (f.target.port ? "/n" : "/k") + std::to_string(*f.target.rank);
     if (f.target.side == LinkSide::kSwitch) target += "/sw";
     std::printf("  %-8s %-12s %-14s %10s %10s %10s %10s %10s %9s\n", f.id.c_str(),
                 FaultKindName(f.kind), target.c_str(),

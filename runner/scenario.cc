@@ -17,6 +17,8 @@ namespace faultline::runner {
 namespace {
 
 constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
+// hosts x ranks_per_host of a per_rank topology: the host octets 1..250 of a rail's /24.
+constexpr int kMaxPerRankPorts = 250;
 
 struct KindEntry {
   FaultKind kind;
@@ -336,7 +338,7 @@ std::pair<std::string, std::string> MatrixTarget(const std::string& key) {
   for (const char* k : {"op", "dtype", "reduce", "root", "bytes", "duration"}) {
     if (key == k) return {"workload", key};
   }
-  for (const char* k : {"hosts", "ranks_per_host", "rails", "rail_gbps"}) {
+  for (const char* k : {"hosts", "ranks_per_host", "rails", "rail_gbps", "nics"}) {
     if (key == k) return {"topology", key};
   }
   return {"", key};
@@ -470,7 +472,7 @@ ParseOutcome Parser::RunRoot(const YAML::Node& root) {
 
 void Parser::ParseTopology(const YAML::Node& n, Scenario* s) {
   if (!ExpectMap(n, "topology")) return;
-  CheckKeys(n, {"hosts", "ranks_per_host", "rails", "rail_gbps"}, "topology");
+  CheckKeys(n, {"hosts", "ranks_per_host", "rails", "rail_gbps", "nics"}, "topology");
   bool ok = true;
   auto need_int = [&](const char* key, int64_t lo, int64_t hi, int* out) {
     if (!Required(n, key, "topology", std::string("add '") + key + ": N'")) {
@@ -494,6 +496,24 @@ void Parser::ParseTopology(const YAML::Node& n, Scenario* s) {
     } else {
       ok = false;
     }
+  }
+  if (n["nics"]) {
+    if (auto v = Choice(n["nics"], "topology.nics", {"shared", "per_rank"})) {
+      s->topology.nics = *v == "per_rank" ? NicLayout::kPerRank : NicLayout::kShared;
+    } else {
+      ok = false;
+    }
+  }
+  // Per-rank ports are 198.18.<rail>.<host * ranks_per_host + rank + 1>.
+  if (ok && s->topology.per_rank_nics() && s->topology.world_size() > kMaxPerRankPorts) {
+    Error(n["nics"],
+          "nics: per_rank gives every rank its own address on each rail, and " +
+              std::to_string(s->topology.hosts) + " hosts x " +
+              std::to_string(s->topology.ranks_per_host) + " ranks per host are " +
+              std::to_string(s->topology.world_size()) + " ranks, more than the " +
+              std::to_string(kMaxPerRankPorts) + " a rail's /24 holds",
+          "lower hosts or ranks_per_host, or use 'nics: shared'");
+    ok = false;
   }
   topology_ok_ = ok;
 }
@@ -856,8 +876,10 @@ bool Parser::ParseTarget(const YAML::Node& n, FaultKind kind, const Scenario& s,
   if (!ExpectMap(n, what)) return false;
   const bool rank_fault = IsRankFault(kind);
   const bool path_fault = kind == FaultKind::kQpError || kind == FaultKind::kConnCorrupt;
+  // With per-rank NICs a link fault hits one rank's port: {host, rank, rail, side}.
+  const bool port_fault = !rank_fault && s.topology.per_rank_nics();
   std::vector<std::string> keys = {"host"};
-  if (rank_fault) keys.push_back("rank");
+  if (rank_fault || port_fault) keys.push_back("rank");
   if (!rank_fault || path_fault) keys.push_back("rail");
   if (!rank_fault && kind != FaultKind::kConnReset) keys.push_back("side");
   CheckKeys(n, keys, what);
@@ -883,6 +905,19 @@ bool Parser::ParseTarget(const YAML::Node& n, FaultKind kind, const Scenario& s,
   }
   if (rank_fault) {
     if (auto r = index("rank", t.ranks_per_host, "ranks per host")) {
+      f->target.rank = *r;
+    } else {
+      ok = false;
+    }
+  }
+  if (port_fault) {
+    f->target.port = true;
+    if (!n["rank"]) {
+      Error(n, "missing required key 'rank' in " + what,
+            "with 'nics: per_rank' every rank has its own NIC: add 'rank: 0' to name whose "
+            "port on the rail is hit");
+      ok = false;
+    } else if (auto r = index("rank", t.ranks_per_host, "ranks per host")) {
       f->target.rank = *r;
     } else {
       ok = false;
@@ -1009,6 +1044,11 @@ void Parser::CheckFaultSchedule(const Scenario& s) {
   const auto& faults = s.faults;
   auto end_of = [](const FaultSpec& f) { return f.LatestEndNs().value_or(kForever); };
   auto key_of = [](const FaultSpec& f) {
+    if (f.target.port) {
+      return "host " + std::to_string(f.target.host) + " rank " +
+             std::to_string(f.target.rank.value_or(0)) + " rail " +
+             std::to_string(f.target.rail.value_or(0));
+    }
     if (f.target.rank) {
       return "host " + std::to_string(f.target.host) + " rank " + std::to_string(*f.target.rank);
     }
@@ -1124,6 +1164,10 @@ bool IsOneShot(FaultKind k) {
          k == FaultKind::kRankKill;
 }
 
+const char* NicLayoutString(NicLayout n) {
+  return n == NicLayout::kPerRank ? "per_rank" : "shared";
+}
+
 const char* LinkSideString(LinkSide s) { return s == LinkSide::kSwitch ? "switch" : "host"; }
 
 std::optional<int> FaultTarget::GlobalRank(const Topology& t) const {
@@ -1135,7 +1179,7 @@ nlohmann::json FaultTarget::ToJson() const {
   nlohmann::json j = {{"host", host}};
   if (rank) j["rank"] = *rank;
   if (rail) j["rail"] = *rail;
-  if (!rank) j["side"] = LinkSideString(side);
+  if (!rank || port) j["side"] = LinkSideString(side);
   return j;
 }
 

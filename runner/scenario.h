@@ -35,12 +35,20 @@ struct Diagnostic {
   std::string ToString() const;
 };
 
+// How the ranks of a host reach the rails. kShared: every rank uses every rail port of its
+// host. kPerRank: every rank owns a NIC with one port on each rail (the GPU-server layout), so a
+// link fault names the rank whose port it hits.
+enum class NicLayout { kShared, kPerRank };
+const char* NicLayoutString(NicLayout n);  // "shared", "per_rank"
+
 struct Topology {
   int hosts = 0;
   int ranks_per_host = 0;
   int rails = 0;
-  double rail_gbps = 1.0;  // shaped capacity of every rail
+  double rail_gbps = 1.0;  // shaped capacity of every rail (every port in per_rank mode)
+  NicLayout nics = NicLayout::kShared;
   int world_size() const { return hosts * ranks_per_host; }
+  bool per_rank_nics() const { return nics == NicLayout::kPerRank; }
 };
 
 enum class CclName { kFtccl, kGloo, kNccl };
@@ -103,8 +111,11 @@ const char* LinkSideString(LinkSide s);  // "host", "switch"
 struct FaultTarget {
   int host = 0;
   std::optional<int> rail;  // link faults; qp_error/conn_corrupt: the path
-  std::optional<int> rank;  // rank faults: the local rank on `host`
+  // Rank faults: the local rank on `host`. Link faults with `nics: per_rank`: the local rank
+  // whose NIC port on `rail` is hit (then `port` is true).
+  std::optional<int> rank;
   LinkSide side = LinkSide::kHost;
+  bool port = false;  // a link fault on a rank's own NIC port (nics: per_rank)
   // Global rank index of a rank target (host * ranks_per_host + rank).
   std::optional<int> GlobalRank(const Topology& t) const;
   nlohmann::json ToJson() const;
@@ -189,11 +200,11 @@ inline constexpr const char* kKnownRequirements[] = {"sch_netem", "fault_hook", 
 
 // The keys a `matrix:` may vary and the scenario key each one sets.
 //   op dtype reduce root bytes duration -> workload.<key>; seed ccl -> top level;
-//   hosts ranks_per_host rails rail_gbps -> topology.<key>.
-inline constexpr const char* kMatrixKeys[] = {"op",       "dtype", "reduce", "root",
-                                              "bytes",    "duration", "seed", "ccl",
-                                              "hosts",    "ranks_per_host", "rails",
-                                              "rail_gbps"};
+//   hosts ranks_per_host rails rail_gbps nics -> topology.<key>.
+inline constexpr const char* kMatrixKeys[] = {"op",        "dtype", "reduce", "root",
+                                              "bytes",     "duration", "seed", "ccl",
+                                              "hosts",     "ranks_per_host", "rails",
+                                              "rail_gbps", "nics"};
 // At most this many combinations in one file.
 inline constexpr int kMaxMatrixRuns = 1000;
 

@@ -1,5 +1,9 @@
 #include "runner/topology.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <initializer_list>
@@ -15,6 +19,7 @@ namespace {
 
 constexpr int kMaxHosts = 250;  // the last octet of 198.18.<r>.<h+1>
 constexpr int kMaxRails = 250;
+constexpr int kMaxPorts = 250;  // per-rank NICs: the last octet of 198.18.<r>.<h*rph+l+1>
 constexpr size_t kMaxRunIdLen = 8;
 
 Status ValidateOptions(const TopologyOptions& o) {
@@ -37,6 +42,27 @@ Status ValidateOptions(const TopologyOptions& o) {
   }
   if (!(o.rail_gbps >= 0) || !std::isfinite(o.rail_gbps)) {
     return InvalidArgument("rail_gbps must be >= 0 (0: unshaped)");
+  }
+  if (o.nics == NicLayout::kPerRank) {
+    if (o.ranks_per_host < 1 || o.hosts * o.ranks_per_host > kMaxPorts) {
+      return InvalidArgument("nics per_rank: hosts x ranks_per_host must be 1.." +
+                             std::to_string(kMaxPorts) + " (one address per rank on each " +
+                             "rail's /24), not " + std::to_string(o.hosts) + " x " +
+                             std::to_string(o.ranks_per_host));
+    }
+  }
+  return Status::Ok();
+}
+
+// Writes `value` to /proc/sys/<key> (a path below it, e.g. "net/ipv4/conf/all/arp_ignore")
+// as seen from the namespace `netns`: /proc/sys/net belongs to the opening thread's namespace.
+Status WriteSysctl(const std::string& netns, const std::string& key, const std::string& value) {
+  FL_ASSIGN_OR_RETURN(ScopedNetns in, ScopedNetns::Enter(netns));
+  const std::string path = "/proc/sys/" + key;
+  UniqueFd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (fd.get() < 0) return ErrnoStatus("open " + path + " in " + netns, errno);
+  if (write(fd.get(), value.data(), value.size()) != static_cast<ssize_t>(value.size())) {
+    return ErrnoStatus("write " + path + " in " + netns, errno);
   }
   return Status::Ok();
 }
@@ -82,6 +108,8 @@ TopologyOptions TopologyOptionsFor(const Topology& t, std::string run_id, bool m
   o.rails = t.rails;
   o.rail_gbps = t.rail_gbps;
   o.management = management;
+  o.ranks_per_host = t.ranks_per_host;
+  o.nics = t.nics;
   return o;
 }
 
@@ -110,6 +138,19 @@ std::string NetTopology::RailAddress(int rail, int host) {
 std::string NetTopology::MgmtAddress(int host) {
   return Join({"198.19.0.", std::to_string(host + 1)});
 }
+std::string NetTopology::PortDev(int rank, int rail) {
+  return Join({"n", std::to_string(rank), "r", std::to_string(rail)});
+}
+std::string NetTopology::SwitchPortDev(int host, int rank, int rail) {
+  return Join({"h", std::to_string(host), "n", std::to_string(rank), "r", std::to_string(rail)});
+}
+std::string NetTopology::PortAddress(int rail, int host, int rank, int ranks_per_host) {
+  return Join(
+      {"198.18.", std::to_string(rail), ".", std::to_string(host * ranks_per_host + rank + 1)});
+}
+uint32_t NetTopology::PortTable(int rank, int rail) const {
+  return kPortTableBase + static_cast<uint32_t>(rank * options_.rails + rail);
+}
 
 Result<std::unique_ptr<NetTopology>> NetTopology::Build(const TopologyOptions& options) {
   FL_RETURN_IF_ERROR(ValidateOptions(options));
@@ -120,9 +161,20 @@ Result<std::unique_ptr<NetTopology>> NetTopology::Build(const TopologyOptions& o
   for (int h = 0; h < options.hosts; ++h) {
     HostNet host;
     host.netns = HostNetnsName(options.run_id, h);
-    for (int r = 0; r < options.rails; ++r) {
-      host.rail_devs.push_back(RailDev(r));
-      host.rail_addrs.push_back(RailAddress(r, h));
+    if (options.nics == NicLayout::kPerRank) {
+      for (int l = 0; l < options.ranks_per_host; ++l) {
+        host.rank_rail_devs.emplace_back();
+        host.rank_rail_addrs.emplace_back();
+        for (int r = 0; r < options.rails; ++r) {
+          host.rank_rail_devs.back().push_back(PortDev(l, r));
+          host.rank_rail_addrs.back().push_back(PortAddress(r, h, l, options.ranks_per_host));
+        }
+      }
+    } else {
+      for (int r = 0; r < options.rails; ++r) {
+        host.rail_devs.push_back(RailDev(r));
+        host.rail_addrs.push_back(RailAddress(r, h));
+      }
     }
     if (options.management) {
       host.mgmt_dev = kMgmtDev;
@@ -181,18 +233,78 @@ Status NetTopology::BuildHost(int h) {
   FL_ASSIGN_OR_RETURN(UniqueFd host_fd, OpenNetns(host.netns));
   FL_RETURN_IF_ERROR(SetLinkUp(hs, "lo", true));
   auto rate_bps = static_cast<uint64_t>(std::llround(options_.rail_gbps * 1e9));
-  for (int r = 0; r < options_.rails; ++r) {
-    FL_RETURN_IF_ERROR(Wire(sw, hs, host_fd.get(), SwitchRailDev(h, r), host.rail_devs[r],
-                            RailBridge(r), host.rail_addrs[r] + "/" + std::to_string(kPrefixLen),
+  for (size_t r = 0; r < host.rail_devs.size(); ++r) {
+    const int rail = static_cast<int>(r);
+    FL_RETURN_IF_ERROR(Wire(sw, hs, host_fd.get(), SwitchRailDev(h, rail), host.rail_devs[r],
+                            RailBridge(rail), host.rail_addrs[r] + "/" + std::to_string(kPrefixLen),
                             rate_bps)
                            .WithContext("rail " + std::to_string(r)));
   }
+  for (size_t l = 0; l < host.rank_rail_devs.size(); ++l) {
+    for (int r = 0; r < options_.rails; ++r) {
+      FL_RETURN_IF_ERROR(
+          Wire(sw, hs, host_fd.get(), SwitchPortDev(h, static_cast<int>(l), r),
+               host.rank_rail_devs[l][r], RailBridge(r),
+               host.rank_rail_addrs[l][r] + "/" + std::to_string(kPrefixLen), rate_bps)
+              .WithContext("rank " + std::to_string(l) + " rail " + std::to_string(r)));
+    }
+  }
+  if (per_rank_nics()) FL_RETURN_IF_ERROR(IsolatePorts(h).WithContext("port isolation"));
   if (options_.management) {
     FL_RETURN_IF_ERROR(Wire(sw, hs, host_fd.get(), SwitchMgmtDev(h), host.mgmt_dev, kMgmtDev,
                             host.mgmt_addr + "/" + std::to_string(kPrefixLen), 0)
                            .WithContext("management"));
   }
   return Status::Ok();
+}
+
+Status NetTopology::IsolatePorts(int h) {
+  const HostNet& host = hosts_[h];
+  // ARP: answer only for the receiving port's own address, and announce the address of the
+  // sending port. Reverse-path filtering is off: the rules below decide where traffic goes.
+  std::vector<std::string> confs = {"all", "default"};
+  for (const auto& devs : host.rank_rail_devs) confs.insert(confs.end(), devs.begin(), devs.end());
+  for (const std::string& c : confs) {
+    const std::string base = "net/ipv4/conf/" + c + "/";
+    FL_RETURN_IF_ERROR(WriteSysctl(host.netns, base + "arp_ignore", "1"));
+    FL_RETURN_IF_ERROR(WriteSysctl(host.netns, base + "arp_announce", "2"));
+    FL_RETURN_IF_ERROR(WriteSysctl(host.netns, base + "rp_filter", "0"));
+  }
+  FL_ASSIGN_OR_RETURN(NlSock hs, NlSock::ConnectInNetns(host.netns));
+  for (size_t l = 0; l < host.rank_rail_devs.size(); ++l) {
+    for (int r = 0; r < options_.rails; ++r) {
+      const uint32_t table = PortTable(static_cast<int>(l), r);
+      const std::string& addr = host.rank_rail_addrs[l][r];
+      FL_ASSIGN_OR_RETURN(LinkState port, GetLink(hs, host.rank_rail_devs[l][r]));
+      FL_RETURN_IF_ERROR(AddLinkRoute(hs, Join({"198.18.", std::to_string(r), ".0/24"}),
+                                      port.ifindex, addr, table, /*replace=*/false));
+      // Nothing from this address falls through to the main table (and a neighbour's port).
+      FL_RETURN_IF_ERROR(AddUnreachableRoute(hs, "198.18.0.0/15", table));
+      FL_RETURN_IF_ERROR(AddSourceRule(hs, addr + "/32", table, kPortRulePriority));
+    }
+  }
+  return Status::Ok();
+}
+
+Status NetTopology::RestorePortRoutes(int host) {
+  if (!per_rank_nics()) return Status::Ok();
+  if (host < 0 || host >= hosts()) {
+    return InvalidArgument("host " + std::to_string(host) + " out of range");
+  }
+  const HostNet& hn = hosts_[host];
+  FL_ASSIGN_OR_RETURN(NlSock hs, NlSock::ConnectInNetns(hn.netns));
+  Status first;
+  for (size_t l = 0; l < hn.rank_rail_devs.size(); ++l) {
+    for (int r = 0; r < options_.rails; ++r) {
+      auto port = GetLink(hs, hn.rank_rail_devs[l][r]);
+      if (!port.ok() || !port->admin_up) continue;  // dropped or down: nothing to route
+      Status st = AddLinkRoute(hs, Join({"198.18.", std::to_string(r), ".0/24"}), port->ifindex,
+                               hn.rank_rail_addrs[l][r], PortTable(static_cast<int>(l), r),
+                               /*replace=*/true);
+      if (!st.ok() && first.ok()) first = st;
+    }
+  }
+  return first;
 }
 
 Status NetTopology::Teardown() {
@@ -235,8 +347,36 @@ Result<LinkRef> NetTopology::RailLink(int host, int rail, LinkSide side) const {
     return InvalidArgument("rail " + std::to_string(rail) + " out of range (topology has " +
                            std::to_string(rails()) + ")");
   }
+  if (per_rank_nics()) {
+    return InvalidArgument("the topology has one NIC per rank: a link target names its rank");
+  }
   if (side == LinkSide::kSwitch) return LinkRef{switch_netns_, SwitchRailDev(host, rail)};
   return LinkRef{hosts_[host].netns, hosts_[host].rail_devs[rail]};
+}
+
+Result<LinkRef> NetTopology::PortLink(int host, int rank, int rail, LinkSide side) const {
+  if (!per_rank_nics()) {
+    return InvalidArgument("the topology's NICs are shared: a link target names no rank");
+  }
+  if (host < 0 || host >= hosts()) {
+    return InvalidArgument("host " + std::to_string(host) + " out of range (topology has " +
+                           std::to_string(hosts()) + ")");
+  }
+  if (rank < 0 || rank >= ranks_per_host()) {
+    return InvalidArgument("rank " + std::to_string(rank) + " out of range (topology has " +
+                           std::to_string(ranks_per_host()) + " per host)");
+  }
+  if (rail < 0 || rail >= rails()) {
+    return InvalidArgument("rail " + std::to_string(rail) + " out of range (topology has " +
+                           std::to_string(rails()) + ")");
+  }
+  if (side == LinkSide::kSwitch) return LinkRef{switch_netns_, SwitchPortDev(host, rank, rail)};
+  return LinkRef{hosts_[host].netns, hosts_[host].rank_rail_devs[rank][rail]};
+}
+
+const std::vector<std::string>& NetTopology::RankRailAddrs(int host, int rank) const {
+  const HostNet& h = hosts_[host];
+  return per_rank_nics() ? h.rank_rail_addrs[rank] : h.rail_addrs;
 }
 
 Result<LinkRef> NetTopology::MgmtLink(int host, LinkSide side) const {
@@ -253,6 +393,10 @@ Result<LinkRef> NetTopology::Resolve(const FaultTarget& target) const {
   if (!target.rail.has_value()) {
     return InvalidArgument("fault target has no rail (not a link target)");
   }
+  if (per_rank_nics()) {
+    if (!target.rank) return InvalidArgument("fault target has no rank (one NIC per rank)");
+    return PortLink(target.host, *target.rank, *target.rail, target.side);
+  }
   return RailLink(target.host, *target.rail, target.side);
 }
 
@@ -260,21 +404,44 @@ nlohmann::json NetTopology::ToJson() const {
   nlohmann::json hosts = nlohmann::json::array();
   for (int h = 0; h < this->hosts(); ++h) {
     const HostNet& hn = hosts_[h];
-    nlohmann::json rails = nlohmann::json::array();
-    for (int r = 0; r < this->rails(); ++r) {
-      rails.push_back({{"dev", hn.rail_devs[r]},
-                       {"addr", hn.rail_addrs[r]},
-                       {"switch_dev", SwitchRailDev(h, r)}});
+    nlohmann::json host = {{"netns", hn.netns}};
+    if (per_rank_nics()) {
+      nlohmann::json ports = nlohmann::json::array();
+      for (int l = 0; l < ranks_per_host(); ++l) {
+        for (int r = 0; r < this->rails(); ++r) {
+          ports.push_back({{"rank", l},
+                           {"rail", r},
+                           {"dev", hn.rank_rail_devs[l][r]},
+                           {"addr", hn.rank_rail_addrs[l][r]},
+                           {"switch_dev", SwitchPortDev(h, l, r)},
+                           {"table", PortTable(l, r)}});
+        }
+      }
+      host["ports"] = std::move(ports);
+    } else {
+      nlohmann::json rails = nlohmann::json::array();
+      for (int r = 0; r < this->rails(); ++r) {
+        rails.push_back({{"dev", hn.rail_devs[r]},
+                         {"addr", hn.rail_addrs[r]},
+                         {"switch_dev", SwitchRailDev(h, r)}});
+      }
+      host["rails"] = std::move(rails);
     }
-    nlohmann::json host = {{"netns", hn.netns}, {"rails", rails}};
     if (options_.management) {
       host["mgmt"] = {
           {"dev", hn.mgmt_dev}, {"addr", hn.mgmt_addr}, {"switch_dev", SwitchMgmtDev(h)}};
     }
     hosts.push_back(std::move(host));
   }
-  return {{"run_id", run_id()},         {"switch_netns", switch_netns_}, {"rail_gbps", rail_gbps()},
-          {"management", management()}, {"prefix_len", kPrefixLen},      {"hosts", hosts}};
+  nlohmann::json out = {{"run_id", run_id()},       {"switch_netns", switch_netns_},
+                        {"rail_gbps", rail_gbps()}, {"management", management()},
+                        {"prefix_len", kPrefixLen}, {"hosts", hosts}};
+  // Shared-NIC reports stay exactly as they were; per-rank ones say so.
+  if (per_rank_nics()) {
+    out["nics"] = NicLayoutString(options_.nics);
+    out["ranks_per_host"] = ranks_per_host();
+  }
+  return out;
 }
 
 }  // namespace faultline::runner

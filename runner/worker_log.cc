@@ -81,6 +81,7 @@ std::string Apply(const json& j, bool first, WorkerLog* log) {
     if (!k) return "unknown event kind '" + kind + "'";
     e.kind = *k;
     e.path = j.value("path", -1);
+    e.peer = j.value("peer", -1);
     e.reason = j.value("reason", std::string());
     log->events.push_back(std::move(e));
     return "";
@@ -148,6 +149,7 @@ std::string WorkerEventLine(const CclEvent& e) {
   j["t_ns"] = e.time_ns;
   j["kind"] = EventKindName(e.kind);
   j["path"] = e.path;
+  if (e.peer >= 0) j["peer"] = e.peer;
   j["reason"] = e.reason;
   return Line(j);
 }

@@ -295,6 +295,47 @@ def test_link_down_one_rail_ftccl_survives_without_wrong_results(fl):
     fl.assert_nothing_left(rep["environment"]["run_id"])
 
 
+def test_nic_per_rank_port_down_ftccl_survives_on_the_rank_s_other_port(fl):
+    """nics: per_rank (scenarios/examples/nic_per_rank.yaml): every rank gets only its own
+    NIC's addresses, the link fault lands on the target rank's port and nowhere else, ftccl
+    fails over to that rank's other port and back, and the run leaves nothing behind."""
+    sc = os.path.join(ROOT, "scenarios", "examples", "nic_per_rank.yaml")
+    r = fl.run(sc)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = fl.report()
+    check_report_shape(rep, sc)
+    topo = rep["environment"]["topology"]
+    assert topo["nics"] == "per_rank"
+    ports = {(h, p["rank"], p["rail"]): p for h, host in enumerate(topo["hosts"])
+             for p in host["ports"]}
+    assert len(ports) == 8
+    assert ports[(1, 0, 0)]["dev"] == "n0r0" and ports[(1, 0, 0)]["addr"] == "198.18.0.3"
+    assert ports[(1, 0, 0)]["switch_dev"] == "h1n0r0"
+    # Each rank's --rails: its own ports, in rail order.
+    for g in range(4):
+        with open(os.path.join(fl.out, "ranks", f"rank{g}.jsonl")) as f:
+            header = json.loads(f.readline())
+        assert header["rails"] == [f"198.18.0.{g + 1}", f"198.18.1.{g + 1}"], header
+    [f] = rep["faults"]
+    assert f["target"] == {"host": 1, "rank": 0, "rail": 0, "side": "host"}
+    assert not f.get("error"), f
+    assert f["observed"]["in_effect"] is True
+    assert f["observed"]["link"]["dev"] == "n0r0"
+    assert f["observed"]["link"]["netns"].endswith("-h1")
+    assert f["reverted_s"] is not None
+    assert rep["outcome"] == "survived"
+    assert_correct(rep, fl.out)
+    # ftccl saw rail 0 go down on paths of global rank 2 (host 1, rank 0) and took it back.
+    with open(os.path.join(fl.out, "ranks", "rank2.jsonl")) as f:
+        events = [json.loads(l) for l in f if '"event"' in l]
+    kinds = [(e["kind"], e["path"]) for e in events]
+    assert ("path_down", 0) in kinds, kinds
+    assert ("path_up", 0) in kinds, kinds
+    [pf] = rep["per_fault"]
+    assert pf["detection_ms"] is not None and pf["failover_latency_ms"] is not None, pf
+    fl.assert_nothing_left(rep["environment"]["run_id"])
+
+
 def test_rank_kill_ftccl_aborts_cleanly(fl):
     sc = scenario("rank_kill.yaml")
     r = fl.run(sc)

@@ -352,6 +352,91 @@ TEST(Metrics, CapacityModel) {
   EXPECT_DOUBLE_EQ(*CapacityLeft(t, {}), 1.0);
 }
 
+// nics: per_rank: the unit is a port; a host keeps the share of its ports that survive.
+TEST(Metrics, CapacityModelPerRankPorts) {
+  Topology t{2, 2, 2, 1.0, NicLayout::kPerRank};
+  auto port_down = [](int host, int rank, int rail) {
+    FaultSpec f;
+    f.kind = FaultKind::kPortDrop;
+    f.target.host = host;
+    f.target.rank = rank;
+    f.target.rail = rail;
+    f.target.port = true;
+    return f;
+  };
+  FaultSpec a = port_down(0, 1, 0);
+  FaultSpec b = port_down(0, 1, 1);
+  EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&a}), 0.75);     // 3 of host 0's 4 ports
+  EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&a, &b}), 0.5);  // rank 1's NIC dead: relay over rank 0's
+  FaultSpec bw = port_down(1, 0, 0);
+  bw.kind = FaultKind::kBandwidth;
+  bw.params.rate_bps = 250'000'000;
+  EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&bw}), 0.8125);    // (0.25 + 3) / 4
+  EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&bw, &a}), 0.75);  // the weaker host
+  FaultSpec no_rank = port_down(0, 0, 0);
+  no_rank.target.rank.reset();
+  EXPECT_FALSE(CapacityLeft(t, {&no_rank}).has_value());
+  // The same faults with shared NICs count rails (rank ignored): the old numbers.
+  Topology shared{2, 2, 2, 1.0};
+  EXPECT_DOUBLE_EQ(*CapacityLeft(shared, {&a}), 0.5);
+}
+
+// A fault on global rank 1's port on rail 0: only events of paths ending at rank 1 count (its
+// own, or a peer's towards it); the same history without the port model takes the first
+// events on the rail from anyone.
+TEST(Metrics, PerRankPortFaultMatchesEventsOfItsRank) {
+  HistoryBuilder b;
+  b.Ops(10, 0, 10).Op(100, 150).Ops(10, 150, 10).End(300);
+  b.Fault("p", FaultKind::kLinkDown, 0, 100, 200);
+  History h = b.h();
+  auto ev = [&](int64_t t_ms, EventKind kind, int rank, int path, int peer) {
+    CclEvent e;
+    e.time_ns = t_ms * kMs;
+    e.kind = kind;
+    e.rank = rank;
+    e.path = path;
+    e.peer = peer;
+    h.events.push_back(e);
+  };
+  ev(105, EventKind::kPathDown, 0, 0, 2);  // rank 0 <-> rank 2 on rail 0: not this port
+  ev(120, EventKind::kPathDown, 0, 0, 1);  // rank 0's path to rank 1 on rail 0
+  ev(125, EventKind::kResumed, 0, 1, 2);   // not this port
+  ev(130, EventKind::kResumed, 1, 0, 0);   // on the failed rail: ignored
+  ev(140, EventKind::kResumed, 1, 1, 0);   // rank 1 itself on rail 1
+  MetricsOptions o = Opts();
+  MetricsOptions::FaultModel m;
+  m.id = "p";
+  m.port_rank = 1;
+  o.faults.push_back(m);
+  RunMetrics r = ComputeMetrics(h, o);
+  ASSERT_EQ(r.per_fault.size(), 1u);
+  EXPECT_DOUBLE_EQ(*r.per_fault[0].values.detection_ms, 20);
+  EXPECT_DOUBLE_EQ(*r.per_fault[0].values.failover_latency_ms, 40);
+  o.faults[0].port_rank = -1;
+  RunMetrics any = ComputeMetrics(h, o);
+  EXPECT_DOUBLE_EQ(*any.per_fault[0].values.detection_ms, 5);
+  EXPECT_DOUBLE_EQ(*any.per_fault[0].values.failover_latency_ms, 25);
+}
+
+TEST(Metrics, OptionsFromScenarioPerRank) {
+  const std::string yaml =
+      "name: t\n"
+      "topology: {hosts: 2, ranks_per_host: 2, rails: 2, nics: per_rank}\n"
+      "workload: {op: allreduce, bytes: 1MiB, duration: 10s}\n"
+      "faults:\n"
+      "  - {id: a, at: 1s, type: port_drop, target: {host: 1, rank: 1, rail: 0}}\n"
+      "  - {id: b, at: 1s, type: port_drop, target: {host: 1, rank: 1, rail: 1}}\n"
+      "  - {id: c, at: 2s, type: rank_pause, target: {host: 0, rank: 1}, for: 1s}\n";
+  ParseOutcome r = ParseScenario(yaml, "t.yaml");
+  ASSERT_TRUE(r.ok());
+  MetricsOptions o = MetricsOptionsFor(*r.scenario);
+  ASSERT_EQ(o.faults.size(), 3u);
+  EXPECT_EQ(o.faults[0].port_rank, 3);
+  EXPECT_EQ(o.faults[1].port_rank, 3);
+  EXPECT_DOUBLE_EQ(*o.faults[1].capacity, 0.5);  // rank 3's NIC is gone: host 1 keeps 2 of 4
+  EXPECT_EQ(o.faults[2].port_rank, -1);          // a rank fault
+}
+
 TEST(Metrics, OptionsFromScenario) {
   const std::string yaml =
       "name: t\n"

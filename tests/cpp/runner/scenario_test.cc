@@ -395,6 +395,128 @@ TEST(ScenarioFiles, DemoValidates) {
   EXPECT_EQ(s.faults[0].target.rail, s.faults[1].target.rail);
 }
 
+// nics: per_rank: link faults name the rank whose port they hit; shared mode is unchanged.
+TEST(ScenarioNics, PerRankParsesRankAddressedLinkTargets) {
+  const std::string yaml =
+      "name: t\n"
+      "topology: {hosts: 2, ranks_per_host: 2, rails: 2, rail_gbps: 1, nics: per_rank}\n"
+      "workload: {op: allreduce, bytes: 16MiB, duration: 8s}\n"
+      "faults:\n"
+      "  - {id: a, at: 1s, type: link_down, target: {host: 0, rank: 1, rail: 0}, for: 1s}\n"
+      "  - {id: b, at: 1s, type: link_down, target: {host: 0, rank: 0, rail: 0, side: switch}, "
+      "for: 1s}\n"
+      "  - {id: c, at: 1s, type: link_down, target: {host: 0, rank: 0, rail: 1}, for: 1s}\n"
+      "  - {id: d, at: 3s, type: conn_reset, target: {host: 1, rank: 1, rail: 1}}\n"
+      "  - {id: e, at: 4s, type: rank_pause, target: {host: 0, rank: 1}, for: 1s}\n"
+      "  - {id: f, at: 5s, type: qp_error, target: {host: 1, rank: 0, rail: 1}, peer: 0}\n";
+  ParseOutcome r = ParseScenario(yaml, "t.yaml");
+  ASSERT_TRUE(r.ok()) << Dump(r.diagnostics);
+  const Scenario& s = *r.scenario;
+  EXPECT_EQ(s.topology.nics, NicLayout::kPerRank);
+  EXPECT_TRUE(s.topology.per_rank_nics());
+  ASSERT_EQ(s.faults.size(), 6u);
+  // Same host, rail and time, other rank or other rail: distinct ports, no overlap.
+  EXPECT_EQ(s.faults[0].target.rank, 1);
+  EXPECT_EQ(s.faults[0].target.rail, 0);
+  EXPECT_TRUE(s.faults[0].target.port);
+  EXPECT_EQ(s.faults[1].target.side, LinkSide::kSwitch);
+  EXPECT_EQ(s.faults[1].target.ToJson(),
+            (nlohmann::json{{"host", 0}, {"rank", 0}, {"rail", 0}, {"side", "switch"}}));
+  EXPECT_EQ(s.faults[2].target.GlobalRank(s.topology), 0);
+  EXPECT_TRUE(s.faults[3].target.port);
+  EXPECT_EQ(s.faults[3].target.rank, 1);
+  // Rank faults are unchanged.
+  EXPECT_FALSE(s.faults[4].target.port);
+  EXPECT_EQ(s.faults[4].target.ToJson(), (nlohmann::json{{"host", 0}, {"rank", 1}}));
+  EXPECT_FALSE(s.faults[5].target.port);
+  EXPECT_EQ(s.faults[5].target.rail, 1);
+}
+
+TEST(ScenarioNics, SharedIsTheDefaultAndExplicitSharedIsTheSame) {
+  ParseOutcome d = ParseScenario(std::string(kHead), "t.yaml");
+  ASSERT_TRUE(d.ok()) << Dump(d.diagnostics);
+  EXPECT_EQ(d.scenario->topology.nics, NicLayout::kShared);
+  const std::string yaml =
+      "name: t\n"
+      "topology: {hosts: 2, ranks_per_host: 2, rails: 2, nics: shared}\n"
+      "workload: {op: allreduce, bytes: 16MiB, duration: 8s}\n"
+      "faults:\n"
+      "  - {id: a, at: 1s, type: link_down, target: {host: 0, rail: 0}, for: 1s}\n";
+  ParseOutcome r = ParseScenario(yaml, "t.yaml");
+  ASSERT_TRUE(r.ok()) << Dump(r.diagnostics);
+  EXPECT_EQ(r.scenario->topology.nics, NicLayout::kShared);
+  EXPECT_FALSE(r.scenario->faults[0].target.port);
+  EXPECT_EQ(r.scenario->faults[0].target.ToJson(),
+            (nlohmann::json{{"host", 0}, {"rail", 0}, {"side", "host"}}));
+}
+
+TEST(ScenarioNics, Errors) {
+  // An unknown layout, with the nearest one as the hint.
+  auto ds = Errors(
+      "name: t\n"
+      "topology: {hosts: 2, ranks_per_host: 2, rails: 2, nics: per-rank}\n"
+      "workload: {op: allreduce, bytes: 16MiB, duration: 8s}\n");
+  EXPECT_DIAG(ds, 2, 57, "unknown topology.nics 'per-rank'");
+  EXPECT_NE(ds[0].hint.find("did you mean 'per_rank'?"), std::string::npos) << Dump(ds);
+
+  // More ranks than a rail's /24 holds.
+  ds = Errors(
+      "name: t\n"
+      "topology: {hosts: 100, ranks_per_host: 3, rails: 2, nics: per_rank}\n"
+      "workload: {op: allreduce, bytes: 16MiB, duration: 8s}\n");
+  EXPECT_DIAG(ds, 2, 59, "300 ranks, more than the 250");
+  EXPECT_NE(ds[0].hint.find("nics: shared"), std::string::npos) << Dump(ds);
+
+  // per_rank: a link fault without its rank; a rank out of range; overlapping faults on one
+  // port.
+  const std::string head =
+      "name: t\n"
+      "topology: {hosts: 2, ranks_per_host: 2, rails: 2, nics: per_rank}\n"
+      "workload: {op: allreduce, bytes: 16MiB, duration: 8s}\n"
+      "faults:\n";
+  const std::string y1 =
+      head +
+      "  - {id: a, at: 1s, type: link_down, target: {host: 0, rail: 0}, for: 1s}\n"
+      "  - {id: b, at: 1s, type: port_drop, target: {host: 0, rank: 2, rail: 0}}\n"
+      "  - {id: c, at: 1s, type: bandwidth, target: {host: 1, rank: 1, rail: 1}, "
+      "rate: 100Mbps, for: 2s}\n"
+      "  - {id: d, at: 2s, type: loss, target: {host: 1, rank: 1, rail: 1}, "
+      "percent: 5%, for: 1s}\n";
+  ds = Errors(y1);
+  EXPECT_DIAG(ds, 5, Col(y1, 5, "{host: 0, rail"),
+              "missing required key 'rank' in target of fault 'a'");
+  const Diagnostic* missing =
+      Find(ds, 5, Col(y1, 5, "{host: 0, rail"), "missing required key 'rank'");
+  ASSERT_NE(missing, nullptr);
+  EXPECT_NE(missing->hint.find("nics: per_rank"), std::string::npos) << missing->hint;
+  EXPECT_DIAG(ds, 6, Col(y1, 6, "2, rail"), "rank 2 does not exist");
+  EXPECT_DIAG(ds, 8, Col(y1, 8, "2s, type: loss"),
+              "overlaps fault 'c' (1s..3s) on host 1 rank 1 rail 1");
+  EXPECT_EQ(ds.size(), 3u) << Dump(ds);
+
+  // Shared NICs: rank on a link fault stays an error.
+  const std::string y2 =
+      std::string(kHead) +
+      "faults:\n"
+      "  - {id: a, at: 1s, type: link_down, target: {host: 0, rank: 0, rail: 0}, for: 1s}\n";
+  ds = Errors(y2);
+  EXPECT_DIAG(ds, 5, Col(y2, 5, "rank: 0"), "unknown key 'rank' in target of fault 'a'");
+}
+
+TEST(ScenarioNics, MatrixVariesTheLayout) {
+  const std::string yaml =
+      "name: t\n"
+      "topology: {hosts: 2, ranks_per_host: 2, rails: 2}\n"
+      "workload: {op: allreduce, bytes: 16MiB, duration: 8s}\n"
+      "matrix: {nics: [shared, per_rank]}\n";
+  ExpandOutcome e = ExpandScenario(yaml, "m.yaml");
+  ASSERT_TRUE(e.ok()) << Dump(e.diagnostics);
+  ASSERT_EQ(e.runs.size(), 2u);
+  EXPECT_EQ(e.runs[0].topology.nics, NicLayout::kShared);
+  EXPECT_EQ(e.runs[1].topology.nics, NicLayout::kPerRank);
+  EXPECT_EQ(e.runs[1].name, "t[nics=per_rank]");
+}
+
 // Every complete scenario shown in the schema reference (```yaml blocks with a `name:`) must
 // validate, so the documentation cannot drift from the parser.
 TEST(ScenarioFiles, ReadmeExamplesValidate) {

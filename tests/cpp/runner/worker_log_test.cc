@@ -49,6 +49,7 @@ std::string SampleLog() {
   e.time_ns = 250;
   e.kind = EventKind::kPathDown;
   e.path = 1;
+  e.peer = 3;
   e.reason = "connection reset";
   WorkerOp failed = Op(2, 300, 400, 0);
   failed.ok = false;
@@ -97,6 +98,7 @@ TEST(WorkerLogTest, EveryLineTypeRoundTrips) {
   EXPECT_EQ(log->events[0].path, 1);
   EXPECT_EQ(log->events[0].time_ns, 250);
   EXPECT_EQ(log->events[0].reason, "connection reset");
+  EXPECT_EQ(log->events[0].peer, 3);
   ASSERT_TRUE(log->end.has_value());
   EXPECT_EQ(log->end->rank, 2);
   EXPECT_EQ(log->end->exit, RankExit::kError);
