@@ -262,6 +262,8 @@ Status NetTopology::IsolatePorts(int h) {
   const HostNet& host = hosts_[h];
   // ARP: answer only for the receiving port's own address, and announce the address of the
   // sending port. Reverse-path filtering is off: the rules below decide where traffic goes.
+  // Two ranks of the host talk over the fabric too (each socket is tied to its own port), so
+  // a port must accept packets whose source is another port's address of this namespace.
   std::vector<std::string> confs = {"all", "default"};
   for (const auto& devs : host.rank_rail_devs) confs.insert(confs.end(), devs.begin(), devs.end());
   for (const std::string& c : confs) {
@@ -269,6 +271,7 @@ Status NetTopology::IsolatePorts(int h) {
     FL_RETURN_IF_ERROR(WriteSysctl(host.netns, base + "arp_ignore", "1"));
     FL_RETURN_IF_ERROR(WriteSysctl(host.netns, base + "arp_announce", "2"));
     FL_RETURN_IF_ERROR(WriteSysctl(host.netns, base + "rp_filter", "0"));
+    FL_RETURN_IF_ERROR(WriteSysctl(host.netns, base + "accept_local", "1"));
   }
   FL_ASSIGN_OR_RETURN(NlSock hs, NlSock::ConnectInNetns(host.netns));
   for (size_t l = 0; l < host.rank_rail_devs.size(); ++l) {

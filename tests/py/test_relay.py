@@ -1,0 +1,53 @@
+"""Intra-host relay, through `faultline run` on the one-NIC-per-rank topology: when every port
+of a rank dies, its traffic goes through a rank of the same host (a Unix socket hop, then that
+rank's own port), with nothing lost, and returns to its own ports when they heal."""
+import json
+import os
+import re
+
+from test_run import fl, namespaces_possible, scenario  # noqa: F401
+
+
+def ccl_events(out_dir):
+    """The ftccl events, each with the peer it concerns (its reason starts with "rank P: ")."""
+    with open(os.path.join(out_dir, "events.jsonl")) as f:
+        ev = [e for e in map(json.loads, f) if e["type"] == "ccl_event"]
+    for e in ev:
+        m = re.match(r"rank (\d+): ", e["reason"])
+        e["peer"] = int(m.group(1)) if m else None
+    return ev
+
+
+def test_rank_without_ports_relays_through_its_neighbour(fl):  # noqa: F811
+    r = fl.run(scenario("relay_nic_down.yaml"))
+    assert r.returncode in (0, 1), r.stdout + r.stderr
+    rep = fl.report()
+    assert rep["outcome"] == "survived", rep["outcome"]
+    assert rep["correctness"]["checked"] > 0 and rep["correctness"]["wrong"] == 0, rep["correctness"]
+    applied = min(f["applied_s"] for f in rep["faults"])
+    reverted = max(f["reverted_s"] for f in rep["faults"])
+    ev = ccl_events(fl.out)
+    on = [e for e in ev if e["kind"] == "relay_on" and e["t_s"] >= applied]
+    off = [e for e in ev if e["kind"] == "relay_off" and e["t_s"] >= reverted]
+    # Rank 0 lost both ports: it relays to every peer (to rank 1 over the Unix socket itself,
+    # to ranks 2 and 3 through rank 1), and every peer sees its end of the relay work.
+    assert {e["peer"] for e in on if e["rank"] == 0} == {1, 2, 3}, on
+    assert {e["rank"] for e in on if e["peer"] == 0} == {1, 2, 3}, on
+    assert not [e for e in on if 0 not in (e["rank"], e["peer"])], "only rank 0 needed a relay"
+    first_on = min(e["t_s"] for e in on if e["rank"] == 0)
+    assert first_on - applied <= 0.5, (applied, first_on)
+    # Its own ports come back: every relay of rank 0 is closed again before the run ends.
+    assert {e["peer"] for e in off if e["rank"] == 0} == {1, 2, 3}, off
+    fl.assert_nothing_left(rep["environment"]["run_id"])
+
+
+def test_without_the_relay_the_same_fault_aborts(fl):  # noqa: F811
+    # The same fault with the relay switched off: rank 0 has no path for longer than the abort
+    # timeout, so the job cannot survive. This is what the relay buys.
+    fl.env["FTCCL_RELAY"] = "0"
+    r = fl.run(scenario("relay_nic_down.yaml"))
+    assert r.returncode in (0, 1), r.stdout + r.stderr
+    rep = fl.report()
+    assert rep["outcome"] == "aborted_clean", rep["outcome"]
+    assert not [e for e in ccl_events(fl.out) if e["kind"] == "relay_on"]
+    fl.assert_nothing_left(rep["environment"]["run_id"])
