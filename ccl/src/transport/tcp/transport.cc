@@ -53,8 +53,10 @@ constexpr uint32_t kRelayHelloRail = 0xFFFF;
 constexpr auto kRelayDrain = std::chrono::milliseconds(500);
 // A suspect connection whose probes stay unanswered this long is connected afresh.
 constexpr auto kRedialAfter = std::chrono::seconds(1);
-// A rail that comes back: its suspect connections unanswered for this long are redialled.
-constexpr auto kRedialOnUp = std::chrono::milliseconds(100);
+// A rail that comes back after a link-down this long (longer than TCP's minimum retransmission
+// timeout, so its sockets are backing off): its suspect connections are redialled. A shorter
+// flap is left to the sockets' own retransmissions.
+constexpr auto kRedialOnUp = std::chrono::milliseconds(250);
 // How long the relay service lets sessions of other ranks finish when this rank shuts down.
 constexpr auto kRelayGrace = std::chrono::milliseconds(1000);
 
@@ -1471,7 +1473,9 @@ void TcpTransport::ConnFailed(int ci, const std::string& reason, bool peer_close
   // (A failed queue pair is not recreated: its chunks move to the other rails.)
   const bool again = !peer_closed && !p.closing && !p.gone && !c.link;
   if (again) {
-    RecordDown(c, now);
+    // A path already down (suspect, not up since) whose socket now fails too, e.g. closed by
+    // the peer to connect afresh, is the same down: it does not count again for damping.
+    if (!c.suspect || c.up_since_down) RecordDown(c, now);
     c.up_since_down = false;
     c.reconnect = rank_ > peer;
     c.next_connect = now;
@@ -1810,6 +1814,7 @@ Status TcpTransport::OpenLinkWatch() {
   // The interface of every rail, from its local address.
   rail_ifindex_.assign(num_rails_, 0);
   rail_up_.assign(num_rails_, true);
+  rail_down_at_.assign(num_rails_, Clock::time_point{});
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) return ErrnoStatus("getifaddrs", errno);
   for (int r = 0; r < num_rails_; ++r) {
@@ -1854,6 +1859,8 @@ void TcpTransport::OnLinkMessages() {
       for (int r = 0; r < num_rails_; ++r) {
         if (rail_ifindex_[r] != ifi->ifi_index || rail_up_[r] == up) continue;
         rail_up_[r] = up;
+        const bool long_down = up && now - rail_down_at_[r] >= kRedialOnUp;
+        if (!up) rail_down_at_[r] = now;
         if (r < 64) {
           if (up) {
             rails_up_mask_.fetch_or(1ull << r);
@@ -1868,8 +1875,7 @@ void TcpTransport::OnLinkMessages() {
             MarkDown(static_cast<int>(ci), now, "rail " + std::to_string(r) + " link down");
           } else if (c.suspect) {
             c.up_since_down = true;
-            if (c.ping_outstanding_since != Clock::time_point{} &&
-                now - c.ping_outstanding_since >= kRedialOnUp && !c.link) {
+            if (long_down && !c.link) {
               // Its socket has been retransmitting into a dead link and backs off for seconds:
               // a fresh connection comes back at once.
               if (rank_ > c.peer) {

@@ -360,7 +360,8 @@ class TcpTransport final : public Transport, public FaultTarget {
   uint64_t next_pending_ = 0;
   std::vector<int> rail_ifindex_;  // by rail; 0 when unknown
   std::vector<bool> rail_up_;
-  std::atomic<uint64_t> rails_up_mask_{~0ull};  // rail_up_ for other threads (rails < 64)
+  std::vector<Clock::time_point> rail_down_at_;  // by rail: when its link went down last
+  std::atomic<uint64_t> rails_up_mask_{~0ull};   // rail_up_ for other threads (rails < 64)
   // Intra-host relay.
   std::vector<uint64_t> hosts_;  // host key by rank
   std::vector<int> relay_slot_;  // by peer: its relay connection, -1 without
