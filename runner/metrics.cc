@@ -80,28 +80,27 @@ Outcome ClassifyOutcome(const History& h, const MetricsOptions& o, std::string* 
               " returned an error";
     return Outcome::kCrashed;
   }
-  // The bound counts from the first fault applied, or from the first error without one.
-  std::optional<int64_t> origin;
-  for (const FaultRecord& f : h.faults) {
-    if (f.applied_ns && (!origin || *f.applied_ns < *origin)) origin = f.applied_ns;
-  }
+  // The bound counts from the fault that came last before the first error (an earlier fault
+  // the job survived is not what it aborted on), or from the first error without one.
+  int64_t first_error = INT64_MAX;
   int64_t last_error = 0;
   int last_rank = -1;
   for (const RankEnd& r : h.ranks) {
     if (r.exit != RankExit::kError) continue;
     const int64_t t = r.first_error_ns.value_or(r.end_ns);
+    first_error = std::min(first_error, t);
     if (last_rank < 0 || t > last_error) {
       last_error = t;
       last_rank = r.rank;
     }
   }
-  if (!origin) {
-    for (const RankEnd& r : h.ranks) {
-      if (r.exit != RankExit::kError) continue;
-      const int64_t t = r.first_error_ns.value_or(r.end_ns);
-      if (!origin || t < *origin) origin = t;
+  std::optional<int64_t> origin;
+  for (const FaultRecord& f : h.faults) {
+    if (f.applied_ns && *f.applied_ns <= first_error && (!origin || *f.applied_ns > *origin)) {
+      origin = f.applied_ns;
     }
   }
+  if (!origin) origin = first_error;
   if (last_rank >= 0 && last_error - *origin > o.abort_bound_ns) {
     *reason = "rank " + std::to_string(last_rank) + " returned its error " +
               std::to_string((last_error - *origin) / 1'000'000) +

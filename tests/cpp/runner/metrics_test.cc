@@ -331,6 +331,21 @@ TEST(Metrics, Outcomes) {
   EXPECT_STREQ(OutcomeName(Outcome::kAbortedClean), "aborted_clean");
 }
 
+TEST(Metrics, AbortBoundCountsFromTheLastFaultBeforeTheFirstError) {
+  // A link fault the job survived at 0.1 s, then a rank kill at 12 s on which every rank
+  // errs within a second: an aborted_clean run, not one that hung for 12 s.
+  HistoryBuilder b;
+  b.Ops(5, 0, 10).End(20'000);
+  b.Fault("flap", FaultKind::kLinkDown, 0, 100, 400);
+  b.Fault("kill", FaultKind::kRankKill, 0, 12'000, std::nullopt);
+  b.h().ranks = {{0, RankExit::kError, 12'200 * kMs, 0}, {1, RankExit::kError, 12'900 * kMs, 0}};
+  EXPECT_EQ(ComputeMetrics(b.h(), Opts()).outcome, Outcome::kAbortedClean);
+  // The first error before the later fault: the bound counts from the earlier one, and the
+  // last rank's error 11.8 s after it is beyond the 10 s bound.
+  b.h().ranks = {{0, RankExit::kError, 5'000 * kMs, 0}, {1, RankExit::kError, 11'900 * kMs, 0}};
+  EXPECT_EQ(ComputeMetrics(b.h(), Opts()).outcome, Outcome::kHung);
+}
+
 TEST(Metrics, CapacityModel) {
   Topology t{2, 2, 2, 1.0};
   FaultSpec down;
