@@ -25,14 +25,15 @@ inline constexpr size_t kMaxSackRanges = 32;
 enum class FrameType : uint8_t {
   kHello = 1,  // first frame on a data connection: root = rank, tag = rail << 16 | channel
   kData = 2,
-  kAck = 3,    // chunk_seq = cumulative ack (accepted), offset = cumulative received;
-               // payload: up to kMaxSackRanges [first, end) ranges received beyond that
-  kNack = 4,   // chunk_seq = the chunk to resend
-  kAbort = 5,  // coll_seq, tag = Code, payload = reason text
-  kBye = 6,    // orderly close; chunk_seq = final cumulative ack
-  kPing = 7,   // liveness probe of one connection; chunk_seq = nonce
-  kPong = 8,   // the answer, on the same connection; chunk_seq = the ping's nonce
-  kPathDown = 9,  // "my end of this path is down": tag = rail << 16 | channel, sent on another
+  kAck = 3,       // chunk_seq = cumulative ack (accepted), offset = cumulative received;
+                  // payload: up to kMaxSackRanges [first, end) ranges received beyond that
+  kNack = 4,      // chunk_seq = the chunk to resend
+  kAbort = 5,     // coll_seq, tag = Code, payload = reason text
+  kBye = 6,       // orderly close; chunk_seq = final cumulative ack
+  kPing = 7,      // liveness probe of one connection; chunk_seq = nonce
+  kPong = 8,      // the answer, on the same connection; chunk_seq = the ping's nonce
+  kPathDown = 9,  // "my end of this path is down": tag = rail << 16 | channel, offset = the
+                  // connecting end's TCP port of that connection (0: any), sent on another
   kRedial = 10,   // "connect this path afresh" (to the higher rank of the pair, which connects):
                   // tag = rail << 16 | channel, sent on another path when a rail comes back
 };
@@ -50,7 +51,7 @@ struct FrameHeader {
   uint64_t msg_len;  // bytes of the whole message
   uint64_t count;    // element count of the collective (signature)
   uint32_t tag;
-  uint32_t length;   // payload bytes of this frame
+  uint32_t length;  // payload bytes of this frame
   int32_t root;
   uint8_t redop;
   uint8_t reserved[3];

@@ -65,6 +65,17 @@ std::string ConnLabel(int peer, int rail, int channel) {
          std::to_string(channel);
 }
 
+// The port of a connection's connecting end (its local port there, its peer's port at the
+// accepting end): the same number at both ends, and different for every connection.
+uint16_t ConnectorPort(int fd, bool i_connected) {
+  sockaddr_in sa{};
+  socklen_t len = sizeof(sa);
+  const int rc = i_connected ? getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len)
+                             : getpeername(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+  if (rc != 0 || sa.sin_family != AF_INET) return 0;
+  return ntohs(sa.sin_port);
+}
+
 Status ApplySocketOptions(int fd, const CommOptions& o) {
   FTCCL_RETURN_IF_ERROR(net::SetNoDelay(fd));
   const int buf_bytes = o.socket_buffer_bytes;
@@ -123,6 +134,7 @@ Result<std::unique_ptr<TcpTransport>> TcpTransport::Connect(
     FTCCL_RETURN_IF_ERROR(ApplySocketOptions(fd.get(), options));
     FTCCL_RETURN_IF_ERROR(net::SetNonBlocking(fd.get()));
     Conn c;
+    c.conn_port = ConnectorPort(fd.get(), rank > peer);
     c.fd = std::move(fd);
     c.peer = peer;
     c.rail = rail;
@@ -973,9 +985,12 @@ void TcpTransport::OnHeader(int ci) {
     case wire::FrameType::kPathDown: {
       const int rail = static_cast<int>(h.tag >> 16), ch = static_cast<int>(h.tag & 0xFFFF);
       for (int cj : p.conns) {
-        if (conns_[cj].rail == rail && conns_[cj].channel == ch) {
-          MarkDown(cj, Clock::now(), "rank " + std::to_string(c.peer) + " reports its end down");
-        }
+        Conn& o = conns_[cj];
+        if (o.relay || o.rail != rail || o.channel != ch) continue;
+        // A notice that waited out an outage in some queue may be about a connection that has
+        // since been replaced: it names the connection by its connecting end's port.
+        if (h.offset != 0 && o.conn_port != 0 && h.offset != o.conn_port) continue;
+        MarkDown(cj, Clock::now(), "rank " + std::to_string(c.peer) + " reports its end down");
       }
       return;
     }
@@ -1498,6 +1513,8 @@ void TcpTransport::ConnFailed(int ci, const std::string& reason, bool peer_close
     TxItem notice;
     notice.hdr = wire::MakeHeader(wire::FrameType::kPathDown, comm_id_);
     notice.hdr.tag = static_cast<uint32_t>(c.rail << 16 | c.channel);
+    notice.hdr.offset = c.conn_port;
+    notice.hdr.offset = c.conn_port;
     wire::Seal(&notice.hdr, nullptr);
     EnqueueCtrl(peer, std::move(notice));
   }
@@ -1648,6 +1665,7 @@ void TcpTransport::Install(int ci, net::Fd fd) {
   e.events = EPOLLIN | EPOLLRDHUP;
   e.data.u64 = static_cast<uint64_t>(ci);
   if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd.get(), &e) != 0) return;
+  c.conn_port = c.relay ? 0 : ConnectorPort(fd.get(), rank_ > c.peer);
   c.fd = std::move(fd);
   c.link.reset();
   c.alive = true;
@@ -1785,6 +1803,7 @@ void TcpTransport::MarkDown(int ci, Clock::time_point now, const std::string& re
   TxItem notice;
   notice.hdr = wire::MakeHeader(wire::FrameType::kPathDown, comm_id_);
   notice.hdr.tag = static_cast<uint32_t>(c.rail << 16 | c.channel);
+  notice.hdr.offset = c.conn_port;
   wire::Seal(&notice.hdr, nullptr);
   EnqueueCtrl(c.peer, std::move(notice));
   Kick(c.peer);

@@ -130,6 +130,8 @@ class TcpTransport final : public Transport, public FaultTarget {
     Clock::time_point connect_deadline{};
     Clock::time_point next_connect{};
     Clock::time_point last_dial{};  // the last time it was connected afresh (Redial)
+    // The connecting end's port: names this connection (not the slot) in kPathDown notices.
+    uint16_t conn_port = 0;
     double srtt_ms = 0;
     double rttvar_ms = 0;
     // The longest wait between two signs of progress while it had work, decaying: a path
