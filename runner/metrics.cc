@@ -294,6 +294,32 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
     rm.overall.stall_ms = baseline ? std::optional<double>(0.0) : std::nullopt;
   }
 
+  // Rolling busbw at measured[j] within the window measured[first..last]: bytes over busy time
+  // of the collectives from j on that together span at least kRollingWindowNs; near `last`, over
+  // the collectives back from `last` that span as much (never before `first`). One collective's
+  // time jitters with the scheduling of a busy host; the throughput over a window is what recovers
+  // or not.
+  const double factor = BusBwFactor(h.op, h.world_size);
+  auto rolling = [&](size_t j, size_t first, size_t last) {
+    size_t from = j, to = j;
+    if (measured[last].end_ns - measured[j].start_ns >= kRollingWindowNs) {
+      while (to < last && measured[to].end_ns - measured[j].start_ns < kRollingWindowNs) ++to;
+    } else {
+      to = last;
+      while (from > first && measured[last].end_ns - measured[from].start_ns < kRollingWindowNs)
+        --from;
+    }
+    // Bytes over the collectives' own times, like each collective's busbw (the worker's time
+    // between collectives, e.g. checking results, is not the network's).
+    uint64_t bytes = 0;
+    int64_t busy = 0;
+    for (size_t k = from; k <= to; ++k) {
+      bytes += measured[k].bytes;
+      busy += measured[k].end_ns - measured[k].start_ns;
+    }
+    return busy > 0 ? static_cast<double>(bytes) * 8.0 / static_cast<double>(busy) * factor : 0.0;
+  };
+
   bool all_recovered = true;
   bool any_applied = false;
   for (const FaultRecord& f : h.faults) {
@@ -346,14 +372,11 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
       for (size_t i = 0; i < measured.size() && !v.recovery_ms; ++i) {
         if (measured[i].start_ns < a) continue;
         const int64_t until = measured[i].start_ns + o.sustain_ns;
-        bool good = true, covered = false;
-        for (size_t j = i; j < measured.size() && good; ++j) {
-          good = measured[j].busbw_gbps >= threshold;
-          if (measured[j].end_ns >= until) {
-            covered = true;
-            break;
-          }
-        }
+        size_t last = i;
+        while (last + 1 < measured.size() && measured[last].end_ns < until) ++last;
+        const bool covered = measured[last].end_ns >= until;
+        bool good = covered;
+        for (size_t j = i; j <= last && good; ++j) good = rolling(j, i, last) >= threshold;
         if (good && covered) {
           v.recovery_ms = static_cast<double>(measured[i].start_ns - a) / kNsPerMs;
         }

@@ -20,8 +20,13 @@
 //      of paths that end at that rank: logged by it, or by a peer about its path to it. Both null
 //      when the CCL emits no events or none happened.
 //    recovery_ms: a -> the start of the first measured collective, starting at or after a,
-//      from which every collective up to the first one ending at or after start + sustain has
-//      busbw >= pct% of the expected level (baseline x capacity left by permanent faults).
+//      from which, for every collective up to the first one ending at or after start + sustain,
+//      the rolling busbw there is >= pct% of the expected level (baseline x capacity left by
+//      permanent faults). Rolling busbw: bytes over the collectives' own times (as each
+//      collective's busbw, without the gaps between them), over the collectives from that one
+//      on that together
+//      span at least kRollingWindowNs, taken back from the window's last collective where the
+//      rest of the window is shorter, and never outside the window.
 //      Null without a baseline, when the capacity left is unknown, or when it never happens.
 //    degraded_ratio (permanent faults only): median busbw of the measured collectives that
 //      start in the second half of [a, run end], over the baseline.
@@ -41,6 +46,9 @@
 #include "runner/scenario.h"
 
 namespace faultline::runner {
+
+// The span of the rolling busbw that recovery_ms judges (see above).
+inline constexpr int64_t kRollingWindowNs = 100'000'000;
 
 // Facts about the scenario that the metrics need beside the history.
 struct MetricsOptions {

@@ -156,6 +156,22 @@ TEST(Metrics, RecoveryNeedsTheWholeSustainWindow) {
   EXPECT_DOUBLE_EQ(*m.overall.recovery_ms, 150);
 }
 
+TEST(Metrics, RecoveryJudgesRollingThroughputNotOneCollective) {
+  // After the fault every collective takes 10 ms again, except one at 300 ms that takes 14 ms
+  // (0.571 Gbit/s, below 90 % of 0.8): scheduling jitter. Over 100 ms the throughput stays at
+  // 0.77 Gbit/s, so the job recovered at 250 ms all the same.
+  HistoryBuilder b;
+  b.Ops(10, 0, 10).Op(100, 250).Ops(5, 250, 10).Op(300, 314).Ops(30, 314, 10).End(700);
+  b.Fault("f1", FaultKind::kLinkDown, 0, 100, 200);
+  EXPECT_DOUBLE_EQ(*ComputeMetrics(b.h(), Opts(90, 300)).per_fault[0].values.recovery_ms, 150);
+  // A real dip is not averaged away: four slow collectives (40 ms at a quarter of the rate)
+  // keep every window that holds them below 90 %.
+  HistoryBuilder c;
+  c.Ops(10, 0, 10).Op(100, 250).Ops(5, 250, 10).Ops(4, 300, 40).Ops(40, 460, 10).End(900);
+  c.Fault("f1", FaultKind::kLinkDown, 0, 100, 200);
+  EXPECT_DOUBLE_EQ(*ComputeMetrics(c.h(), Opts(90, 300)).per_fault[0].values.recovery_ms, 360);
+}
+
 // Permanent port_drop at 100 ms that halves the capacity: op 10 stalls over [100, 200]
 // (0.08 Gbit/s), then 20 ms ops (0.4 Gbit/s) until 400.
 History PermanentHistory() {
