@@ -29,6 +29,8 @@ KINDS = {
     "conn_reset": ["type: conn_reset"],
     "conn_corrupt": ["type: conn_corrupt", "requires: [fault_hook]"],
     "rank_kill": ["type: rank_kill"],
+    # Intra-host relay: every port of one rank down while its neighbour keeps its own.
+    "nic_down": ["nics: per_rank", "type: link_down", "rank: 0, rail: 0", "rank: 0, rail: 1"],
 }
 
 
