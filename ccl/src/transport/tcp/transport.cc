@@ -2066,10 +2066,10 @@ void TcpTransport::Redial(int ci, const std::string& why) {
   StartReconnect(ci, now);
 }
 
-void TcpTransport::DropQuietly(int ci) {
+size_t TcpTransport::DropQuietly(int ci) {
   Conn& c = conns_[ci];
   Peer& p = peers_[c.peer];
-  if (!c.alive) return;
+  if (!c.alive) return 0;
   c.alive = false;
   c.blocked = false;
   c.hdr_got = 0;
@@ -2082,15 +2082,18 @@ void TcpTransport::DropQuietly(int ci) {
   c.dst = nullptr;
   c.cur.reset();
   c.ctrl.clear();
+  if (stopping_) return 0;
   std::vector<uint64_t> lost;
   for (auto& [seq, ch] : p.unacked) {
     if (ch.conn == ci && !ch.in_ready && !ch.delivered) lost.push_back(seq);
   }
-  if (!lost.empty()) {
-    st_retx_ += lost.size();
+  const size_t n = lost.size();
+  if (n > 0) {
+    st_retx_ += n;
     Requeue(p, std::move(lost));
     Kick(c.peer);
   }
+  return n;
 }
 
 std::string TcpTransport::Label(const Conn& c) const {
@@ -2190,40 +2193,20 @@ void TcpTransport::CloseRelay(int ci, const std::string& why) {
 void TcpTransport::RelayFailed(int ci, const std::string& reason) {
   Conn& c = conns_[ci];
   Peer& p = peers_[c.peer];
-  c.alive = false;
-  c.blocked = false;
-  c.hdr_got = 0;
-  c.text.clear();
-  epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, c.fd.get(), nullptr);
-  c.fd.Reset();
-  if (c.in_payload && c.msg) p.inflight.erase(c.hdr.chunk_seq);
-  c.in_payload = false;
-  c.msg.reset();
-  c.dst = nullptr;
-  c.cur.reset();
-  c.ctrl.clear();
   c.relay_drain_since = {};
-  c.outstanding = 0;
+  const size_t moved = DropQuietly(ci);
   if (stopping_) return;
-  std::vector<uint64_t> lost;
-  for (auto& [seq, ch] : p.unacked) {
-    if (ch.conn == ci && !ch.in_ready && !ch.delivered) lost.push_back(seq);
-  }
   const bool was_on = c.relay_on;
   c.relay_on = false;
   c.next_connect = Clock::now() + options_.reconnect_interval;
   if (was_on) {
     LOG_WARN("NET/TCP", "relay to rank %d ends (%s): %zu chunks go back to the direct paths",
-             c.peer, reason.c_str(), lost.size());
+             c.peer, reason.c_str(), moved);
     Emit(EventKind::kRelayOff, c.peer, c.rail, c.channel, reason);
   } else {
     LOG_DEBUG("NET/TCP", "relay to rank %d failed before it worked (%s)", c.peer, reason.c_str());
   }
-  if (!lost.empty()) {
-    st_retx_ += lost.size();
-    p.resume_pending = true;
-    Requeue(p, std::move(lost));
-  }
+  if (moved > 0) p.resume_pending = true;
   p.ack_dirty = true;
   // Whether the peer is still reachable is the abort timeout's call (no working path), not
   // the relay's: its end may simply have been closed because a direct path works again.

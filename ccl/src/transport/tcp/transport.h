@@ -274,7 +274,8 @@ class TcpTransport final : public Transport, public FaultTarget {
   // it (DropQuietly: no events, it is already down) and connects again; the lower rank asks
   // it to (kRedial) when its rail comes back.
   void Redial(int ci, const std::string& why);
-  void DropQuietly(int ci);
+  // Returns how many unacknowledged chunks moved to the other paths.
+  size_t DropQuietly(int ci);
   // Intra-host relay (relay.h). CheckRelay opens the relay path to `peer` when every rail of
   // this rank is down and closes it once a direct path works again.
   void CheckRelay(int peer, Clock::time_point now);
