@@ -143,4 +143,29 @@ char ProcState(int pid) {
   return s[paren + 2];
 }
 
+const nlohmann::json* FindIf(const nlohmann::json& list, const std::string& ifname) {
+  if (!list.is_array()) return nullptr;
+  for (const auto& l : list) {
+    if (l.value("ifname", "") == ifname) return &l;
+  }
+  return nullptr;
+}
+
+bool HasFlag(const nlohmann::json& link, const char* flag) {
+  for (const auto& f : link.value("flags", nlohmann::json::array())) {
+    if (f == flag) return true;
+  }
+  return false;
+}
+
+std::set<std::string> V4Addrs(const nlohmann::json& link) {
+  std::set<std::string> out;
+  for (const auto& a : link.value("addr_info", nlohmann::json::array())) {
+    if (a.value("family", "") == "inet") {
+      out.insert(a.value("local", "") + "/" + std::to_string(a.value("prefixlen", 0)));
+    }
+  }
+  return out;
+}
+
 }  // namespace faultline::runner::testing

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 #include "runner/topology.h"
@@ -18,6 +19,11 @@ namespace faultline::runner::testing {
 std::string Sh(const std::string& cmd, int* rc = nullptr);
 // Runs a command that prints JSON (ip -j, tc -j); null when it fails or prints nothing.
 nlohmann::json ShJson(const std::string& cmd);
+// In `ip -j link`/`ip -j addr` output: the device named `ifname` (nullptr when absent), whether
+// a device has `flag` ("UP", ...), and its IPv4 addresses as "a.b.c.d/len".
+const nlohmann::json* FindIf(const nlohmann::json& list, const std::string& ifname);
+bool HasFlag(const nlohmann::json& link, const char* flag);
+std::set<std::string> V4Addrs(const nlohmann::json& link);
 // Names from `ip netns list` that start with `prefix`.
 std::vector<std::string> NetnsWithPrefix(const std::string& prefix);
 

@@ -13,31 +13,6 @@
 namespace faultline::runner::testing {
 namespace {
 
-const nlohmann::json* FindIf(const nlohmann::json& list, const std::string& ifname) {
-  if (!list.is_array()) return nullptr;
-  for (const auto& l : list) {
-    if (l.value("ifname", "") == ifname) return &l;
-  }
-  return nullptr;
-}
-
-bool HasFlag(const nlohmann::json& link, const char* flag) {
-  for (const auto& f : link.value("flags", nlohmann::json::array())) {
-    if (f == flag) return true;
-  }
-  return false;
-}
-
-std::set<std::string> V4Addrs(const nlohmann::json& link) {
-  std::set<std::string> out;
-  for (const auto& a : link.value("addr_info", nlohmann::json::array())) {
-    if (a.value("family", "") == "inet") {
-      out.insert(a.value("local", "") + "/" + std::to_string(a.value("prefixlen", 0)));
-    }
-  }
-  return out;
-}
-
 // Bytes sent by `dev` in `netns` so far (-1 when it cannot be read). Bytes, not packets:
 // veth hands TCP segments of up to 64 KiB over as one packet.
 int64_t TxBytes(const std::string& netns, const std::string& dev) {

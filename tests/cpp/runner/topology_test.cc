@@ -20,32 +20,6 @@
 namespace faultline::runner::testing {
 namespace {
 
-bool HasFlag(const nlohmann::json& link, const char* flag) {
-  for (const auto& f : link.value("flags", nlohmann::json::array())) {
-    if (f == flag) return true;
-  }
-  return false;
-}
-
-const nlohmann::json* FindIf(const nlohmann::json& list, const std::string& ifname) {
-  if (!list.is_array()) return nullptr;
-  for (const auto& l : list) {
-    if (l.value("ifname", "") == ifname) return &l;
-  }
-  return nullptr;
-}
-
-// The IPv4 addresses "a.b.c.d/len" of one device in `ip -j addr` output.
-std::set<std::string> V4Addrs(const nlohmann::json& link) {
-  std::set<std::string> out;
-  for (const auto& a : link.value("addr_info", nlohmann::json::array())) {
-    if (a.value("family", "") == "inet") {
-      out.insert(a.value("local", "") + "/" + std::to_string(a.value("prefixlen", 0)));
-    }
-  }
-  return out;
-}
-
 // The root qdisc of a device from `tc -j qdisc show` (null when there is none).
 nlohmann::json RootQdisc(const std::string& netns, const std::string& dev) {
   nlohmann::json q = ShJson("tc -j -n " + netns + " qdisc show dev " + dev);
