@@ -145,7 +145,7 @@ class Env:
         assert wait_until(lambda: not worker_pids(self.out), 5), \
             f"faultline-worker processes of the run survive: {worker_pids(self.out)}"
 
-    def safety_cleanup(self):
+    def safety_cleanup(self, failed=False):
         for pid in worker_pids(self.out):
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -153,8 +153,27 @@ class Env:
                 pass
         if os.path.isdir(self.journal):
             subprocess.run([FAULTLINE, "cleanup"], env=self.env, capture_output=True, timeout=60)
+        if failed:
+            # A failed test keeps its run's output, and prints its timeline: on a CI machine
+            # that is gone afterwards, the log is all there is to go on.
+            self.print_timeline()
+            return
         for p in (self.out, self.out + ".log"):
             shutil.rmtree(p, ignore_errors=True)
+
+    def print_timeline(self):
+        path = os.path.join(self.out, "events.jsonl")
+        if not os.path.exists(path):
+            return
+        print(f"--- timeline of the failed run (kept in {self.out}) ---")
+        with open(path) as f:
+            for line in f:
+                e = json.loads(line)
+                if e.get("type") == "collective" or e.get("kind") == "rebalanced":
+                    continue
+                t = e.get("t_s")
+                rest = {k: v for k, v in e.items() if k not in ("t_s", "type")}
+                print(f"{t if t is None else round(t, 3)} {e.get('type')} {rest}")
 
 
 @pytest.fixture(scope="session")
@@ -171,12 +190,13 @@ def namespaces_possible():
 
 
 @pytest.fixture
-def fl(tmp_path, namespaces_possible):
+def fl(tmp_path, namespaces_possible, request):
     e = Env(tmp_path)
     try:
         yield e
     finally:
-        e.safety_cleanup()
+        rep = getattr(request.node, "rep_call", None)
+        e.safety_cleanup(failed=rep is not None and rep.failed)
 
 
 def check_report_shape(r, scenario_file):
