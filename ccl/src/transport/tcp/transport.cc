@@ -8,6 +8,7 @@
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -1830,6 +1831,20 @@ std::vector<Event> TcpTransport::DrainEvents() {
 }
 
 Status TcpTransport::OpenLinkWatch() {
+  // Subscribe first, then read the state: a transition in between is then both in the state
+  // read and in a notification, never in neither.
+  net::Fd fd(socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_ROUTE));
+  if (!fd.valid()) return ErrnoStatus("socket(NETLINK_ROUTE)", errno);
+  // Room for a burst of notifications (a flapping link, every interface of a host changing);
+  // what still overruns it is caught by ResyncLinks.
+  const int rcvbuf = 1 << 20;
+  (void)setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+  sockaddr_nl sa{};
+  sa.nl_family = AF_NETLINK;
+  sa.nl_groups = RTMGRP_LINK;
+  if (bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
+    return ErrnoStatus("bind(RTMGRP_LINK)", errno);
+  }
   // The interface of every rail, from its local address.
   rail_ifindex_.assign(num_rails_, 0);
   rail_up_.assign(num_rails_, true);
@@ -1851,14 +1866,6 @@ Status TcpTransport::OpenLinkWatch() {
     if (!rail_up_[r]) mask &= ~(1ull << r);
   }
   rails_up_mask_ = mask;
-  net::Fd fd(socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_ROUTE));
-  if (!fd.valid()) return ErrnoStatus("socket(NETLINK_ROUTE)", errno);
-  sockaddr_nl sa{};
-  sa.nl_family = AF_NETLINK;
-  sa.nl_groups = RTMGRP_LINK;
-  if (bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
-    return ErrnoStatus("bind(RTMGRP_LINK)", errno);
-  }
   link_watch_ = std::move(fd);
   return Status::Ok();
 }
@@ -1867,6 +1874,14 @@ void TcpTransport::OnLinkMessages() {
   alignas(nlmsghdr) char buf[16384];
   for (;;) {
     ssize_t n = recv(link_watch_.get(), buf, sizeof(buf), MSG_DONTWAIT);
+    if (n < 0 && errno == ENOBUFS) {
+      // The kernel dropped notifications (the socket's buffer overran while this thread was
+      // busy): the transitions in them are lost, so read every rail's state afresh.
+      LOG_WARN("NET/TCP", "link notifications overran: reading the rails' link state again");
+      ResyncLinks();
+      if (failed_) return;
+      continue;
+    }
     if (n <= 0) return;
     for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, static_cast<unsigned>(n));
          h = NLMSG_NEXT(h, n)) {
@@ -1874,47 +1889,69 @@ void TcpTransport::OnLinkMessages() {
       auto* ifi = static_cast<ifinfomsg*>(NLMSG_DATA(h));
       const bool up = h->nlmsg_type == RTM_NEWLINK && (ifi->ifi_flags & IFF_UP) &&
                       (ifi->ifi_flags & IFF_RUNNING);
-      auto now = Clock::now();
       for (int r = 0; r < num_rails_; ++r) {
-        if (rail_ifindex_[r] != ifi->ifi_index || rail_up_[r] == up) continue;
-        rail_up_[r] = up;
-        const bool long_down = up && now - rail_down_at_[r] >= kRedialOnUp;
-        if (!up) rail_down_at_[r] = now;
-        if (r < 64) {
-          if (up) {
-            rails_up_mask_.fetch_or(1ull << r);
-          } else {
-            rails_up_mask_.fetch_and(~(1ull << r));
-          }
-        }
-        for (size_t ci = 0; ci < conns_.size(); ++ci) {
-          Conn& c = conns_[ci];
-          if (c.rail != r || !c.alive) continue;
-          if (!up) {
-            MarkDown(static_cast<int>(ci), now, "rail " + std::to_string(r) + " link down");
-          } else if (c.suspect) {
-            c.up_since_down = true;
-            if (long_down && !c.link) {
-              // Its socket has been retransmitting into a dead link and backs off for seconds:
-              // a fresh connection comes back at once.
-              if (rank_ > c.peer) {
-                Redial(static_cast<int>(ci), "rail " + std::to_string(r) + " is up again");
-              } else {
-                TxItem redial;
-                redial.hdr = wire::MakeHeader(wire::FrameType::kRedial, comm_id_);
-                redial.hdr.tag = static_cast<uint32_t>(c.rail << 16 | c.channel);
-                wire::Seal(&redial.hdr, nullptr);
-                EnqueueCtrl(c.peer, std::move(redial));
-                SendPing(static_cast<int>(ci), now);
-              }
-            } else {
-              SendPing(static_cast<int>(ci), now);  // back up: an answer returns it to use
-            }
-          }
-          if (failed_) return;
-        }
+        if (rail_ifindex_[r] != ifi->ifi_index) continue;
+        SetRailLink(r, up);
+        if (failed_) return;
       }
     }
+  }
+}
+
+void TcpTransport::ResyncLinks() {
+  net::Fd fd(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return;
+  for (int r = 0; r < num_rails_; ++r) {
+    if (rail_ifindex_[r] == 0) continue;
+    ifreq req{};
+    bool up = false;
+    if (if_indextoname(static_cast<unsigned>(rail_ifindex_[r]), req.ifr_name) != nullptr &&
+        ioctl(fd.get(), SIOCGIFFLAGS, &req) == 0) {
+      up = (req.ifr_flags & IFF_UP) && (req.ifr_flags & IFF_RUNNING);
+    }  // else the interface is gone: down
+    SetRailLink(r, up);
+    if (failed_) return;
+  }
+}
+
+void TcpTransport::SetRailLink(int r, bool up) {
+  if (rail_up_[r] == up) return;
+  const auto now = Clock::now();
+  rail_up_[r] = up;
+  const bool long_down = up && now - rail_down_at_[r] >= kRedialOnUp;
+  if (!up) rail_down_at_[r] = now;
+  if (r < 64) {
+    if (up) {
+      rails_up_mask_.fetch_or(1ull << r);
+    } else {
+      rails_up_mask_.fetch_and(~(1ull << r));
+    }
+  }
+  for (size_t ci = 0; ci < conns_.size(); ++ci) {
+    Conn& c = conns_[ci];
+    if (c.rail != r || !c.alive) continue;
+    if (!up) {
+      MarkDown(static_cast<int>(ci), now, "rail " + std::to_string(r) + " link down");
+    } else if (c.suspect) {
+      c.up_since_down = true;
+      if (long_down && !c.link) {
+        // Its socket has been retransmitting into a dead link and backs off for seconds:
+        // a fresh connection comes back at once.
+        if (rank_ > c.peer) {
+          Redial(static_cast<int>(ci), "rail " + std::to_string(r) + " is up again");
+        } else {
+          TxItem redial;
+          redial.hdr = wire::MakeHeader(wire::FrameType::kRedial, comm_id_);
+          redial.hdr.tag = static_cast<uint32_t>(c.rail << 16 | c.channel);
+          wire::Seal(&redial.hdr, nullptr);
+          EnqueueCtrl(c.peer, std::move(redial));
+          SendPing(static_cast<int>(ci), now);
+        }
+      } else {
+        SendPing(static_cast<int>(ci), now);  // back up: an answer returns it to use
+      }
+    }
+    if (failed_) return;
   }
 }
 

@@ -255,6 +255,10 @@ class TcpTransport final : public Transport, public FaultTarget {
   void Emit(EventKind kind, int peer, int rail, int channel, std::string reason);
   Status OpenLinkWatch();
   void OnLinkMessages();
+  // Reads every rail's link state with SIOCGIFFLAGS, after notifications were lost.
+  void ResyncLinks();
+  // A rail's link went up or down: its paths go down at once, or are probed (or redialled).
+  void SetRailLink(int rail, bool up);
   void SendPing(int ci, Clock::time_point now);
   void HandleNack(int peer, uint64_t seq);
   void DetachInflight(int peer, uint64_t seq);
