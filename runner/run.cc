@@ -1,12 +1,16 @@
 #include "runner/run.h"
 
+#include <sched.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -87,6 +91,41 @@ struct FaultState {
   std::map<int, std::unique_ptr<Injection>> by_cycle;  // link_flap: one injection per cycle
 };
 
+// While the timeline runs, its thread is scheduled SCHED_FIFO (when the process may): the ranks
+// keep every core busy, and a fault must still start within a few milliseconds of its time.
+// The thread only sleeps and makes short kernel calls, so it starves nothing. Children forked
+// meanwhile start as SCHED_OTHER (SCHED_RESET_ON_FORK); the policy is undone afterwards.
+class TimelinePriority final {
+ public:
+  static constexpr int kPriority = 10;
+  TimelinePriority() {
+    tid_ = static_cast<pid_t>(syscall(SYS_gettid));
+    old_policy_ = sched_getscheduler(tid_);
+    sched_getparam(tid_, &old_param_);
+    sched_param p{};
+    p.sched_priority = kPriority;
+    if (sched_setscheduler(tid_, SCHED_FIFO | SCHED_RESET_ON_FORK, &p) == 0) {
+      raised_ = true;
+      description_ = "SCHED_FIFO " + std::to_string(kPriority);
+    } else {
+      description_ = std::string("SCHED_OTHER (SCHED_FIFO refused: ") + std::strerror(errno) + ")";
+    }
+  }
+  ~TimelinePriority() {
+    if (raised_) sched_setscheduler(tid_, old_policy_ < 0 ? SCHED_OTHER : old_policy_, &old_param_);
+  }
+  TimelinePriority(const TimelinePriority&) = delete;
+  TimelinePriority& operator=(const TimelinePriority&) = delete;
+  const std::string& description() const { return description_; }
+
+ private:
+  pid_t tid_ = 0;
+  int old_policy_ = SCHED_OTHER;
+  sched_param old_param_{};
+  bool raised_ = false;
+  std::string description_;
+};
+
 nlohmann::json Environment(const Scenario& sc, const RunOptions& o, const std::string& run_id) {
   utsname u{};
   uname(&u);
@@ -130,6 +169,9 @@ class Run final {
   // what the report says about it.
   std::vector<std::string> hook_paths_;
   nlohmann::json hook_record_;
+  // How long before its time an action is prepared: arming a fault fsyncs the journal.
+  static constexpr int64_t kArmLeadNs = 30'000'000;
+  std::string timeline_scheduling_;
   int64_t t0_ = 0;
   int64_t run_end_ns_ = 0;
   bool watchdog_fired_ = false;
@@ -388,13 +430,16 @@ void Run::DoAction(const TimelineAction& a) {
 
 void Run::DriveTimeline() {
   Timeline tl = BuildTimeline(sc_, sc_.seed);
+  TimelinePriority priority;
+  timeline_scheduling_ = priority.description();
   for (const auto& a : tl.actions) {
     const int64_t when = t0_ + a.at_ns;
-    // Coarse wait that notices a stop request or the end of every rank; the injection then
-    // sleeps precisely to its absolute time.
-    while (!g_stop && MonoNow() < when - 5'000'000) {
+    // Coarse wait that notices a stop request or the end of every rank. It ends early enough
+    // for the fault to be armed (its undo journalled and fsynced) before its time; the
+    // injection then sleeps precisely to that time.
+    while (!g_stop && MonoNow() < when - kArmLeadNs) {
       if (AllRanksExited()) return;
-      SleepUntil(std::min(when - 5'000'000, MonoNow() + 20'000'000), &g_stop);
+      SleepUntil(std::min(when - kArmLeadNs, MonoNow() + 20'000'000), &g_stop);
     }
     if (g_stop) return;
     DoAction(a);
@@ -517,6 +562,7 @@ int Run::Finish() {
   in.environment = Environment(sc_, o_, run_id_);
   in.environment["topology"] = topo_ ? topo_->ToJson() : nlohmann::json();
   in.environment["fault_hook"] = hook_record_;
+  in.environment["timeline_scheduling"] = timeline_scheduling_;
   in.history = &h;
   in.metrics = &m;
   in.checks = &checks;
