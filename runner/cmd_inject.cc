@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "injector/clock.h"
 #include "injector/injection.h"
 #include "injector/journal.h"
 #include "injector/policy.h"
@@ -79,6 +80,7 @@ int RunInject(const InjectOptions& o) {
   auto injection = Injection::Arm(std::move(fault).value(), journal->get(), *policy);
   if (!injection.ok()) return Fail("refused", injection.status(), kExitBadInput);
   Injection& inj = **injection;
+  RealtimeScope priority;  // a link_flap's transitions keep their times on a busy host
   Status st = inj.ApplyAt(MonoNow());
   if (!st.ok()) {
     Status rv = inj.RevertAt(0);

@@ -1,8 +1,6 @@
 #include "runner/run.h"
 
-#include <sched.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -89,41 +87,6 @@ struct FaultState {
   const FaultSpec* spec = nullptr;
   FaultRecord record;
   std::map<int, std::unique_ptr<Injection>> by_cycle;  // link_flap: one injection per cycle
-};
-
-// While the timeline runs, its thread is scheduled SCHED_FIFO (when the process may): the ranks
-// keep every core busy, and a fault must still start within a few milliseconds of its time.
-// The thread only sleeps and makes short kernel calls, so it starves nothing. Children forked
-// meanwhile start as SCHED_OTHER (SCHED_RESET_ON_FORK); the policy is undone afterwards.
-class TimelinePriority final {
- public:
-  static constexpr int kPriority = 10;
-  TimelinePriority() {
-    tid_ = static_cast<pid_t>(syscall(SYS_gettid));
-    old_policy_ = sched_getscheduler(tid_);
-    sched_getparam(tid_, &old_param_);
-    sched_param p{};
-    p.sched_priority = kPriority;
-    if (sched_setscheduler(tid_, SCHED_FIFO | SCHED_RESET_ON_FORK, &p) == 0) {
-      raised_ = true;
-      description_ = "SCHED_FIFO " + std::to_string(kPriority);
-    } else {
-      description_ = std::string("SCHED_OTHER (SCHED_FIFO refused: ") + std::strerror(errno) + ")";
-    }
-  }
-  ~TimelinePriority() {
-    if (raised_) sched_setscheduler(tid_, old_policy_ < 0 ? SCHED_OTHER : old_policy_, &old_param_);
-  }
-  TimelinePriority(const TimelinePriority&) = delete;
-  TimelinePriority& operator=(const TimelinePriority&) = delete;
-  const std::string& description() const { return description_; }
-
- private:
-  pid_t tid_ = 0;
-  int old_policy_ = SCHED_OTHER;
-  sched_param old_param_{};
-  bool raised_ = false;
-  std::string description_;
 };
 
 nlohmann::json Environment(const Scenario& sc, const RunOptions& o, const std::string& run_id) {
@@ -430,7 +393,8 @@ void Run::DoAction(const TimelineAction& a) {
 
 void Run::DriveTimeline() {
   Timeline tl = BuildTimeline(sc_, sc_.seed);
-  TimelinePriority priority;
+  // The ranks keep every core busy; a fault must still start within a few ms of its time.
+  RealtimeScope priority;
   timeline_scheduling_ = priority.description();
   for (const auto& a : tl.actions) {
     const int64_t when = t0_ + a.at_ns;
