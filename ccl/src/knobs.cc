@@ -62,6 +62,7 @@ Status ApplyEnvOverrides(CommOptions* o) {
   }
   FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_ABORT_TIMEOUT_MS", 1, 3600000, &o->abort_timeout));
   FTCCL_RETURN_IF_ERROR(Override("FTCCL_WATCH_LINKS", 0, 1, &o->watch_links));
+  FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_LINK_SETTLE_MS", 0, 60000, &o->link_settle));
   FTCCL_RETURN_IF_ERROR(Override("FTCCL_RELAY", 0, 1, &o->relay));
   if (const char* hook = std::getenv("FTCCL_FAULT_HOOK")) o->fault_hook = hook;
   if (const char* v = std::getenv("FTCCL_TRANSPORT")) {

@@ -87,6 +87,10 @@ struct CommOptions {
                                               // this long fails the communicator (kPeerLost)
   bool watch_links = true;                    // FTCCL_WATCH_LINKS: follow the rails' link state
                                               // (netlink) to detect a downed port at once
+  // A rail whose link came up is probed (and its connections redialled) this long after: the
+  // switch port behind it may forward only a moment later, and a first packet sent into that
+  // moment loses its ARP request, which the kernel repeats only after retrans_time (1 s).
+  Millis link_settle{20};                     // FTCCL_LINK_SETTLE_MS (0: at once)
   // FTCCL_RELAY: intra-host relay. When every rail of this rank is link-down (its NIC died)
   // and another rank of the same host (same host name and network namespace) still has one,
   // this rank's traffic goes through that rank: a Unix socket to it, and from there a TCP

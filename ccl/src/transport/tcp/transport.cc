@@ -1849,6 +1849,8 @@ Status TcpTransport::OpenLinkWatch() {
   rail_ifindex_.assign(num_rails_, 0);
   rail_up_.assign(num_rails_, true);
   rail_down_at_.assign(num_rails_, Clock::time_point{});
+  rail_settle_at_.assign(num_rails_, Clock::time_point{});
+  rail_settle_long_.assign(num_rails_, false);
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) return ErrnoStatus("getifaddrs", errno);
   for (int r = 0; r < num_rails_; ++r) {
@@ -1927,6 +1929,19 @@ void TcpTransport::SetRailLink(int r, bool up) {
       rails_up_mask_.fetch_and(~(1ull << r));
     }
   }
+  rail_settle_at_[r] = {};
+  if (up && options_.link_settle.count() > 0) {
+    // The port is up, but the switch port behind it may not forward yet: the first packet
+    // would start an address resolution whose request is lost, and the kernel asks again only
+    // after a second (retrans_time). Probe once the fabric has had time to follow.
+    rail_settle_at_[r] = now + std::chrono::duration_cast<Clock::duration>(options_.link_settle);
+    rail_settle_long_[r] = long_down;
+    return;
+  }
+  RailLinkChanged(r, up, long_down, now);
+}
+
+void TcpTransport::RailLinkChanged(int r, bool up, bool long_down, Clock::time_point now) {
   for (size_t ci = 0; ci < conns_.size(); ++ci) {
     Conn& c = conns_[ci];
     if (c.rail != r || !c.alive) continue;
@@ -1965,6 +1980,12 @@ void TcpTransport::CheckTimers() {
     tick_lag_ms_ = std::max(lag, tick_lag_ms_ * 0.98);  // halves in about 35 ticks
   }
   last_check_ = now;
+  for (int r = 0; r < static_cast<int>(rail_settle_at_.size()); ++r) {
+    if (rail_settle_at_[r] == Clock::time_point{} || now < rail_settle_at_[r]) continue;
+    rail_settle_at_[r] = {};
+    if (rail_up_[r]) RailLinkChanged(r, true, rail_settle_long_[r], now);
+    if (failed_) return;
+  }
   for (auto it = pending_.begin(); it != pending_.end();) {
     it = now >= it->second.deadline ? pending_.erase(it) : std::next(it);
   }

@@ -259,6 +259,8 @@ class TcpTransport final : public Transport, public FaultTarget {
   void ResyncLinks();
   // A rail's link went up or down: its paths go down at once, or are probed (or redialled).
   void SetRailLink(int rail, bool up);
+  // What a rail's link change means for its connections, once an up link has settled.
+  void RailLinkChanged(int rail, bool up, bool long_down, Clock::time_point now);
   void SendPing(int ci, Clock::time_point now);
   void HandleNack(int peer, uint64_t seq);
   void DetachInflight(int peer, uint64_t seq);
@@ -368,6 +370,10 @@ class TcpTransport final : public Transport, public FaultTarget {
   std::vector<int> rail_ifindex_;  // by rail; 0 when unknown
   std::vector<bool> rail_up_;
   std::vector<Clock::time_point> rail_down_at_;  // by rail: when its link went down last
+  // By rail: when a link that came up has settled (its paths are then probed), and whether it
+  // had been down long enough for its connections to be dialled afresh.
+  std::vector<Clock::time_point> rail_settle_at_;
+  std::vector<bool> rail_settle_long_;
   std::atomic<uint64_t> rails_up_mask_{~0ull};   // rail_up_ for other threads (rails < 64)
   // Intra-host relay.
   std::vector<uint64_t> hosts_;  // host key by rank
