@@ -1525,6 +1525,7 @@ void TcpTransport::ConnFailed(int ci, const std::string& reason, bool peer_close
 void TcpTransport::StartReconnect(int ci, Clock::time_point now) {
   Conn& c = conns_[ci];
   c.next_connect = now + options_.reconnect_interval;
+  if (RailQuiet(c.rail)) return;  // a SYN out of a dead port: see SendPing
   auto fd = net::StartConnect(peer_eps_[c.peer][c.rail], rail_ips_[c.rail]);
   if (!fd.ok()) {
     LOG_DEBUG("NET/TCP", "reconnecting %s: %s", Label(c).c_str(), fd.status().ToString().c_str());
@@ -1756,8 +1757,16 @@ void TcpTransport::SendAcks() {
   }
 }
 
+bool TcpTransport::RailQuiet(int rail) const {
+  if (rail < 0 || rail >= static_cast<int>(rail_up_.size())) return false;
+  return !rail_up_[rail] || rail_settle_at_[rail] != Clock::time_point{};
+}
+
 void TcpTransport::SendPing(int ci, Clock::time_point now) {
   Conn& c = conns_[ci];
+  // Nothing goes out of a port whose link is down (or not yet settled): it could not arrive,
+  // and it would start an ARP resolution that holds the path back for a second after the heal.
+  if (RailQuiet(c.rail)) return;
   c.last_ping = now;
   if (c.ping_outstanding_since == Clock::time_point{}) c.ping_outstanding_since = now;
   TxItem ping;
@@ -2115,6 +2124,7 @@ void TcpTransport::CheckTimers() {
 void TcpTransport::Redial(int ci, const std::string& why) {
   Conn& c = conns_[ci];
   if (!c.alive || c.link || c.relay || rank_ < c.peer || stopping_) return;
+  if (RailQuiet(c.rail)) return;  // redialled once its link is up and settled
   LOG_INFO("NET/TCP", "%s: connecting afresh (%s)", Label(c).c_str(), why.c_str());
   const auto now = Clock::now();
   c.last_dial = now;

@@ -259,6 +259,8 @@ class TcpTransport final : public Transport, public FaultTarget {
   void ResyncLinks();
   // A rail's link went up or down: its paths go down at once, or are probed (or redialled).
   void SetRailLink(int rail, bool up);
+  // The rail's link is down, or up but not yet settled (link_settle): nothing is sent from it.
+  bool RailQuiet(int rail) const;
   // What a rail's link change means for its connections, once an up link has settled.
   void RailLinkChanged(int rail, bool up, bool long_down, Clock::time_point now);
   void SendPing(int ci, Clock::time_point now);
