@@ -338,7 +338,7 @@ std::pair<std::string, std::string> MatrixTarget(const std::string& key) {
   for (const char* k : {"op", "dtype", "reduce", "root", "bytes", "duration"}) {
     if (key == k) return {"workload", key};
   }
-  for (const char* k : {"hosts", "ranks_per_host", "rails", "rail_gbps", "nics"}) {
+  for (const char* k : {"hosts", "ranks_per_host", "rails", "rail_gbps", "nics", "arp_retrans_ms"}) {
     if (key == k) return {"topology", key};
   }
   return {"", key};
@@ -472,7 +472,8 @@ ParseOutcome Parser::RunRoot(const YAML::Node& root) {
 
 void Parser::ParseTopology(const YAML::Node& n, Scenario* s) {
   if (!ExpectMap(n, "topology")) return;
-  CheckKeys(n, {"hosts", "ranks_per_host", "rails", "rail_gbps", "nics"}, "topology");
+  CheckKeys(n, {"hosts", "ranks_per_host", "rails", "rail_gbps", "nics", "arp_retrans_ms"},
+            "topology");
   bool ok = true;
   auto need_int = [&](const char* key, int64_t lo, int64_t hi, int* out) {
     if (!Required(n, key, "topology", std::string("add '") + key + ": N'")) {
@@ -493,6 +494,14 @@ void Parser::ParseTopology(const YAML::Node& n, Scenario* s) {
   if (n["rail_gbps"]) {
     if (auto v = Number(n["rail_gbps"], "topology.rail_gbps", 0.001, 400)) {
       s->topology.rail_gbps = *v;
+    } else {
+      ok = false;
+    }
+  }
+  if (n["arp_retrans_ms"]) {
+    if (auto v = Int(n["arp_retrans_ms"], "topology.arp_retrans_ms", kMinArpRetransMs,
+                     kMaxArpRetransMs)) {
+      s->topology.arp_retrans_ms = static_cast<int>(*v);
     } else {
       ok = false;
     }

@@ -41,12 +41,19 @@ struct Diagnostic {
 enum class NicLayout { kShared, kPerRank };
 const char* NicLayoutString(NicLayout n);  // "shared", "per_rank"
 
+// Bounds of topology.arp_retrans_ms.
+inline constexpr int kMinArpRetransMs = 10;
+inline constexpr int kMaxArpRetransMs = 60000;
+
 struct Topology {
   int hosts = 0;
   int ranks_per_host = 0;
   int rails = 0;
   double rail_gbps = 1.0;  // shaped capacity of every rail (every port in per_rank mode)
   NicLayout nics = NicLayout::kShared;
+  // How long the hosts' kernels wait before repeating an unanswered ARP request on a rail
+  // port (net.ipv4.neigh.<port>.retrans_time_ms); unset: the kernel's default (1000 ms).
+  std::optional<int> arp_retrans_ms = std::nullopt;
   int world_size() const { return hosts * ranks_per_host; }
   bool per_rank_nics() const { return nics == NicLayout::kPerRank; }
 };
@@ -200,11 +207,11 @@ inline constexpr const char* kKnownRequirements[] = {"sch_netem", "fault_hook", 
 
 // The keys a `matrix:` may vary and the scenario key each one sets.
 //   op dtype reduce root bytes duration -> workload.<key>; seed ccl -> top level;
-//   hosts ranks_per_host rails rail_gbps nics -> topology.<key>.
+//   hosts ranks_per_host rails rail_gbps nics arp_retrans_ms -> topology.<key>.
 inline constexpr const char* kMatrixKeys[] = {"op",        "dtype", "reduce", "root",
                                               "bytes",     "duration", "seed", "ccl",
                                               "hosts",     "ranks_per_host", "rails",
-                                              "rail_gbps", "nics"};
+                                              "rail_gbps", "nics", "arp_retrans_ms"};
 // At most this many combinations in one file.
 inline constexpr int kMaxMatrixRuns = 1000;
 

@@ -43,6 +43,12 @@ Status ValidateOptions(const TopologyOptions& o) {
   if (!(o.rail_gbps >= 0) || !std::isfinite(o.rail_gbps)) {
     return InvalidArgument("rail_gbps must be >= 0 (0: unshaped)");
   }
+  if (o.arp_retrans_ms != 0 &&
+      (o.arp_retrans_ms < kMinArpRetransMs || o.arp_retrans_ms > kMaxArpRetransMs)) {
+    return InvalidArgument("arp_retrans_ms must be " + std::to_string(kMinArpRetransMs) + ".." +
+                           std::to_string(kMaxArpRetransMs) + " (0: the kernel's), not " +
+                           std::to_string(o.arp_retrans_ms));
+  }
   if (o.nics == NicLayout::kPerRank) {
     if (o.ranks_per_host < 1 || o.hosts * o.ranks_per_host > kMaxPorts) {
       return InvalidArgument("nics per_rank: hosts x ranks_per_host must be 1.." +
@@ -110,6 +116,7 @@ TopologyOptions TopologyOptionsFor(const Topology& t, std::string run_id, bool m
   o.management = management;
   o.ranks_per_host = t.ranks_per_host;
   o.nics = t.nics;
+  o.arp_retrans_ms = t.arp_retrans_ms.value_or(0);
   return o;
 }
 
@@ -247,6 +254,15 @@ Status NetTopology::BuildHost(int h) {
                host.rank_rail_devs[l][r], RailBridge(r),
                host.rank_rail_addrs[l][r] + "/" + std::to_string(kPrefixLen), rate_bps)
               .WithContext("rank " + std::to_string(l) + " rail " + std::to_string(r)));
+    }
+  }
+  if (options_.arp_retrans_ms > 0) {
+    // Per port: a namespace other than the first has no neigh/default of its own to inherit.
+    std::vector<std::string> ports = host.rail_devs;
+    for (const auto& devs : host.rank_rail_devs) ports.insert(ports.end(), devs.begin(), devs.end());
+    for (const std::string& dev : ports) {
+      FL_RETURN_IF_ERROR(WriteSysctl(host.netns, "net/ipv4/neigh/" + dev + "/retrans_time_ms",
+                                     std::to_string(options_.arp_retrans_ms)));
     }
   }
   if (per_rank_nics()) FL_RETURN_IF_ERROR(IsolatePorts(h).WithContext("port isolation"));
@@ -439,6 +455,7 @@ nlohmann::json NetTopology::ToJson() const {
   nlohmann::json out = {{"run_id", run_id()},       {"switch_netns", switch_netns_},
                         {"rail_gbps", rail_gbps()}, {"management", management()},
                         {"prefix_len", kPrefixLen}, {"hosts", hosts}};
+  if (options_.arp_retrans_ms > 0) out["arp_retrans_ms"] = options_.arp_retrans_ms;
   // Shared-NIC reports stay exactly as they were; per-rank ones say so.
   if (per_rank_nics()) {
     out["nics"] = NicLayoutString(options_.nics);

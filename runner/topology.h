@@ -57,6 +57,9 @@ struct TopologyOptions {
   std::string journal_dir;  // empty: Journal::DefaultDir()
   int ranks_per_host = 1;   // kPerRank: one NIC per rank; hosts x ranks_per_host <= 250
   NicLayout nics = NicLayout::kShared;
+  // net.ipv4.neigh.<port>.retrans_time_ms of every rail port in the host namespaces (the
+  // interval between ARP requests for an unresolved neighbour); 0: the kernel's default.
+  int arp_retrans_ms = 0;
 };
 
 // The options for a scenario's topology.

@@ -517,6 +517,38 @@ TEST(ScenarioNics, MatrixVariesTheLayout) {
   EXPECT_EQ(e.runs[1].name, "t[nics=per_rank]");
 }
 
+// topology.arp_retrans_ms: unset means the kernel's default; a matrix compares values; out of
+// range is an error at its line.
+TEST(ScenarioTopology, ArpRetransIsOptionalBoundedAndAMatrixKey) {
+  const std::string base =
+      "name: t\n"
+      "workload: {op: allreduce, bytes: 16MiB, duration: 8s}\n";
+  ParseOutcome plain = ParseScenario(base + "topology: {hosts: 2, ranks_per_host: 1, rails: 2}\n",
+                                     "t.yaml");
+  ASSERT_TRUE(plain.ok()) << Dump(plain.diagnostics);
+  EXPECT_FALSE(plain.scenario->topology.arp_retrans_ms.has_value());
+  ParseOutcome set = ParseScenario(
+      base + "topology: {hosts: 2, ranks_per_host: 1, rails: 2, arp_retrans_ms: 100}\n", "t.yaml");
+  ASSERT_TRUE(set.ok()) << Dump(set.diagnostics);
+  EXPECT_EQ(set.scenario->topology.arp_retrans_ms, 100);
+  for (const char* bad : {"0", "5", "60001", "fast"}) {
+    ParseOutcome r = ParseScenario(base + "topology: {hosts: 2, ranks_per_host: 1, rails: 2, " +
+                                       "arp_retrans_ms: " + bad + "}\n",
+                                   "t.yaml");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(Dump(r.diagnostics).find("topology.arp_retrans_ms"), std::string::npos)
+        << Dump(r.diagnostics);
+  }
+  ExpandOutcome e = ExpandScenario(
+      base + "topology: {hosts: 2, ranks_per_host: 1, rails: 2}\n"
+             "matrix: {arp_retrans_ms: [1000, 100]}\n",
+      "m.yaml");
+  ASSERT_TRUE(e.ok()) << Dump(e.diagnostics);
+  ASSERT_EQ(e.runs.size(), 2u);
+  EXPECT_EQ(e.runs[0].topology.arp_retrans_ms, 1000);
+  EXPECT_EQ(e.runs[1].topology.arp_retrans_ms, 100);
+}
+
 // Every complete scenario shown in the schema reference (```yaml blocks with a `name:`) must
 // validate, so the documentation cannot drift from the parser.
 TEST(ScenarioFiles, ReadmeExamplesValidate) {

@@ -115,6 +115,7 @@ TopologyOptions PerRank(int hosts, int ranks, int rails) {
 TEST(NicPerRank, NamesAddressesRulesAndShaping) {
   TempDir journal;
   TopologyOptions o = PerRank(2, 2, 2);
+  o.arp_retrans_ms = 200;  // a multiple of every HZ's tick: the kernel keeps jiffies
   std::string skip;
   {
     auto topo = BuildOrSkip(o, journal.path(), &skip);
@@ -147,6 +148,10 @@ TEST(NicPerRank, NamesAddressesRulesAndShaping) {
           EXPECT_EQ(topo->RankRailAddrs(h, l)[r], addr);
           const nlohmann::json* link = FindIf(addrs, dev);
           ASSERT_NE(link, nullptr) << ns << "/" << dev;
+          EXPECT_EQ(Sh("ip netns exec " + ns + " cat /proc/sys/net/ipv4/neigh/" + dev +
+                       "/retrans_time_ms"),
+                    "200\n")
+              << ns << "/" << dev;
           EXPECT_TRUE(HasFlag(*link, "UP") && HasFlag(*link, "LOWER_UP")) << link->dump();
           EXPECT_EQ(V4Addrs(*link), std::set<std::string>{addr + "/24"});
           // Shaped on both ends.

@@ -300,6 +300,42 @@ TEST(Topology, ZeroGbpsIsUnshapedAndNoManagementMeansNone) {
   ExpectNothingLeft(o.run_id, journal.path());
 }
 
+// arp_retrans_ms lands on every rail port of every host namespace, and only there; without it
+// the ports keep the kernel's value.
+TEST(Topology, ArpRetransIsSetOnEveryRailPort) {
+  TempDir journal;
+  TopologyOptions o;
+  o.run_id = NewRunId();
+  o.hosts = 2;
+  o.rails = 2;
+  o.rail_gbps = 0;
+  o.arp_retrans_ms = 100;  // a multiple of every HZ's tick: the kernel keeps jiffies
+  std::string skip;
+  {
+    auto topo = BuildOrSkip(o, journal.path(), &skip);
+    if (!skip.empty()) GTEST_SKIP() << skip;
+    ASSERT_NE(topo, nullptr);
+    for (int h = 0; h < 2; ++h) {
+      ASSERT_EQ(topo->host(h).rail_devs.size(), 2u);
+      for (const std::string& dev : topo->host(h).rail_devs) {
+        EXPECT_EQ(Sh("ip netns exec " + topo->host(h).netns +
+                     " cat /proc/sys/net/ipv4/neigh/" + dev + "/retrans_time_ms"),
+                  "100\n")
+            << "host " << h << " " << dev;
+      }
+      EXPECT_NE(Sh("ip netns exec " + topo->host(h).netns +
+                   " cat /proc/sys/net/ipv4/neigh/mgmt/retrans_time_ms"),
+                "100\n");
+    }
+    EXPECT_EQ(topo->ToJson().value("arp_retrans_ms", 0), 100);
+  }
+  ExpectNothingLeft(o.run_id, journal.path());
+  o.arp_retrans_ms = 5;
+  o.run_id = NewRunId();
+  EXPECT_EQ(NetTopology::Build(o).status().code(), Code::kInvalidArgument);
+  EXPECT_TRUE(NetnsWithPrefix("fl-" + o.run_id + "-").empty());
+}
+
 TEST(Topology, RefusesATakenRunIdAndTouchesNothing) {
   TempDir journal;
   TopologyOptions o;
