@@ -48,6 +48,8 @@ constexpr uint64_t kListenId = 2ull << 32;   // + rail: the rail's listener
 constexpr uint64_t kPendingId = 3ull << 32;  // + n: an accepted socket waiting for its hello
 constexpr auto kHelloTimeout = std::chrono::seconds(1);
 constexpr auto kConnectTimeout = std::chrono::seconds(1);
+// The shortest a reconnect attempt waits for its handshake (see ConnectTimeout).
+constexpr auto kConnectFloor = std::chrono::milliseconds(200);
 // The rail field of a relay connection's hello (its path is rail num_rails, channel 0).
 constexpr uint32_t kRelayHelloRail = 0xFFFF;
 // A relay that is no longer needed is closed once its data is acknowledged, or after this.
@@ -1536,7 +1538,15 @@ void TcpTransport::StartReconnect(int ci, Clock::time_point now) {
   e.data.u64 = kConnectId + static_cast<uint64_t>(ci);
   if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd->get(), &e) != 0) return;
   c.connecting = std::move(fd.value());
-  c.connect_deadline = now + kConnectTimeout;
+  c.connect_deadline = now + ConnectTimeout(c);
+}
+
+Clock::duration TcpTransport::ConnectTimeout(const Conn& c) const {
+  // A lost SYN or SYN-ACK (queued behind an ARP resolution after an outage, sent before a
+  // switch port forwards) costs the kernel's initial retransmission timeout, 1 s. On a path
+  // whose round trip is known, an attempt that has not completed in twice its suspicion
+  // timeout is given up, and the next one sends a fresh SYN at once.
+  return std::clamp<Clock::duration>(2 * SuspectTimeout(c), kConnectFloor, kConnectTimeout);
 }
 
 void TcpTransport::OnConnectDone(int ci) {

@@ -242,6 +242,8 @@ class TcpTransport final : public Transport, public FaultTarget {
   void RttSample(Conn& c, double ms);
   // The suspicion timeout of a connection: srtt + 4 rttvar within [floor, ceiling].
   Clock::duration SuspectTimeout(const Conn& c) const;
+  // How long a reconnect attempt on this connection waits for its handshake.
+  Clock::duration ConnectTimeout(const Conn& c) const;
   // Counts a down transition for flap damping and sets the hold-down.
   void RecordDown(Conn& c, Clock::time_point now);
   // Moves `ch`'s bytes onto connection `ci`'s outstanding count (-1: onto none).
