@@ -33,6 +33,12 @@ std::string Sh(const std::string& cmd, int* rc) {
   return out;
 }
 
+std::string Sysctl(const std::string& netns, const std::string& key) {
+  std::string v = Sh("ip netns exec " + netns + " cat /proc/sys/net/ipv4/" + key);
+  while (!v.empty() && (v.back() == '\n' || v.back() == ' ')) v.pop_back();
+  return v;
+}
+
 nlohmann::json ShJson(const std::string& cmd) {
   int rc = 0;
   std::string out = Sh(cmd, &rc);

@@ -24,6 +24,9 @@ nlohmann::json ShJson(const std::string& cmd);
 const nlohmann::json* FindIf(const nlohmann::json& list, const std::string& ifname);
 bool HasFlag(const nlohmann::json& link, const char* flag);
 std::set<std::string> V4Addrs(const nlohmann::json& link);
+// /proc/sys/net/ipv4/<key> as seen inside `netns` ("conf/all/rp_filter",
+// "neigh/r0/retrans_time_ms"), without the trailing newline.
+std::string Sysctl(const std::string& netns, const std::string& key);
 // Names from `ip netns list` that start with `prefix`.
 std::vector<std::string> NetnsWithPrefix(const std::string& prefix);
 

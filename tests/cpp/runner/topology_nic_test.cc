@@ -50,12 +50,6 @@ void ExpectNoRoute(const std::string& r) {
       << "expected EHOSTUNREACH or ENETUNREACH, got: " << r;
 }
 
-std::string Sysctl(const std::string& netns, const std::string& key) {
-  std::string v = Sh("ip netns exec " + netns + " cat /proc/sys/net/ipv4/conf/" + key);
-  while (!v.empty() && (v.back() == '\n' || v.back() == ' ')) v.pop_back();
-  return v;
-}
-
 // Connects from `src` (bound) to dst:port inside `netns` and sends `bytes` bytes; returns
 // "ok" or the Python exception's name ("OSError: [Errno 101] ...", "timeout", ...).
 std::string SendFrom(const std::string& netns, const std::string& src, const std::string& dst,
@@ -148,9 +142,7 @@ TEST(NicPerRank, NamesAddressesRulesAndShaping) {
           EXPECT_EQ(topo->RankRailAddrs(h, l)[r], addr);
           const nlohmann::json* link = FindIf(addrs, dev);
           ASSERT_NE(link, nullptr) << ns << "/" << dev;
-          EXPECT_EQ(Sh("ip netns exec " + ns + " cat /proc/sys/net/ipv4/neigh/" + dev +
-                       "/retrans_time_ms"),
-                    "200\n")
+          EXPECT_EQ(Sysctl(ns, "neigh/" + dev + "/retrans_time_ms"), "200")
               << ns << "/" << dev;
           EXPECT_TRUE(HasFlag(*link, "UP") && HasFlag(*link, "LOWER_UP")) << link->dump();
           EXPECT_EQ(V4Addrs(*link), std::set<std::string>{addr + "/24"});
@@ -192,14 +184,14 @@ TEST(NicPerRank, NamesAddressesRulesAndShaping) {
           ASSERT_TRUE(ss.ok()) << ss.status().ToString();
           EXPECT_EQ(ss->netns, sw);
           EXPECT_EQ(ss->dev, sdev);
-          EXPECT_EQ(Sysctl(ns, dev + "/arp_ignore"), "1");
-          EXPECT_EQ(Sysctl(ns, dev + "/arp_announce"), "2");
-          EXPECT_EQ(Sysctl(ns, dev + "/rp_filter"), "0");
+          EXPECT_EQ(Sysctl(ns, "conf/" + dev + "/arp_ignore"), "1");
+          EXPECT_EQ(Sysctl(ns, "conf/" + dev + "/arp_announce"), "2");
+          EXPECT_EQ(Sysctl(ns, "conf/" + dev + "/rp_filter"), "0");
         }
       }
-      EXPECT_EQ(Sysctl(ns, "all/arp_ignore"), "1");
-      EXPECT_EQ(Sysctl(ns, "all/arp_announce"), "2");
-      EXPECT_EQ(Sysctl(ns, "all/rp_filter"), "0");
+      EXPECT_EQ(Sysctl(ns, "conf/all/arp_ignore"), "1");
+      EXPECT_EQ(Sysctl(ns, "conf/all/arp_announce"), "2");
+      EXPECT_EQ(Sysctl(ns, "conf/all/rp_filter"), "0");
     }
     // A link target needs its rank; the shared-rail helpers refuse.
     FaultTarget no_rank;
