@@ -11,7 +11,7 @@
 #include "fault_hook.h"
 #include "log.h"
 #include "net.h"
-#include "transport/tcp/transport.h"
+#include "transport/factory.h"
 
 namespace ftccl {
 namespace {
@@ -84,7 +84,7 @@ class Communicator::Impl {
  private:
   void WorkerLoop();
 
-  std::unique_ptr<transport::tcp::TcpTransport> transport_;
+  std::unique_ptr<transport::engine::Engine> transport_;
   std::unique_ptr<FaultHookServer> hook_;  // stopped before the transport shuts down
   std::thread worker_;
   std::mutex mu_;
@@ -130,7 +130,7 @@ Status Communicator::Impl::Init() {
     if (!ip.ok()) return ip.status();
     ips.push_back(ip.value());
   }
-  auto listeners = transport::tcp::TcpTransport::OpenListeners(ips);
+  auto listeners = transport::OpenListeners(ips);
   if (!listeners.ok()) return listeners.status();
   std::vector<net::Endpoint> mine;
   for (auto& l : listeners.value()) mine.push_back(l.second);
@@ -148,7 +148,7 @@ Status Communicator::Impl::Init() {
     boot = std::move(b.value());
     table = boot->table();
   }
-  auto t = transport::tcp::TcpTransport::Connect(o, table, std::move(listeners.value()), ips, deadline);
+  auto t = transport::Connect(o, table, std::move(listeners.value()), ips, deadline);
   Status st = t.ok() ? Status::Ok() : t.status();
   if (boot) st = boot->Ready(st, deadline);
   if (!st.ok()) return st;

@@ -1,15 +1,15 @@
-// Link: the byte stream under a connection of the chunk protocol, when that stream is not a
-// plain TCP socket (see tcp/transport.h: a connection reads and writes either its socket or its
-// Link). The protocol above it (frames, CRC, acknowledgements, resends, migration) is the same
-// for every link; a link only moves bytes in order and says when its path is gone.
+// Link: the byte stream under one connection of the chunk protocol (engine/engine.h). Every
+// backend brings its own: a TCP socket (tcp/link.h) or an RC queue pair (verbs/link.h). The
+// protocol above it (frames, CRC, acknowledgements, resends, migration) is the same for every
+// link; a link only moves bytes in order and says when its path is gone.
 //
-// The calls mirror the socket calls they replace: Writev like sendmsg, Read like recv, both
-// non-blocking with errno set on -1 (EAGAIN: try again after the link reports ready; anything
-// else: the link is down). fd() is what the progress thread registers with epoll; when epoll
-// reports it, Ready() does the link's own housekeeping and says which of EPOLLIN/EPOLLOUT the
-// connection should act on.
+// The calls mirror the socket calls: Writev like sendmsg, Read like recv, both non-blocking
+// with errno set on -1 (EAGAIN: try again after the link reports ready; anything else: the
+// link is down). fd() is what the progress thread registers with epoll; when epoll reports it,
+// Ready() does the link's own housekeeping and says which of EPOLLIN/EPOLLOUT the connection
+// should act on.
 //
-// Thread-safety: none; a link belongs to the progress thread once the transport has started.
+// Thread-safety: none; a link belongs to the progress thread once the engine has started.
 #pragma once
 
 #include <sys/types.h>
@@ -26,10 +26,10 @@ class Link {
  public:
   virtual ~Link() = default;
 
-  // A pollable descriptor, valid for the life of the link.
+  // A pollable descriptor, valid until Close().
   virtual int fd() const = 0;
   // Called when epoll reports fd(): returns the events the connection should act on (a subset
-  // of EPOLLIN | EPOLLOUT | EPOLLERR); 0 when there is nothing to do.
+  // of EPOLLIN | EPOLLOUT | EPOLLERR | EPOLLHUP | EPOLLRDHUP); 0 when there is nothing to do.
   virtual uint32_t Ready(uint32_t events) = 0;
   // Accepts up to the sum of the iovecs; returns the bytes taken, or -1 with errno.
   virtual ssize_t Writev(const iovec* iov, int iovcnt) = 0;
@@ -38,6 +38,9 @@ class Link {
   virtual ssize_t Read(void* buf, size_t len) = 0;
   // Tells the peer that nothing more follows (its Read returns 0 after the data before it).
   virtual void ShutdownWrite() = 0;
+  // The connection is given up: releases what the peer can see (a socket is closed, so the
+  // peer's end fails too). State() still answers afterwards. Idempotent.
+  virtual void Close() = 0;
 
   // After Writev/Read failed with something other than EAGAIN: why, and whether the failure is
   // fatal for the communicator (not a path failure that another path can absorb).
@@ -47,7 +50,8 @@ class Link {
   // Fault injection: puts the link into the error state a broken path would leave it in (for a
   // queue pair: IBV_QPS_ERR). The next Ready() reports it. Fails where the link cannot do so.
   virtual Status ForceError() = 0;
-  // A short description of the link's state as the kernel reports it ("RTS", "ERR").
+  // A short description of the link's state as the kernel reports it ("RTS", "ERR", "open",
+  // "closed").
   virtual std::string State() const = 0;
 };
 

@@ -31,7 +31,7 @@
 #include "collective_check.h"
 #include "ftccl/ftccl.h"
 #include "rank_launcher.h"
-#include "transport/verbs/qp_link.h"
+#include "transport/verbs/setup.h"
 
 namespace ftccl::test {
 namespace {

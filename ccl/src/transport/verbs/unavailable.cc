@@ -1,5 +1,5 @@
 // The verbs backend of a build without libibverbs: every entry point says so.
-#include "transport/verbs/qp_link.h"
+#include "transport/verbs/setup.h"
 
 namespace ftccl::transport::verbs {
 namespace {

@@ -1,4 +1,5 @@
-#include "transport/verbs/qp_link.h"
+#include "transport/verbs/link.h"
+
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -24,29 +25,8 @@
 namespace ftccl::transport::verbs {
 namespace {
 
-constexpr int kSendSlots = 32;
-constexpr int kRecvSlots = 2 * kSendSlots;
-constexpr size_t kSlotBytes = 64 * 1024;
-constexpr uint64_t kFinWrId = UINT64_MAX;
-constexpr uint32_t kFinImm = 0x46494e21;  // "FIN!"
-constexpr uint32_t kInfoMagic = 0x51505631;  // "QPV1"
-constexpr uint64_t kRecvBase = 1u << 20;  // wr_id of receive slot i: kRecvBase + i
 
-// What one end tells the other during setup.
-struct WireInfo {
-  uint32_t magic;
-  uint32_t qpn;
-  uint32_t psn;
-  uint32_t mtu;  // enum ibv_mtu
-  uint8_t gid[16];
-};
-static_assert(sizeof(WireInfo) == 32);
 
-std::string IpString(uint32_t ip) {
-  char buf[INET_ADDRSTRLEN] = {};
-  inet_ntop(AF_INET, &ip, buf, sizeof(buf));
-  return buf;
-}
 
 bool PathDownStatus(ibv_wc_status s) {
   return s == IBV_WC_RETRY_EXC_ERR || s == IBV_WC_RNR_RETRY_EXC_ERR || s == IBV_WC_WR_FLUSH_ERR;
@@ -92,78 +72,14 @@ Status SetNonBlock(int fd, const char* what) {
   return Status::Ok();
 }
 
-// Every verbs object of one link, created in dependency order and destroyed in reverse.
-class QpLink final : public Link {
- public:
-  QpLink() = default;
-  ~QpLink() override;
-  QpLink(const QpLink&) = delete;
-  QpLink& operator=(const QpLink&) = delete;
+}  // namespace
 
-  // Opens the device and creates every object up to a QP in INIT with its receives posted.
-  Status Init(const RailDevice& dev, const std::string& label);
-  WireInfo LocalInfo() const;
-  // RTR then RTS towards the peer described by `remote`.
-  Status Connect(const WireInfo& remote, const CommOptions& options);
+std::string IpString(uint32_t ip) {
+  char buf[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &ip, buf, sizeof(buf));
+  return buf;
+}
 
-  int fd() const override { return epoll_.get(); }
-  uint32_t Ready(uint32_t events) override;
-  ssize_t Writev(const iovec* iov, int iovcnt) override;
-  ssize_t Read(void* buf, size_t len) override;
-  void ShutdownWrite() override;
-  std::string error_text() const override { return error_; }
-  bool fatal() const override { return fatal_; }
-  Status ForceError() override;
-  std::string State() const override;
-
- private:
-  struct RecvDone {
-    int slot;
-    uint32_t len;
-    uint32_t off;
-  };
-  // Takes completions off the CQ; with `events`, also the completion channel's and the async
-  // events (system calls: only when epoll reported the link).
-  void Poll(bool events);
-  void OnCompletion(const ibv_wc& wc);
-  void SetError(bool fatal, std::string text);
-  Status PostRecv(int slot);
-  void Rearm();
-  uint8_t* SendSlot(int i) { return buf_.get() + static_cast<size_t>(i) * kSlotBytes; }
-  uint8_t* RecvSlot(int i) { return buf_.get() + static_cast<size_t>(kSendSlots + i) * kSlotBytes; }
-
-  std::string label_;
-  int port_ = 1;
-  int gid_index_ = 0;
-  int ifindex_ = 0;
-  ibv_mtu mtu_ = IBV_MTU_1024;
-  ibv_gid gid_{};
-  uint32_t psn_ = 0;
-
-  ibv_context* ctx_ = nullptr;
-  ibv_pd* pd_ = nullptr;
-  ibv_comp_channel* channel_ = nullptr;
-  ibv_cq* cq_ = nullptr;
-  ibv_qp* qp_ = nullptr;
-  ibv_mr* mr_ = nullptr;
-  struct FreeDeleter {
-    void operator()(uint8_t* p) const { std::free(p); }
-  };
-  std::unique_ptr<uint8_t, FreeDeleter> buf_;
-  net::Fd epoll_;
-  net::Fd kick_;
-  bool kicked_ = false;
-
-  int send_next_ = 0;      // next send slot to fill
-  int send_inflight_ = 0;  // posted sends not yet completed (fin excluded)
-  bool want_write_ = false;
-  bool fin_sent_ = false;
-  std::deque<RecvDone> received_;
-  bool eof_ = false;
-  bool failed_ = false;
-  bool fatal_ = false;
-  std::string error_;
-};
 
 QpLink::~QpLink() {
   // Reverse order of creation; each step runs even when an earlier one failed.
@@ -555,103 +471,5 @@ std::string QpLink::State() const {
   return QpStateName(a.qp_state);
 }
 
-}  // namespace
-
-bool Built() { return true; }
-
-std::string RailDevice::ToString() const {
-  return device + " port " + std::to_string(port) + " gid " + std::to_string(gid_index);
-}
-
-Result<RailDevice> FindRailDevice(uint32_t ip) {
-  uint8_t want[16] = {};
-  want[10] = 0xff;
-  want[11] = 0xff;
-  std::memcpy(want + 12, &ip, 4);
-  int n = 0;
-  ibv_device** list = ibv_get_device_list(&n);
-  if (list == nullptr) {
-    return InvalidArgument("no RDMA device for rail address " + IpString(ip) + " (ibv_get_device_list: " +
-                           strerror(errno) + ")");
-  }
-  std::string seen;
-  Result<RailDevice> found = InvalidArgument("");
-  bool ok = false;
-  for (int i = 0; i < n && !ok; ++i) {
-    ibv_context* ctx = ibv_open_device(list[i]);
-    if (ctx == nullptr) continue;
-    const std::string name = ibv_get_device_name(list[i]);
-    seen += (seen.empty() ? "" : ", ") + name;
-    ibv_device_attr da{};
-    if (ibv_query_device(ctx, &da) == 0) {
-      for (int port = 1; port <= da.phys_port_cnt && !ok; ++port) {
-        ibv_port_attr pa{};
-        if (ibv_query_port(ctx, static_cast<uint8_t>(port), &pa) != 0) continue;
-        for (int g = 0; g < pa.gid_tbl_len && !ok; ++g) {
-          ibv_gid_entry e{};
-          if (ibv_query_gid_ex(ctx, static_cast<uint32_t>(port), static_cast<uint32_t>(g), &e, 0) != 0) continue;
-          if (e.gid_type != IBV_GID_TYPE_ROCE_V2 || std::memcmp(e.gid.raw, want, 16) != 0) continue;
-          found = RailDevice{name, port, g, static_cast<int>(e.ndev_ifindex)};
-          ok = true;
-        }
-      }
-    }
-    ibv_close_device(ctx);
-  }
-  ibv_free_device_list(list);
-  if (ok) return found;
-  return InvalidArgument("no RDMA device for rail address " + IpString(ip) +
-                         ": no port has it as a RoCE v2 GID (devices: " + (seen.empty() ? "none" : seen) +
-                         "); add one with `rdma link add NAME type rxe netdev DEV` or pick a rail on an RDMA port");
-}
-
-Result<std::vector<std::unique_ptr<Link>>> Upgrade(const std::vector<UpgradeConn>& conns,
-                                                   const CommOptions& options,
-                                                   Clock::time_point deadline) {
-  std::map<uint32_t, RailDevice> devices;
-  std::vector<std::unique_ptr<QpLink>> links;
-  for (const auto& c : conns) {
-    auto it = devices.find(c.local_ip);
-    if (it == devices.end()) {
-      auto d = FindRailDevice(c.local_ip);
-      if (!d.ok()) return d.status();
-      it = devices.emplace(c.local_ip, d.value()).first;
-    }
-    auto link = std::make_unique<QpLink>();
-    Status st = link->Init(it->second, c.label);
-    if (!st.ok()) return st.WithContext(c.label + " on " + it->second.ToString());
-    links.push_back(std::move(link));
-  }
-  // Writes first on every connection, then reads: no order between peers can deadlock.
-  for (size_t i = 0; i < conns.size(); ++i) {
-    WireInfo w = links[i]->LocalInfo();
-    Status st = net::WriteFull(conns[i].tcp_fd, &w, sizeof(w), deadline);
-    if (!st.ok()) return st.WithContext("sending the QP address to " + conns[i].label);
-  }
-  for (size_t i = 0; i < conns.size(); ++i) {
-    WireInfo w{};
-    Status st = net::ReadFull(conns[i].tcp_fd, &w, sizeof(w), deadline);
-    if (!st.ok()) return st.WithContext("reading the QP address of " + conns[i].label);
-    if (w.magic != kInfoMagic) {
-      return Corrupt("unexpected QP address from " + conns[i].label +
-                     " (the peer does not use the verbs transport?)");
-    }
-    st = links[i]->Connect(w, options);
-    if (!st.ok()) return st.WithContext(conns[i].label);
-  }
-  const uint8_t ready = 1;
-  for (size_t i = 0; i < conns.size(); ++i) {
-    Status st = net::WriteFull(conns[i].tcp_fd, &ready, 1, deadline);
-    if (!st.ok()) return st.WithContext("telling " + conns[i].label + " that the QP is ready");
-  }
-  for (size_t i = 0; i < conns.size(); ++i) {
-    uint8_t b = 0;
-    Status st = net::ReadFull(conns[i].tcp_fd, &b, 1, deadline);
-    if (!st.ok()) return st.WithContext("waiting for the QP of " + conns[i].label);
-  }
-  std::vector<std::unique_ptr<Link>> out;
-  for (auto& l : links) out.push_back(std::move(l));
-  return out;
-}
 
 }  // namespace ftccl::transport::verbs

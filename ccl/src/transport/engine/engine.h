@@ -1,0 +1,404 @@
+// The chunk engine: ftccl's reliable, multi-path message protocol over any backend's byte
+// streams (transport/link.h). It implements the Transport contract (transport/transport.h) and
+// the fault hook's FaultTarget.
+//
+// Every pair of ranks has `channels_per_rail` connections on every rail (plus, for the intra-
+// host relay, one more path through a rank of the same host). Messages are cut into chunks;
+// each chunk is a frame with a sequence number and CRC32C (wire.h). The receiver acknowledges
+// cumulatively with selective ranges (SACK), drops duplicates and answers a bad payload with a
+// NACK; a send completes only when every chunk is acknowledged, so any chunk can be resent on
+// any path until then: that is what makes failover lossless.
+//
+// The engine is split by concern, one file each:
+//   engine.cc       lifecycle, the progress loop, completion and failure (this class's core)
+//   tx.cc           posting sends, striping chunks over paths, writing frames, acknowledging
+//   rx.cc           reading frames: one handler per frame type; posting receives
+//   paths.cc        path health over time: timers, suspicion, probes, failures, link state
+//   reconnect.cc    connections set up again through the backend (redial, accept)
+//   relay.cc        the intra-host relay path
+//   fault_hook.cc   the FaultTarget operations (conn_corrupt, qp_error, path state)
+//   path_health.h   a path's RTT, suspicion and damping (pure, unit-tested)
+//   striping.h      a path's measured rate, window and the striping shares (pure, unit-tested)
+//   link_watch.h    the rails' link state from netlink
+// The backend (transport/backend.h: tcp/ or verbs/) owns connection setup; the engine knows a
+// connection only as a Link.
+//
+// Thread-safety: as Transport. One progress thread owns every connection; other threads talk
+// to it through Post() and the completion state guarded by mu_.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "bootstrap.h"
+#include "net.h"
+#include "transport/backend.h"
+#include "transport/engine/link_watch.h"
+#include "transport/engine/path_health.h"
+#include "transport/engine/striping.h"
+#include "transport/fault_target.h"
+#include "transport/link.h"
+#include "transport/transport.h"
+#include "wire.h"
+
+namespace ftccl::transport::engine {
+
+// A connection of the initial mesh, handed to the engine by the factory.
+struct InitialConn {
+  std::unique_ptr<Link> link;
+  int peer = -1;
+  int rail = 0;
+  int channel = 0;
+  uint16_t conn_port = 0;  // names the connection in path-down notices (0: any)
+};
+
+class Engine final : public Transport, public FaultTarget {
+ public:
+  // REQUIRES: `conns` hold every connection of the mesh; `rail_ips` are this rank's rail
+  // addresses (network byte order), by rail.
+  Engine(const CommOptions& options, const BootstrapTable& table, std::unique_ptr<Backend> backend,
+         std::vector<InitialConn> conns, std::vector<uint32_t> rail_ips);
+  ~Engine() override;
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Starts the progress thread. REQUIRES: called once.
+  Status Start();
+
+  void Begin(uint64_t coll_seq, const Signature& sig) override;
+  OpPtr Send(int peer, const MsgKey& key, const Signature& sig, const void* buf,
+             size_t len) override;
+  OpPtr Recv(int peer, const MsgKey& key, const Signature& sig, void* buf, size_t len) override;
+  Status Wait(const OpPtr& op, Clock::time_point deadline) override;
+  void Fail(const Status& why, uint64_t coll_seq) override;
+  Status error() const override;
+  CommStats Stats() const override;
+  std::vector<Event> DrainEvents() override;
+  void Shutdown() override;
+
+  // FaultTarget (the fault hook): conn_corrupt damages the next data frame to `peer` on one
+  // connection of `rail` (payload: its checksum; header: the header's checksum).
+  const char* TransportName() const override { return backend_->name(); }
+  Result<PathFaultState> InjectQpError(int peer, int rail, Deadline deadline) override;
+  Result<PathFaultState> QueryPath(int peer, int rail, Deadline deadline) override;
+  Result<PathFaultState> CorruptNextFrame(int peer, int rail, FramePart part,
+                                          Deadline deadline) override;
+  // qp_error (verbs): moves the QPs of every channel to `peer` on `rail` into IBV_QPS_ERR on
+  // the progress thread, as a broken path would; the engine then recovers as for any failed
+  // path. Fails with kInvalidArgument for a bad peer/rail, a TCP communicator or no live QP.
+  Status InjectQpError(int peer, int rail);
+  // "channel C: STATE" per channel to `peer` on `rail` (STATE as ibv_query_qp reports it, or
+  // "closed" once the engine dropped the connection).
+  Result<std::vector<std::string>> QpStates(int peer, int rail);
+  // The state of the first QP to `peer` on `rail` ("RTS", "ERR", ...; "closed"), for the hook.
+  std::optional<std::string> FirstQpState(int peer, int rail);
+
+ private:
+  // A frame being written: its header, and a payload in the user's buffer or owned.
+  struct TxItem {
+    wire::FrameHeader hdr;
+    const uint8_t* payload = nullptr;
+    std::unique_ptr<uint8_t[]> owned;  // payload copies that must outlive the user's buffer
+    uint32_t len = 0;
+    bool is_data = false;
+    uint64_t seq = 0;
+    size_t sent = 0;  // bytes of header + payload written so far
+  };
+  // A message being received from a peer.
+  struct RxMsg {
+    MsgKey key;
+    Signature sig;
+    uint64_t len = 0;
+    OpPtr recv;                          // the posted receive, if any yet
+    std::unique_ptr<uint8_t[]> staging;  // data that arrived before the receive was posted
+    std::vector<std::pair<uint64_t, uint32_t>> staged;  // (offset, len) complete in staging
+    uint64_t bytes_done = 0;
+    bool any_chunk = false;
+  };
+  // The receive side of one connection: the frame being read.
+  struct RxState {
+    wire::FrameHeader hdr;
+    size_t hdr_got = 0;
+    bool in_payload = false;
+    uint8_t* dst = nullptr;  // nullptr: discard
+    size_t payload_got = 0;
+    std::shared_ptr<RxMsg> msg;
+    bool into_staging = false;
+    std::string text;  // a control payload (SACK ranges, abort reason)
+    void Reset() {
+      hdr_got = 0;
+      in_payload = false;
+      payload_got = 0;
+      dst = nullptr;
+      msg.reset();
+      text.clear();
+    }
+  };
+  // The intra-host relay state of a relay connection (rail == num_rails_). It carries data
+  // only while no direct path to the peer works. `initiator`: this rank opened it (it lost its
+  // own rails) and closes it again; `on`: it carried the relay_on event.
+  struct RelayState {
+    bool initiator = false;
+    bool on = false;
+    int via = -1;
+    size_t pick = 0;                  // which neighbour to try next
+    std::string reason;               // why it was opened, for its events
+    Clock::time_point drain_since{};  // a direct path works again since
+  };
+  // One connection: a path to `peer` over `rail` and `channel`.
+  struct Conn {
+    std::unique_ptr<Link> link;  // null while the slot is empty (a relay not opened yet)
+    int peer = -1;
+    int rail = 0;
+    int channel = 0;
+    bool alive = true;
+    bool blocked = false;  // waiting for EPOLLOUT
+    bool half_closed = false;
+    bool relay = false;     // the relay slot of its peer
+    uint16_t conn_port = 0;  // the connecting end's port: names this connection in notices
+    PathHealth health;
+    PathRate rate;
+    // Transmit: control frames first, then data pulled from the peer's ready queue.
+    std::deque<TxItem> ctrl;
+    std::optional<TxItem> cur;
+    RxState rx;
+    // Set up again after a failure (the higher rank of the pair dials).
+    bool reconnect = false;
+    Clock::time_point next_connect{};
+    Clock::time_point last_dial{};  // the last time it was connected afresh (Redial)
+    RelayState relay_state;
+    // Fault hook: damage the next data frame written here; frames damaged so far, and when.
+    std::optional<FramePart> corrupt_next;
+    uint64_t corrupt_sent = 0;
+    int64_t corrupt_last_ns = 0;
+  };
+  // A chunk of a send, from posting until acknowledged.
+  struct TxChunk {
+    OpPtr op;
+    uint64_t offset = 0;
+    uint32_t len = 0;
+    wire::FrameHeader hdr;
+    Clock::time_point sent_at;
+    int conn = -1;
+    int tx_count = 0;
+    bool in_ready = false;
+    bool delivered = false;  // acknowledged as received: reached the peer, not resent
+    int counted = -1;        // the connection whose outstanding bytes include this chunk
+  };
+  struct Peer {
+    std::vector<int> conns;
+    uint64_t next_seq = 0;
+    std::map<uint64_t, TxChunk> unacked;
+    std::deque<uint64_t> ready;
+    uint64_t cum = 0;
+    uint64_t delivered = 0;  // sender: every chunk below this reached the peer
+    std::set<uint64_t> above;
+    std::unordered_set<uint64_t> inflight;
+    std::map<MsgKey, std::shared_ptr<RxMsg>> rx;
+    std::map<uint64_t, uint64_t> held;  // chunk_seq -> coll_seq of collectives not begun here
+    bool ack_dirty = false;
+    int ack_conn = -1;       // the connection that last delivered data: acknowledgements go there
+    int last_ack_conn = -1;  // where the last acknowledgement went: an abort follows it there
+    size_t ack_rr = 0;
+    bool closing = false;               // BYE received
+    bool resume_pending = false;        // a path went down: the next acknowledgement resumes
+    Clock::time_point no_path_since{};  // every live path suspect since (epoch: not so)
+    std::map<int, double> shares;       // connection -> share of the striping last announced
+    bool gone = false;                  // no connection left
+  };
+  using HeaderHandler = void (Engine::*)(int ci);
+
+  // engine.cc: the progress loop, commands, completion and failure.
+  void Loop();
+  void RunCommands();
+  void Post(std::function<void()> fn);
+  // Runs `fn` on the progress thread and waits for its Status (bounded).
+  Status RunOnProgress(std::function<Status()> fn);
+  void Complete(const OpPtr& op, Status st);
+  void FailLocked(const Status& why, uint64_t coll_seq);
+  void Emit(EventKind kind, int peer, int rail, int channel, std::string reason);
+  Status MismatchStatus(uint64_t coll_seq, int peer, const Signature& mine,
+                        const Signature& theirs) const;
+  std::string Label(const Conn& c) const;
+  void WatchLink(int ci, bool write);
+  void UnwatchLink(Conn& c);
+  bool Dead(uint64_t coll_seq) const { return failed_ && coll_seq >= fail_from_; }
+
+  // tx.cc
+  void PostSend(const OpPtr& op);
+  void Kick(int peer);
+  // Writes what `ci` has queued until it blocks, pulling at most `max_new_chunks` new data
+  // chunks. Returns the number pulled.
+  size_t Flush(int ci, size_t max_new_chunks = SIZE_MAX);
+  bool PullData(int ci);
+  void ApplyWireFaults(int ci, TxItem* item, const TxChunk& ch);
+  int PickConn(int peer);
+  void EnqueueCtrl(int peer, TxItem item);
+  void SendAcks();
+  uint64_t AckValue(const Peer& p) const;
+  void HandleNack(int peer, uint64_t seq);
+  void DetachInflight(int peer, uint64_t seq);
+  void Requeue(Peer& p, std::vector<uint64_t> seqs);
+  // Moves `ch`'s bytes onto connection `ci`'s outstanding count (-1: onto none).
+  void Count(TxChunk& ch, int ci);
+  // Updates throughput estimates; announces a changed striping of `peer` as kRebalanced.
+  void SampleRates(int peer, Clock::time_point now);
+  // A control frame of `type` about `c`'s path (rail << 16 | channel, and its port).
+  TxItem PathNotice(wire::FrameType type, const Conn& c) const;
+
+  // rx.cc
+  void PostRecv(const OpPtr& op);
+  void OnBegin(uint64_t coll_seq, const Signature& sig);
+  void OnReadable(int ci);
+  void OnHeader(int ci);
+  void OnPayloadDone(int ci);
+  void OnAck(int ci);
+  void OnPing(int ci);
+  void OnPong(int ci);
+  void OnPathDownNotice(int ci);
+  void OnRedialRequest(int ci);
+  void OnNack(int ci);
+  void OnBye(int ci);
+  void OnAbort(int ci);
+  void OnData(int ci);
+  void OnUnknownFrame(int ci);
+  void OnAckRanges(int ci);
+  void OnAbortReason(int ci);
+  void OnDataDone(int ci);
+  void HandleAck(int peer, uint64_t cum, uint64_t delivered, int from_ci);
+  // `ch` reached the peer: credits its connection with progress and a round-trip sample.
+  void Credit(TxChunk& ch, Clock::time_point now);
+
+  // paths.cc
+  void CheckTimers();
+  // Takes a path out of use: its unacknowledged chunks move to the others, it is probed.
+  void MarkDown(int ci, Clock::time_point now, const std::string& reason);
+  // A connection broke. `peer_closed`: the peer closed it in order (its process is ending), so
+  // it is not set up again.
+  void ConnFailed(int ci, const std::string& reason, bool peer_closed = false);
+  // Returns how many unacknowledged chunks moved to the other paths.
+  size_t DropQuietly(int ci);
+  void PeerGone(int peer, const std::string& reason);
+  void SendPing(int ci, Clock::time_point now);
+  void Progress(Conn& c, Clock::time_point now);
+  Clock::duration SuspectTimeout(const Conn& c) const;
+  // A rail's link went up or down: its paths go down at once, or are probed (or redialled).
+  void SetRailLink(int rail, bool up);
+  // The rail's link is down, or up but not yet settled (link_settle): nothing is sent from it.
+  bool RailQuiet(int rail) const;
+  // What a rail's link change means for its connections, once an up link has settled.
+  void RailLinkChanged(int rail, bool up, bool long_down, Clock::time_point now);
+
+  // reconnect.cc: connections set up again through the backend.
+  void StartReconnect(int ci, Clock::time_point now);
+  // How long a reconnect attempt on this connection waits for its handshake.
+  Clock::duration ConnectTimeout(const Conn& c) const;
+  void OnSetupEvents();
+  void OnDialed(SetupEvent ev);
+  void OnHello(SetupEvent ev);
+  // A suspect connection that stays silent is replaced by a fresh one rather than waiting for
+  // its socket's retransmission backoff (seconds after a long outage): the higher rank closes
+  // it (DropQuietly: no events, it is already down) and connects again; the lower rank asks it
+  // to (kRedial) when its rail comes back.
+  void Redial(int ci, const std::string& why);
+  // Puts a freshly established link into slot `ci`: suspect until it answers a probe.
+  void Install(int ci, std::unique_ptr<Link> link, uint16_t conn_port);
+
+  // relay.cc. CheckRelay opens the relay path to `peer` when every rail of this rank is down
+  // and closes it once a direct path works again.
+  void CheckRelay(int peer, Clock::time_point now);
+  void StartRelay(int ci, Clock::time_point now);
+  void CloseRelay(int ci, const std::string& why);
+  // A relayed connection that ends: its chunks move back to the direct paths.
+  void RelayFailed(int ci, const std::string& reason);
+  // A relay from `peer` arrived (its rails are down): it replaces the relay slot.
+  void AcceptRelay(int peer, std::unique_ptr<Link> link, bool same_host);
+  bool OwnRailsLost() const;
+  // The relay path answered its first probe.
+  void RelayWorks(int ci);
+
+  // fault_hook.cc: has the progress thread read one path's state and, with `arm`, arm
+  // conn_corrupt on one of its live connections; waits for the answer until `deadline`.
+  Result<PathFaultState> HookPath(int peer, int rail, std::optional<FramePart> arm,
+                                  Deadline deadline);
+  void DamageForHook(Conn& c, TxItem* item);
+
+  const CommOptions options_;
+  const int rank_;
+  const int size_;
+  const int num_rails_;
+  const uint64_t comm_id_;
+  const PathHealth::Params health_params_;
+  const std::unique_ptr<Backend> backend_;
+  const char* const tag_;  // the backend's log prefix
+
+  std::vector<Conn> conns_;
+  std::vector<Peer> peers_;
+  net::Fd epoll_;
+  net::Fd wake_;
+  std::thread thread_;
+  bool started_ = false;
+  bool stopping_ = false;  // progress thread: shutdown requested
+  bool begun_ = false;     // progress thread: a collective has begun
+  uint64_t cur_seq_ = 0;   // progress thread: the collective begun last
+  Signature cur_sig_;
+  std::unique_ptr<uint8_t[]> discard_;
+  std::mt19937_64 rng_;
+  Clock::time_point last_check_{};  // progress thread: the previous CheckTimers
+  // How late this thread's own ticks have been lately (ms, decaying): on an overloaded host
+  // the peers are as late to answer, and silence means less.
+  double tick_lag_ms_ = 0;
+
+  std::mutex cmd_mu_;
+  std::vector<std::function<void()>> cmds_;
+
+  mutable std::mutex mu_;  // guards error_ and op completion
+  std::condition_variable cv_;
+  Status error_;
+  std::atomic<bool> failed_{false};
+  // The failure concerns collectives from this one on; earlier ones still in flight finish
+  // normally (a peer that is ahead may abort the next collective while this rank completes
+  // the current one). Guarded by mu_ for writers; read by the progress thread.
+  std::atomic<uint64_t> fail_from_{UINT64_MAX};
+  bool fail_done_ = false;   // guarded by mu_: FailLocked ran
+  bool abort_sent_ = false;  // progress thread
+
+  // Statistics (written by the progress thread).
+  std::atomic<uint64_t> st_frames_sent_{0}, st_frames_recv_{0}, st_retx_{0}, st_crc_{0},
+      st_dups_{0}, st_ooo_{0}, st_acks_{0}, st_nacks_{0}, st_staged_{0};
+  std::unique_ptr<std::atomic<uint64_t>[]> st_rail_bytes_;
+
+  std::mutex events_mu_;
+  std::vector<Event> events_;
+
+  // Link state of the rails' interfaces, when watched.
+  std::unique_ptr<LinkWatch> link_watch_;
+  std::vector<uint32_t> rail_ips_;  // by rail, network byte order
+  std::vector<bool> rail_up_;
+  std::vector<Clock::time_point> rail_down_at_;  // by rail: when its link went down last
+  // By rail: when a link that came up has settled (its paths are then probed), and whether it
+  // had been down long enough for its connections to be dialled afresh.
+  std::vector<Clock::time_point> rail_settle_at_;
+  std::vector<bool> rail_settle_long_;
+  std::atomic<uint64_t> rails_up_mask_{~0ull};  // rail_up_ for other threads (rails < 64)
+  // Intra-host relay.
+  std::vector<uint64_t> hosts_;  // host key by rank
+  std::vector<int> relay_slot_;  // by peer: its relay connection, -1 without
+  std::vector<int> neighbours_;  // the other ranks of this host
+  bool serving_relays_ = false;
+};
+
+}  // namespace ftccl::transport::engine

@@ -1,0 +1,360 @@
+// The chunk engine's view of its paths over time: the timers (suspicion, probes, resends,
+// redials, the abort timeout), a path taken out of use or failed, and the rails' link state.
+#include <sys/epoll.h>
+
+#include <algorithm>
+#include <map>
+
+#include "log.h"
+#include "transport/engine/engine.h"
+
+namespace ftccl::transport::engine {
+namespace {
+constexpr auto kTick = std::chrono::milliseconds(10);
+// A suspect connection whose probes stay unanswered this long is connected afresh.
+constexpr auto kRedialAfter = std::chrono::seconds(1);
+// A rail that comes back after a link-down this long (longer than TCP's minimum retransmission
+// timeout, so its sockets are backing off): its suspect connections are redialled. A shorter
+// flap is left to the sockets' own retransmissions.
+constexpr auto kRedialOnUp = std::chrono::milliseconds(250);
+}  // namespace
+
+void Engine::Progress(Conn& c, Clock::time_point now) {
+  c.health.Progress(now, c.rate.busy_since());
+}
+
+Clock::duration Engine::SuspectTimeout(const Conn& c) const {
+  return c.health.SuspectTimeout(health_params_, tick_lag_ms_);
+}
+
+void Engine::SendPing(int ci, Clock::time_point now) {
+  Conn& c = conns_[ci];
+  // Nothing goes out of a port whose link is down (or not yet settled): it could not arrive,
+  // and it would start an ARP resolution that holds the path back for a second after the heal.
+  if (RailQuiet(c.rail)) return;
+  TxItem ping;
+  ping.hdr = wire::MakeHeader(wire::FrameType::kPing, comm_id_);
+  ping.hdr.chunk_seq = c.health.ProbeSent(now);
+  wire::Seal(&ping.hdr, nullptr);
+  c.ctrl.push_back(std::move(ping));
+  Flush(ci);
+}
+
+void Engine::MarkDown(int ci, Clock::time_point now, const std::string& reason) {
+  Conn& c = conns_[ci];
+  Peer& p = peers_[c.peer];
+  if (!c.alive) return;
+  if (c.health.suspect) {
+    // Down again after it had come up, before it was back in use (a flapping link): the
+    // hold-down grows. A second report of the same down (the peer's notice) does not count.
+    if (c.health.up_since_down) {
+      c.health.up_since_down = false;
+      c.health.RecordDown(now, health_params_);
+    }
+    return;
+  }
+  c.health.suspect = true;
+  c.health.up_since_down = false;
+  c.health.failback_pending = false;
+  c.health.RecordDown(now, health_params_);
+  std::vector<uint64_t> moved;
+  for (auto& [seq, ch] : p.unacked) {
+    if (ch.conn == ci && !ch.in_ready && !ch.delivered && seq >= p.delivered) moved.push_back(seq);
+  }
+  LOG_WARN(tag_, "%s down (%s): resending %zu chunks on the other paths", Label(c).c_str(),
+           reason.c_str(), moved.size());
+  Emit(EventKind::kPathDown, c.peer, c.rail, c.channel, reason);
+  Emit(EventKind::kMigrated, c.peer, c.rail, c.channel,
+       std::to_string(moved.size()) + " unacknowledged chunks moved to the other paths");
+  p.resume_pending = true;
+  st_retx_ += moved.size();
+  for (uint64_t seq : moved) p.unacked[seq].sent_at = now;
+  Requeue(p, std::move(moved));
+  SendPing(ci, now);
+  // Tell the peer over a path that works, so it stops sending into this one at once instead
+  // of waiting for its own timeout.
+  EnqueueCtrl(c.peer, PathNotice(wire::FrameType::kPathDown, c));
+  Kick(c.peer);
+}
+
+void Engine::ConnFailed(int ci, const std::string& reason, bool peer_closed) {
+  Conn& c = conns_[ci];
+  if (!c.alive) return;
+  if (c.relay) {
+    RelayFailed(ci, reason);
+    return;
+  }
+  c.alive = false;
+  c.blocked = false;
+  const int peer = c.peer;
+  Peer& p = peers_[peer];
+  UnwatchLink(c);
+  if (c.link->fatal() && !stopping_) {
+    FailLocked(Internal(std::string(backend_->name()) + " failure on " + reason), 0);
+  }
+  if (c.rx.in_payload && c.rx.msg) p.inflight.erase(c.rx.hdr.chunk_seq);
+  c.rx.Reset();
+  c.cur.reset();
+  c.ctrl.clear();
+  std::vector<uint64_t> lost;
+  for (auto& [seq, ch] : p.unacked) {
+    if (ch.conn == ci && !ch.in_ready) lost.push_back(seq);
+  }
+  bool any = false;
+  for (int cj : p.conns) any |= conns_[cj].alive;
+  if (stopping_) return;
+  const auto now = Clock::now();
+  // A connection that broke under a live process (reset, timeout) is set up again by the
+  // higher rank; the peer is given up on only when it refuses that or after abort_timeout.
+  // (A backend that does not redial, verbs, leaves the path down: its chunks move to the
+  // other rails.)
+  const bool again = !peer_closed && !p.closing && !p.gone && backend_->redials();
+  if (again) {
+    // A path already down (suspect, not up since) whose socket now fails too, e.g. closed by
+    // the peer to connect afresh, is the same down: it does not count again for damping.
+    if (!c.health.suspect || c.health.up_since_down) c.health.RecordDown(now, health_params_);
+    c.health.up_since_down = false;
+    c.reconnect = rank_ > peer;
+    c.next_connect = now;
+  } else if (!any) {
+    PeerGone(peer, reason);
+    return;
+  }
+  LOG_WARN(tag_, "%s failed (%s): resending %zu unacknowledged chunks on the other paths%s",
+           Label(c).c_str(), reason.c_str(), lost.size(), again ? "; reconnecting" : "");
+  Emit(EventKind::kPathDown, peer, c.rail, c.channel, reason);
+  Emit(EventKind::kMigrated, peer, c.rail, c.channel,
+       std::to_string(lost.size()) + " unacknowledged chunks moved to the other paths");
+  p.resume_pending = true;
+  st_retx_ += lost.size();
+  Requeue(p, std::move(lost));
+  p.ack_dirty = true;
+  // The peer's end of a failed QP may stay up until it sends into it: tell it now.
+  if (backend_->announces_failures()) EnqueueCtrl(peer, PathNotice(wire::FrameType::kPathDown, c));
+  Kick(peer);
+}
+
+size_t Engine::DropQuietly(int ci) {
+  Conn& c = conns_[ci];
+  Peer& p = peers_[c.peer];
+  if (!c.alive) return 0;
+  c.alive = false;
+  c.blocked = false;
+  UnwatchLink(c);
+  if (c.rx.in_payload && c.rx.msg) p.inflight.erase(c.rx.hdr.chunk_seq);
+  c.rx.Reset();
+  c.cur.reset();
+  c.ctrl.clear();
+  if (stopping_) return 0;
+  std::vector<uint64_t> lost;
+  for (auto& [seq, ch] : p.unacked) {
+    if (ch.conn == ci && !ch.in_ready && !ch.delivered) lost.push_back(seq);
+  }
+  const size_t n = lost.size();
+  if (n > 0) {
+    st_retx_ += n;
+    Requeue(p, std::move(lost));
+    Kick(c.peer);
+  }
+  return n;
+}
+
+void Engine::PeerGone(int peer, const std::string& reason) {
+  Peer& p = peers_[peer];
+  if (p.gone) return;
+  p.gone = true;
+  if (stopping_) return;
+  bool pending = !p.unacked.empty();
+  for (auto& [key, msg] : p.rx) pending |= static_cast<bool>(msg->recv);
+  if (p.closing && !pending) {
+    LOG_INFO(tag_, "rank %d closed its communicator", peer);
+    return;
+  }
+  FailLocked(
+      PeerLost("lost every connection to rank " + std::to_string(peer) + " (" + reason + ")"), 0);
+}
+
+bool Engine::RailQuiet(int rail) const {
+  if (rail < 0 || rail >= static_cast<int>(rail_up_.size())) return false;
+  return !rail_up_[rail] || rail_settle_at_[rail] != Clock::time_point{};
+}
+
+void Engine::SetRailLink(int r, bool up) {
+  if (rail_up_[r] == up) return;
+  const auto now = Clock::now();
+  rail_up_[r] = up;
+  const bool long_down = up && now - rail_down_at_[r] >= kRedialOnUp;
+  if (!up) rail_down_at_[r] = now;
+  if (r < 64) {
+    if (up) {
+      rails_up_mask_.fetch_or(1ull << r);
+    } else {
+      rails_up_mask_.fetch_and(~(1ull << r));
+    }
+  }
+  rail_settle_at_[r] = {};
+  if (up && options_.link_settle.count() > 0) {
+    // The port is up, but the switch port behind it may not forward yet: the first packet
+    // would start an address resolution whose request is lost, and the kernel asks again only
+    // after a second (retrans_time). Probe once the fabric has had time to follow.
+    rail_settle_at_[r] = now + std::chrono::duration_cast<Clock::duration>(options_.link_settle);
+    rail_settle_long_[r] = long_down;
+    return;
+  }
+  RailLinkChanged(r, up, long_down, now);
+}
+
+void Engine::RailLinkChanged(int r, bool up, bool long_down, Clock::time_point now) {
+  for (size_t i = 0; i < conns_.size(); ++i) {
+    const int ci = static_cast<int>(i);
+    Conn& c = conns_[ci];
+    if (c.rail != r || !c.alive) continue;
+    if (!up) {
+      MarkDown(ci, now, "rail " + std::to_string(r) + " link down");
+    } else if (c.health.suspect) {
+      c.health.up_since_down = true;
+      if (long_down && backend_->redials()) {
+        // Its socket has been retransmitting into a dead link and backs off for seconds:
+        // a fresh connection comes back at once.
+        if (rank_ > c.peer) {
+          Redial(ci, "rail " + std::to_string(r) + " is up again");
+        } else {
+          EnqueueCtrl(c.peer, PathNotice(wire::FrameType::kRedial, c));
+          SendPing(ci, now);
+        }
+      } else {
+        SendPing(ci, now);  // back up: an answer returns it to use
+      }
+    }
+    if (failed_) return;
+  }
+}
+
+void Engine::CheckTimers() {
+  auto now = Clock::now();
+  // If this thread itself did not run for a while, the silence it sees may be its own: judge
+  // no path on this tick (what arrived meanwhile has been read by the time of the next one).
+  const bool starved = last_check_ != Clock::time_point{} && now - last_check_ > 5 * kTick;
+  if (last_check_ != Clock::time_point{}) {
+    const double lag = std::chrono::duration<double, std::milli>(now - last_check_ - kTick).count();
+    tick_lag_ms_ = std::max(lag, tick_lag_ms_ * 0.98);  // halves in about 35 ticks
+  }
+  last_check_ = now;
+  for (int r = 0; r < static_cast<int>(rail_settle_at_.size()); ++r) {
+    if (rail_settle_at_[r] == Clock::time_point{} || now < rail_settle_at_[r]) continue;
+    rail_settle_at_[r] = {};
+    if (rail_up_[r]) RailLinkChanged(r, true, rail_settle_long_[r], now);
+    if (failed_) return;
+  }
+  // Dials and hellos that timed out.
+  if (backend_->setup_fd() >= 0) OnSetupEvents();
+  const auto heartbeat = std::chrono::duration_cast<Clock::duration>(options_.heartbeat_interval);
+  const auto probe_every =
+      heartbeat.count() > 0 ? heartbeat
+                            : std::chrono::duration_cast<Clock::duration>(options_.suspect_ceiling);
+  for (int peer = 0; peer < size_; ++peer) {
+    Peer& p = peers_[peer];
+    SampleRates(peer, now);
+    // A chunk that reached the peer is never resent (its acknowledgement may be held back
+    // until the peer begins its collective). A path with a chunk or a probe outstanding that
+    // shows no progress within its suspicion timeout is suspect: its chunks move to the others.
+    std::map<int, Clock::time_point> oldest;  // connection -> oldest chunk outstanding on it
+    std::vector<uint64_t> resend;
+    for (auto it = p.unacked.lower_bound(p.delivered); it != p.unacked.end(); ++it) {
+      TxChunk& ch = it->second;
+      if (ch.tx_count == 0 || ch.in_ready || ch.conn < 0 || ch.delivered) continue;
+      Conn& c = conns_[ch.conn];
+      if (c.cur && c.cur->seq == it->first) continue;  // still being written
+      if (c.alive && !c.health.suspect) {
+        auto [o, fresh] = oldest.emplace(ch.conn, ch.sent_at);
+        if (!fresh) o->second = std::min(o->second, ch.sent_at);
+      } else if (now - ch.sent_at >= SuspectTimeout(c)) {
+        // Its path is already suspect (or gone): resend it on whatever works.
+        ch.sent_at = now;
+        resend.push_back(it->first);
+      }
+    }
+    for (int ci : p.conns) {
+      if (failed_) return;
+      Conn& c = conns_[ci];
+      if (!c.alive) {
+        if (c.reconnect && !backend_->dialing(ci) && now >= c.next_connect && !p.gone)
+          StartReconnect(ci, now);
+        continue;
+      }
+      const PathHealth& h = c.health;
+      if (h.suspect) {
+        if (!c.relay && backend_->redials() && rank_ > peer &&
+            h.probe_outstanding_since() != Clock::time_point{} &&
+            now - h.probe_outstanding_since() >= kRedialAfter && now - c.last_dial >= kRedialAfter) {
+          Redial(ci, "no answer for " +
+                         std::to_string(std::chrono::duration_cast<Millis>(
+                                            now - h.probe_outstanding_since())
+                                            .count()) +
+                         " ms");
+          continue;
+        }
+        if (now - h.last_probe() >= probe_every) SendPing(ci, now);
+        continue;
+      }
+      Clock::time_point since = Clock::time_point::max();
+      if (auto o = oldest.find(ci); o != oldest.end()) since = o->second;
+      if (h.probe_outstanding_since() != Clock::time_point{})
+        since = std::min(since, h.probe_outstanding_since());
+      if (since != Clock::time_point::max()) {
+        since = std::max(since, h.last_progress());
+        const auto timeout = SuspectTimeout(c);
+        // Silence on one path while the peer is heard on another is that path's fault: it is
+        // suspect after its timeout. Silence on every path is the peer's (slow, paused) or a
+        // total partition: only the ceiling makes the paths suspect then, since moving data
+        // to another path cannot help.
+        Clock::time_point heard_elsewhere{};
+        for (int cj : p.conns) {
+          if (cj != ci && conns_[cj].alive)
+            heard_elsewhere = std::max(heard_elsewhere, conns_[cj].health.last_progress());
+        }
+        const bool relative = now - since >= timeout && heard_elsewhere > since;
+        if (!starved && (relative || now - since >= options_.suspect_ceiling)) {
+          MarkDown(ci, now,
+                   "no progress within " +
+                       std::to_string(std::chrono::duration_cast<Millis>(timeout).count()) +
+                       " ms (srtt " + std::to_string(static_cast<int>(h.srtt_ms())) + " ms)");
+          continue;
+        }
+      }
+      // Heartbeat: a path that showed no progress lately is probed, so a silent failure is
+      // noticed before data is entrusted to it.
+      if (heartbeat.count() > 0 && h.probe_outstanding_since() == Clock::time_point{} &&
+          now - std::max(h.last_progress(), h.last_probe()) >= heartbeat) {
+        SendPing(ci, now);
+      }
+    }
+    if (failed_) return;
+    if (!resend.empty()) {
+      st_retx_ += resend.size();
+      Requeue(p, std::move(resend));
+      Kick(peer);
+    }
+    if (failed_) return;
+    CheckRelay(peer, now);
+    if (failed_) return;
+    bool any_working = false;
+    for (int ci : p.conns) any_working |= conns_[ci].alive && !conns_[ci].health.suspect;
+    // No working path to a peer for the abort timeout (also while every connection is down and
+    // being set up again): fail cleanly instead of waiting for every operation's deadline.
+    if (!p.conns.empty() && !any_working && !p.closing && !p.gone) {
+      if (p.no_path_since == Clock::time_point{}) {
+        p.no_path_since = now;
+      } else if (now - p.no_path_since >= options_.abort_timeout) {
+        FailLocked(PeerLost("no working path to rank " + std::to_string(peer) + " for " +
+                            std::to_string(options_.abort_timeout.count()) + " ms"),
+                   0);
+        return;
+      }
+    } else {
+      p.no_path_since = {};
+    }
+  }
+}
+
+}  // namespace ftccl::transport::engine

@@ -1,0 +1,102 @@
+#include "transport/engine/striping.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ftccl::transport::engine {
+
+void PathRate::Add(uint64_t bytes, TimePoint now) {
+  if (outstanding_ == 0) busy_since_ = now;
+  outstanding_ += bytes;
+}
+
+void PathRate::Remove(uint64_t bytes, TimePoint now) {
+  outstanding_ -= std::min(outstanding_, bytes);
+  if (outstanding_ == 0 && busy_since_ != TimePoint{}) {
+    busy_ += now - busy_since_;
+    busy_since_ = {};
+  }
+}
+
+uint64_t PathRate::Window(Millis path_queue, uint64_t chunk_bytes) const {
+  if (path_queue.count() == 0 || rate_ <= 0) return UINT64_MAX;
+  const double w = rate_ * std::chrono::duration<double>(path_queue).count();
+  return std::max<uint64_t>(2 * chunk_bytes, static_cast<uint64_t>(w));
+}
+
+PathRate::SampleResult PathRate::Sample(TimePoint now, bool usable, bool suspect) {
+  // An average slow enough not to follow every burst: a tenfold slowdown shows within about
+  // 200 ms.
+  constexpr double kWeight = 0.3;
+  SampleResult r;
+  auto restart = [&] {
+    sample_start_ = now;
+    sample_bytes_ = credited_;
+    saturated_ = false;
+  };
+  if (sample_start_ == TimePoint{} || !usable) {
+    restart();
+    busy_ = {};
+    return r;
+  }
+  if (now - sample_start_ < kPeriod) return r;
+  r.period_over = true;
+  if (busy_since_ != TimePoint{}) {
+    busy_ += now - busy_since_;
+    busy_since_ = now;
+  }
+  const double secs = std::chrono::duration<double>(busy_).count();
+  busy_ = {};
+  if (secs < 0.02) {
+    restart();
+    return r;
+  }
+  const double sample = static_cast<double>(credited_ - sample_bytes_) / secs;
+  if (saturated_ && !suspect) {
+    // A sharp change (a throttled path, a healed one) is followed faster.
+    const double w = sample < rate_ / 2 || sample > rate_ * 2 ? 0.5 : kWeight;
+    rate_ = rate_ <= 0 ? sample : (1 - w) * rate_ + w * sample;
+    r.updated = true;
+  } else if (sample > rate_) {
+    rate_ = sample;
+    r.updated = true;
+  }
+  restart();
+  return r;
+}
+
+void PathRate::Restart() {
+  outstanding_ = 0;
+  busy_since_ = {};
+  busy_ = {};
+  rate_ = 0;
+  sample_start_ = {};
+}
+
+std::map<int, double> Shares(const std::vector<std::pair<int, double>>& rates) {
+  double total = 0;
+  for (const auto& [id, rate] : rates) total += rate;
+  std::map<int, double> shares;
+  if (total <= 0) return shares;
+  for (const auto& [id, rate] : rates) {
+    if (rate > 0) shares[id] = rate / total;
+  }
+  return shares;
+}
+
+std::pair<int, double> LargestShift(const std::map<int, double>& before,
+                                    const std::map<int, double>& after) {
+  int moved = -1;
+  double most = 0;
+  for (const auto& [id, share] : after) {
+    auto old = before.find(id);
+    const double d = std::abs(share - (old == before.end() ? 0.0 : old->second));
+    if (d > most) {
+      most = d;
+      moved = id;
+    }
+  }
+  return {moved, most};
+}
+
+}  // namespace ftccl::transport::engine

@@ -1,0 +1,84 @@
+// Striping: how the chunk engine spreads a peer's chunks over its paths by what each carries.
+//
+// PathRate measures one path: the payload outstanding on it (sent, not yet known delivered),
+// what it delivered, and its throughput over sampling periods, counted only while it had data
+// outstanding (idle time, the algorithm waiting for a peer, says nothing about the path). A
+// period in which the path had more to carry than it took (it blocked, or hit its window) is
+// *saturated* and measures its capacity; any other only shows that it can carry at least as
+// much. A path holds at most `path_queue` worth of data at its measured rate (its window), so
+// a slow path takes less and the others take the rest.
+//
+// Shares and LargestShift turn the rates of a peer's paths into the striping announced in a
+// `rebalanced` event (a shift of kRebalanceNews of the traffic or more).
+//
+// Pure: no I/O, no clock reads; unit-tested. Thread-safety: none (the progress thread).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "ftccl/communicator.h"
+
+namespace ftccl::transport::engine {
+
+class PathRate final {
+ public:
+  using TimePoint = Clock::time_point;
+  // Sampling period: long enough to see past the bursts a token bucket lets through.
+  static constexpr auto kPeriod = std::chrono::milliseconds(100);
+
+  // `bytes` of payload now outstanding here (sent, or assigned to be sent).
+  void Add(uint64_t bytes, TimePoint now);
+  // `bytes` no longer outstanding here (delivered, or moved to another path).
+  void Remove(uint64_t bytes, TimePoint now);
+  // `bytes` reached the peer over this path.
+  void Delivered(uint64_t bytes) { credited_ += bytes; }
+  // The path had more to carry than it took in this period.
+  void MarkSaturated() { saturated_ = true; }
+
+  // How much may be outstanding: `path_queue` at the measured rate, at least two chunks;
+  // unlimited before the first measurement or with path_queue 0.
+  uint64_t Window(Millis path_queue, uint64_t chunk_bytes) const;
+
+  struct SampleResult {
+    bool period_over = false;  // a sampling period ended (whether or not it measured)
+    bool updated = false;      // the rate changed
+  };
+  // Closes the sampling period if it is over at `now`. `usable`: the path is alive (a dead
+  // one restarts its sampling); `suspect`: a saturated period of a suspect path measures
+  // nothing.
+  SampleResult Sample(TimePoint now, bool usable, bool suspect);
+  // A fresh connection: nothing outstanding, no rate yet.
+  void Restart();
+
+  uint64_t outstanding() const { return outstanding_; }
+  TimePoint busy_since() const { return busy_since_; }
+  double rate() const { return rate_; }  // bytes per second; 0 until measured
+
+ private:
+  uint64_t outstanding_ = 0;
+  uint64_t credited_ = 0;
+  uint64_t sample_bytes_ = 0;
+  TimePoint sample_start_{};
+  TimePoint busy_since_{};  // outstanding > 0 since (epoch: idle)
+  Clock::duration busy_{};  // busy time within the current sample
+  bool saturated_ = false;
+  double rate_ = 0;
+};
+
+// A shift of this share of a peer's traffic or more is announced (kRebalanced).
+inline constexpr double kRebalanceNews = 0.15;
+
+// Each usable path's share of the total measured throughput: (path id, rate) in, (path id,
+// share) out for the paths with a rate > 0. Empty when no path has a rate.
+std::map<int, double> Shares(const std::vector<std::pair<int, double>>& rates);
+
+// The path whose share changed most between `before` and `after` (a path missing from one
+// has share 0 there) and by how much; {-1, 0} when `after` is empty.
+std::pair<int, double> LargestShift(const std::map<int, double>& before,
+                                    const std::map<int, double>& after);
+
+}  // namespace ftccl::transport::engine

@@ -1,0 +1,373 @@
+// The chunk engine's send side: posting a send as chunks, dealing chunks over the paths by
+// their windows, writing frames, acknowledgements and resends.
+#include <sys/epoll.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "log.h"
+#include "transport/engine/engine.h"
+
+namespace ftccl::transport::engine {
+namespace {
+constexpr size_t kHdr = sizeof(wire::FrameHeader);
+}  // namespace
+
+void Engine::PostSend(const OpPtr& op) {
+  if (Dead(op->key.coll_seq)) {
+    Complete(op, error());
+    return;
+  }
+  Peer& p = peers_[op->peer];
+  if (p.gone) {
+    FailLocked(PeerLost("rank " + std::to_string(op->peer) + " is no longer connected"),
+               op->key.coll_seq);
+    return;
+  }
+  const size_t chunk = op->chunk_bytes;
+  size_t nchunks = op->len == 0 ? 1 : (op->len + chunk - 1) / chunk;
+  op->chunks_left = nchunks;
+  for (size_t i = 0; i < nchunks; ++i) {
+    uint64_t seq = p.next_seq++;
+    TxChunk c;
+    c.op = op;
+    c.offset = i * chunk;
+    c.len = static_cast<uint32_t>(std::min(chunk, op->len - c.offset));
+    c.hdr = wire::MakeHeader(wire::FrameType::kData, comm_id_);
+    c.hdr.coll_kind = static_cast<uint8_t>(op->sig.kind);
+    c.hdr.dtype = static_cast<uint8_t>(op->sig.dtype);
+    c.hdr.redop = static_cast<uint8_t>(op->sig.op);
+    c.hdr.root = op->sig.root;
+    c.hdr.count = op->sig.count;
+    c.hdr.coll_seq = op->key.coll_seq;
+    c.hdr.tag = op->key.tag;
+    c.hdr.chunk_seq = seq;
+    c.hdr.offset = c.offset;
+    c.hdr.msg_len = op->len;
+    c.hdr.length = c.len;
+    c.hdr.payload_crc = c.len ? op->chunk_crcs[i] : 0;
+    c.hdr.header_crc = wire::HeaderCrc(c.hdr);
+    c.in_ready = true;
+    p.unacked.emplace(seq, std::move(c));
+    p.ready.push_back(seq);
+  }
+  Kick(op->peer);
+}
+
+void Engine::Kick(int peer) {
+  // Deal chunks round-robin over the writable connections, so that even small messages are
+  // striped across rails; a connection that blocks drops out and the others take its share.
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (int ci : peers_[peer].conns) {
+      if (conns_[ci].alive && !conns_[ci].blocked && Flush(ci, 1) > 0) progress = true;
+    }
+  }
+}
+
+bool Engine::PullData(int ci) {
+  Conn& c = conns_[ci];
+  Peer& p = peers_[c.peer];
+  if (c.rate.outstanding() >= c.rate.Window(options_.path_queue, options_.chunk_bytes)) {
+    if (!p.ready.empty()) c.rate.MarkSaturated();
+    return false;
+  }
+  if (c.health.suspect) {
+    // A suspect path carries data only when the peer has no other path left.
+    for (int cj : p.conns) {
+      if (cj != ci && conns_[cj].alive && !conns_[cj].health.suspect) return false;
+    }
+  }
+  if (c.relay) {
+    // A relay borrows a neighbour's rail: only while no direct path to the peer works.
+    for (int cj : p.conns) {
+      if (!conns_[cj].relay && conns_[cj].alive && !conns_[cj].health.suspect) return false;
+    }
+  }
+  while (!p.ready.empty()) {
+    uint64_t seq = p.ready.front();
+    p.ready.pop_front();
+    auto it = p.unacked.find(seq);
+    if (it == p.unacked.end() || !it->second.in_ready) continue;
+    const WireFaults& wf = options_.wire_faults;
+    std::uniform_real_distribution<double> u(0, 1);
+    if (wf.reorder > 0 && it->second.tx_count == 0 && u(rng_) < wf.reorder && !p.ready.empty()) {
+      // Send the next chunk first; this one goes right after it.
+      uint64_t next = p.ready.front();
+      auto nit = p.unacked.find(next);
+      if (nit != p.unacked.end() && nit->second.in_ready) {
+        p.ready.pop_front();
+        p.ready.push_front(seq);
+        it = nit;
+        seq = next;
+      }
+    }
+    TxChunk& ch = it->second;
+    ch.in_ready = false;
+    ch.conn = ci;
+    Count(ch, ci);
+    if (c.health.failback_pending) {
+      c.health.failback_pending = false;
+      Emit(EventKind::kFailback, c.peer, c.rail, c.channel, "data flows on the path again");
+    }
+    TxItem item;
+    item.hdr = ch.hdr;
+    item.payload = ch.op->buf + ch.offset;
+    item.len = ch.len;
+    item.is_data = true;
+    item.seq = seq;
+    ApplyWireFaults(ci, &item, ch);
+    if (c.corrupt_next) DamageForHook(c, &item);
+    c.cur = std::move(item);
+    return true;
+  }
+  return false;
+}
+
+void Engine::ApplyWireFaults(int ci, TxItem* item, const TxChunk& ch) {
+  // Simulated faults of the wire (CommOptions::wire_faults), on a chunk's first transmission.
+  const WireFaults& wf = options_.wire_faults;
+  if (ch.tx_count != 0) return;
+  std::uniform_real_distribution<double> u(0, 1);
+  Peer& p = peers_[conns_[ci].peer];
+  if (wf.duplicate > 0 && u(rng_) < wf.duplicate) {
+    // A second copy, owned, on another connection when there is one.
+    TxItem dup;
+    dup.hdr = ch.hdr;
+    dup.len = ch.len;
+    dup.owned.reset(new uint8_t[ch.len + 1]);
+    std::memcpy(dup.owned.get(), item->payload, ch.len);
+    dup.payload = dup.owned.get();
+    int other = ci;
+    for (int cj : p.conns) {
+      if (cj != ci && conns_[cj].alive) other = cj;
+    }
+    conns_[other].ctrl.push_back(std::move(dup));
+    if (other != ci && !conns_[other].blocked) Flush(other);
+  }
+  if (wf.corrupt > 0 && ch.len > 0 && u(rng_) < wf.corrupt) {
+    item->owned.reset(new uint8_t[ch.len]);
+    std::memcpy(item->owned.get(), item->payload, ch.len);
+    item->owned[rng_() % ch.len] ^= 0x5A;
+    item->payload = item->owned.get();
+  }
+}
+
+size_t Engine::Flush(int ci, size_t max_new_chunks) {
+  Conn& c = conns_[ci];
+  size_t pulled = 0;
+  while (c.alive && !c.blocked) {
+    if (!c.cur) {
+      if (!c.ctrl.empty()) {
+        c.cur = std::move(c.ctrl.front());
+        c.ctrl.pop_front();
+        c.cur->sent = 0;
+      } else if (pulled >= max_new_chunks || !PullData(ci)) {
+        return pulled;
+      } else {
+        ++pulled;
+      }
+    }
+    TxItem& it = *c.cur;
+    iovec iov[2];
+    int niov = 0;
+    if (it.sent < kHdr) {
+      iov[niov++] = {reinterpret_cast<uint8_t*>(&it.hdr) + it.sent, kHdr - it.sent};
+      if (it.len > 0) iov[niov++] = {const_cast<uint8_t*>(it.payload), it.len};
+    } else {
+      size_t off = it.sent - kHdr;
+      iov[niov++] = {const_cast<uint8_t*>(it.payload) + off, it.len - off};
+    }
+    ssize_t n = c.link->Writev(iov, niov);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        c.blocked = true;
+        c.rate.MarkSaturated();
+        WatchLink(ci, true);
+        return pulled;
+      }
+      ConnFailed(ci, c.link->error_text());
+      return pulled;
+    }
+    it.sent += static_cast<size_t>(n);
+    if (it.sent >= kHdr + it.len) {
+      if (it.is_data) {
+        Peer& p = peers_[c.peer];
+        auto ch = p.unacked.find(it.seq);
+        if (ch != p.unacked.end()) {
+          ch->second.sent_at = Clock::now();
+          ch->second.tx_count++;
+        }
+        st_frames_sent_++;
+        st_rail_bytes_[c.rail] += it.len;
+      }
+      c.cur.reset();
+    }
+  }
+  return pulled;
+}
+
+int Engine::PickConn(int peer) {
+  Peer& p = peers_[peer];
+  const size_t n = p.conns.size();
+  for (size_t i = 0; i < n; ++i) {
+    int ci = p.conns[(p.ack_rr + i) % n];
+    if (conns_[ci].alive && !conns_[ci].blocked && !conns_[ci].health.suspect) {
+      p.ack_rr = (p.ack_rr + i + 1) % n;
+      return ci;
+    }
+  }
+  for (int ci : p.conns) {
+    if (conns_[ci].alive && !conns_[ci].health.suspect) return ci;
+  }
+  for (int ci : p.conns) {
+    if (conns_[ci].alive) return ci;
+  }
+  return -1;
+}
+
+void Engine::EnqueueCtrl(int peer, TxItem item) {
+  int ci = PickConn(peer);
+  if (ci < 0) return;
+  conns_[ci].ctrl.push_back(std::move(item));
+  Flush(ci);
+}
+
+Engine::TxItem Engine::PathNotice(wire::FrameType type, const Conn& c) const {
+  TxItem notice;
+  notice.hdr = wire::MakeHeader(type, comm_id_);
+  notice.hdr.tag = static_cast<uint32_t>(c.rail << 16 | c.channel);
+  if (type == wire::FrameType::kPathDown) notice.hdr.offset = c.conn_port;
+  wire::Seal(&notice.hdr, nullptr);
+  return notice;
+}
+
+uint64_t Engine::AckValue(const Peer& p) const {
+  return p.held.empty() ? p.cum : std::min(p.cum, p.held.begin()->first);
+}
+
+void Engine::SendAcks() {
+  for (int peer = 0; peer < size_; ++peer) {
+    Peer& p = peers_[peer];
+    if (!p.ack_dirty) continue;
+    p.ack_dirty = false;
+    TxItem ack;
+    ack.hdr = wire::MakeHeader(wire::FrameType::kAck, comm_id_);
+    ack.hdr.chunk_seq = AckValue(p);
+    ack.hdr.offset = p.cum;
+    // Selective ranges of what arrived beyond the gap, so the sender resends only what is
+    // missing and does not blame the paths that delivered.
+    std::vector<uint64_t> ranges;
+    for (auto it = p.above.begin();
+         it != p.above.end() && ranges.size() < 2 * wire::kMaxSackRanges;) {
+      uint64_t first = *it, end = first + 1;
+      for (++it; it != p.above.end() && *it == end; ++it) ++end;
+      ranges.push_back(first);
+      ranges.push_back(end);
+    }
+    if (!ranges.empty()) {
+      ack.len = static_cast<uint32_t>(ranges.size() * 8);
+      ack.owned.reset(new uint8_t[ack.len]);
+      std::memcpy(ack.owned.get(), ranges.data(), ack.len);
+      ack.payload = ack.owned.get();
+      ack.hdr.length = ack.len;
+    }
+    wire::Seal(&ack.hdr, ack.payload);
+    st_acks_++;
+    // The path that just delivered data works; a round-robin pick could hand the
+    // acknowledgement to a path that is silently dropping everything.
+    int ci = p.ack_conn >= 0 && conns_[p.ack_conn].alive && !conns_[p.ack_conn].health.suspect
+                 ? p.ack_conn
+                 : PickConn(peer);
+    if (ci < 0) {
+      p.ack_dirty = true;  // no connection right now: sent once one is back
+      continue;
+    }
+    p.last_ack_conn = ci;
+    conns_[ci].ctrl.push_back(std::move(ack));
+    Flush(ci);
+  }
+}
+
+void Engine::HandleNack(int peer, uint64_t seq) {
+  Peer& p = peers_[peer];
+  auto it = p.unacked.find(seq);
+  if (it == p.unacked.end() || it->second.in_ready) return;
+  st_retx_++;
+  Requeue(p, {seq});
+  Kick(peer);
+}
+
+void Engine::DetachInflight(int peer, uint64_t seq) {
+  // A chunk being written when it is acknowledged (a resent copy) must not keep pointing
+  // into a buffer the user gets back: copy what is left of it.
+  for (int ci : peers_[peer].conns) {
+    Conn& c = conns_[ci];
+    if (!c.cur || !c.cur->is_data || c.cur->seq != seq || c.cur->owned) continue;
+    c.cur->owned.reset(new uint8_t[c.cur->len + 1]);
+    std::memcpy(c.cur->owned.get(), c.cur->payload, c.cur->len);
+    c.cur->payload = c.cur->owned.get();
+  }
+}
+
+void Engine::Requeue(Peer& p, std::vector<uint64_t> seqs) {
+  std::sort(seqs.begin(), seqs.end());
+  for (auto it = seqs.rbegin(); it != seqs.rend(); ++it) {
+    auto ch = p.unacked.find(*it);
+    if (ch == p.unacked.end() || ch->second.in_ready) continue;
+    ch->second.in_ready = true;
+    Count(ch->second, -1);
+    ch->second.conn = -1;
+    p.ready.push_front(*it);
+  }
+}
+
+void Engine::Count(TxChunk& ch, int ci) {
+  if (ch.counted == ci) return;
+  const auto now = Clock::now();
+  if (ch.counted >= 0) conns_[ch.counted].rate.Remove(ch.len, now);
+  ch.counted = ci;
+  if (ci >= 0) conns_[ci].rate.Add(ch.len, now);
+}
+
+void Engine::SampleRates(int peer, Clock::time_point now) {
+  Peer& p = peers_[peer];
+  bool updated = false;
+  for (int ci : p.conns) {
+    Conn& c = conns_[ci];
+    const auto r = c.rate.Sample(now, c.alive, c.health.suspect);
+    if (r.period_over) c.health.DecayGap();  // halves in about a third of a second
+    updated |= r.updated;
+  }
+  if (!updated) return;
+  // The striping that results: shares of the measured throughput over the paths in use.
+  std::vector<std::pair<int, double>> rates;
+  for (int ci : p.conns) {
+    const Conn& c = conns_[ci];
+    if (c.alive && !c.health.suspect) rates.emplace_back(ci, c.rate.rate());
+  }
+  std::map<int, double> shares = Shares(rates);
+  if (shares.empty()) return;
+  if (p.shares.empty()) {
+    p.shares = std::move(shares);
+    return;
+  }
+  const auto [moved, most] = LargestShift(p.shares, shares);
+  // Only a real shift is news.
+  if (most < kRebalanceNews) return;
+  std::string reason = "striping by measured throughput:";
+  for (const auto& [ci, share] : shares) {
+    const Conn& c = conns_[ci];
+    reason += " rail " + std::to_string(c.rail) + " " +
+              std::to_string(static_cast<int>(share * 100 + 0.5)) + "% (" +
+              std::to_string(static_cast<int>(c.rate.rate() * 8 / 1e6)) + " Mbps)";
+  }
+  LOG_INFO(tag_, "rank %d: %s", peer, reason.c_str());
+  Emit(EventKind::kRebalanced, peer, conns_[moved].rail, conns_[moved].channel, reason);
+  p.shares = std::move(shares);
+}
+
+}  // namespace ftccl::transport::engine

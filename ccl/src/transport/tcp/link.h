@@ -1,0 +1,38 @@
+// SocketLink: a connected, non-blocking TCP (or, for a relay on this host, Unix) stream socket
+// as the byte stream of one connection (transport/link.h).
+//
+// Thread-safety: none (the progress thread).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "net.h"
+#include "transport/link.h"
+
+namespace ftccl::transport::tcp {
+
+class SocketLink final : public Link {
+ public:
+  // Takes the socket. REQUIRES: connected and non-blocking.
+  explicit SocketLink(net::Fd fd) : fd_(std::move(fd)) {}
+  SocketLink(const SocketLink&) = delete;
+  SocketLink& operator=(const SocketLink&) = delete;
+
+  int fd() const override { return fd_.get(); }
+  uint32_t Ready(uint32_t events) override { return events; }
+  ssize_t Writev(const iovec* iov, int iovcnt) override;
+  ssize_t Read(void* buf, size_t len) override;
+  void ShutdownWrite() override;
+  void Close() override { fd_.Reset(); }
+  std::string error_text() const override { return error_; }
+  bool fatal() const override { return false; }
+  Status ForceError() override;
+  std::string State() const override { return fd_.valid() ? "open" : "closed"; }
+
+ private:
+  net::Fd fd_;
+  std::string error_;  // the last failed call and its errno
+};
+
+}  // namespace ftccl::transport::tcp

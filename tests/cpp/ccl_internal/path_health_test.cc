@@ -1,0 +1,110 @@
+#include "transport/engine/path_health.h"
+
+#include <gtest/gtest.h>
+
+namespace ftccl::transport::engine {
+namespace {
+
+using std::chrono::milliseconds;
+
+PathHealth::Params TestParams() {
+  PathHealth::Params p;
+  p.suspect_floor = Millis(50);
+  p.suspect_ceiling = Millis(2000);
+  p.flap_window = Millis(10000);
+  p.holddown = Millis(100);
+  p.holddown_max = Millis(1000);
+  return p;
+}
+
+double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+TEST(PathHealthTest, FirstRttSampleSetsSrttAndHalfOfItAsVariance) {
+  PathHealth h;
+  EXPECT_FALSE(h.have_rtt());
+  h.RttSample(40);
+  EXPECT_TRUE(h.have_rtt());
+  EXPECT_DOUBLE_EQ(h.srtt_ms(), 40);
+  EXPECT_DOUBLE_EQ(h.rttvar_ms(), 20);
+}
+
+TEST(PathHealthTest, LaterSamplesFollowRfc6298Weights) {
+  PathHealth h;
+  h.RttSample(40);
+  h.RttSample(80);
+  // rttvar = 3/4 * 20 + 1/4 * |40 - 80| = 25; srtt = 7/8 * 40 + 1/8 * 80 = 45.
+  EXPECT_DOUBLE_EQ(h.rttvar_ms(), 25);
+  EXPECT_DOUBLE_EQ(h.srtt_ms(), 45);
+  h.RttSample(-1);  // ignored
+  EXPECT_DOUBLE_EQ(h.srtt_ms(), 45);
+}
+
+TEST(PathHealthTest, SuspectTimeoutIsRtoClampedToFloorAndCeiling) {
+  const auto p = TestParams();
+  PathHealth h;
+  EXPECT_DOUBLE_EQ(Ms(h.SuspectTimeout(p, 0)), 50);  // nothing known: the floor
+  h.RttSample(100);                                 // srtt 100 + 4 x 50 = 300
+  EXPECT_NEAR(Ms(h.SuspectTimeout(p, 0)), 300, 1e-6);
+  EXPECT_NEAR(Ms(h.SuspectTimeout(p, 10)), 340, 1e-6);  // + 4 x the thread's own lateness
+  h.RttSample(5000);
+  EXPECT_DOUBLE_EQ(Ms(h.SuspectTimeout(p, 0)), 2000);  // the ceiling
+}
+
+TEST(PathHealthTest, LongestWaitForProgressWhileBusyWidensTheTimeoutAndDecays) {
+  const auto p = TestParams();
+  PathHealth h;
+  const Clock::time_point t0{} ;
+  const auto start = t0 + milliseconds(1000);
+  h.Progress(start, Clock::time_point{});  // idle: no gap is measured
+  EXPECT_DOUBLE_EQ(h.max_gap_ms(), 0);
+  // Busy since start + 10 ms; the next progress 400 ms after that.
+  h.Progress(start + milliseconds(410), start + milliseconds(10));
+  EXPECT_NEAR(h.max_gap_ms(), 400, 1e-6);
+  EXPECT_NEAR(Ms(h.SuspectTimeout(p, 0)), 800, 1e-6);  // twice the longest wait
+  h.DecayGap();
+  EXPECT_NEAR(h.max_gap_ms(), 320, 1e-6);
+}
+
+TEST(PathHealthTest, HoldDownDoublesPerDownWithinTheWindowUpToTheMaximum) {
+  const auto p = TestParams();
+  PathHealth h;
+  const auto t = Clock::time_point{} + std::chrono::seconds(100);
+  h.RecordDown(t, p);
+  EXPECT_EQ(h.downs_in_window(), 1u);
+  EXPECT_EQ(h.hold_until(), t + milliseconds(100));
+  h.RecordDown(t + milliseconds(10), p);
+  EXPECT_EQ(h.hold_until(), t + milliseconds(10) + milliseconds(200));
+  h.RecordDown(t + milliseconds(20), p);
+  EXPECT_EQ(h.hold_until(), t + milliseconds(20) + milliseconds(400));
+  for (int i = 3; i < 8; ++i) h.RecordDown(t + milliseconds(10 * i), p);
+  EXPECT_EQ(h.hold_until(), t + milliseconds(70) + milliseconds(1000));  // capped
+}
+
+TEST(PathHealthTest, DownsOutsideTheFlapWindowAreForgotten) {
+  const auto p = TestParams();
+  PathHealth h;
+  const auto t = Clock::time_point{} + std::chrono::seconds(100);
+  h.RecordDown(t, p);
+  h.RecordDown(t + milliseconds(1), p);
+  h.RecordDown(t + std::chrono::seconds(20), p);  // 20 s later: the first two are gone
+  EXPECT_EQ(h.downs_in_window(), 1u);
+  EXPECT_EQ(h.hold_until(), t + std::chrono::seconds(20) + milliseconds(100));
+}
+
+TEST(PathHealthTest, OnlyTheLatestProbeCountsAsAnswered) {
+  PathHealth h;
+  const auto t = Clock::time_point{} + std::chrono::seconds(5);
+  const uint64_t first = h.ProbeSent(t);
+  EXPECT_EQ(h.probe_outstanding_since(), t);
+  const uint64_t second = h.ProbeSent(t + milliseconds(100));
+  EXPECT_NE(first, second);
+  EXPECT_EQ(h.probe_outstanding_since(), t);  // the oldest unanswered probe
+  EXPECT_FALSE(h.ProbeAnswered(first, t + milliseconds(120)));
+  EXPECT_EQ(h.probe_outstanding_since(), t);
+  EXPECT_TRUE(h.ProbeAnswered(second, t + milliseconds(130)));
+  EXPECT_EQ(h.probe_outstanding_since(), Clock::time_point{});
+  EXPECT_NEAR(h.srtt_ms(), 30, 1e-6);  // from the latest probe's send time
+}
+
+}  // namespace
+}  // namespace ftccl::transport::engine

@@ -1,0 +1,108 @@
+#include "transport/engine/striping.h"
+
+#include <gtest/gtest.h>
+
+namespace ftccl::transport::engine {
+namespace {
+
+using std::chrono::milliseconds;
+const Clock::time_point kT0 = Clock::time_point{} + std::chrono::seconds(10);
+
+TEST(PathRateTest, WindowIsUnlimitedUntilMeasured) {
+  PathRate r;
+  EXPECT_EQ(r.Window(Millis(20), 1 << 20), UINT64_MAX);
+}
+
+TEST(PathRateTest, SaturatedPeriodMeasuresTheRateOverBusyTimeOnly) {
+  PathRate r;
+  EXPECT_FALSE(r.Sample(kT0, true, false).period_over);  // starts the first period
+  r.Add(1000000, kT0);
+  r.MarkSaturated();
+  r.Delivered(1000000);
+  r.Remove(1000000, kT0 + milliseconds(50));  // busy for 50 ms, then idle
+  auto s = r.Sample(kT0 + milliseconds(100), true, false);
+  EXPECT_TRUE(s.period_over);
+  EXPECT_TRUE(s.updated);
+  EXPECT_NEAR(r.rate(), 1000000 / 0.05, 1);  // 20 MB/s while busy, not 10
+  // path_queue 20 ms at 20 MB/s: 400 kB, but never under two chunks.
+  EXPECT_EQ(r.Window(Millis(20), 1000), 400000u);
+  EXPECT_EQ(r.Window(Millis(20), 1 << 20), 2u << 20);
+  EXPECT_EQ(r.Window(Millis(0), 1000), UINT64_MAX);
+}
+
+TEST(PathRateTest, UnsaturatedPeriodOnlyRaisesTheRate) {
+  PathRate r;
+  r.Sample(kT0, true, false);
+  r.Add(100, kT0);
+  r.MarkSaturated();
+  r.Delivered(2000000);
+  r.Remove(100, kT0 + milliseconds(100));
+  r.Sample(kT0 + milliseconds(100), true, false);
+  const double rate = r.rate();  // 20 MB/s
+  // Not saturated, slower: says only that the path carries at least that much.
+  r.Add(100, kT0 + milliseconds(100));
+  r.Delivered(100000);
+  r.Remove(100, kT0 + milliseconds(200));
+  EXPECT_FALSE(r.Sample(kT0 + milliseconds(200), true, false).updated);
+  EXPECT_DOUBLE_EQ(r.rate(), rate);
+}
+
+TEST(PathRateTest, SharpSlowdownIsFollowedWithWeightOneHalf) {
+  PathRate r;
+  r.Sample(kT0, true, false);
+  r.Add(1, kT0);
+  r.MarkSaturated();
+  r.Delivered(10000000);
+  r.Sample(kT0 + milliseconds(100), true, false);  // 100 MB/s, still busy
+  EXPECT_NEAR(r.rate(), 1e8, 1);
+  r.MarkSaturated();
+  r.Delivered(1000000);
+  r.Sample(kT0 + milliseconds(200), true, false);  // 10 MB/s: a tenfold slowdown
+  EXPECT_NEAR(r.rate(), 0.5 * 1e8 + 0.5 * 1e7, 1);
+}
+
+TEST(PathRateTest, ShortBusyTimeOrSuspectPathMeasuresNothing) {
+  PathRate r;
+  r.Sample(kT0, true, false);
+  r.Add(1, kT0);
+  r.MarkSaturated();
+  r.Delivered(1000);
+  r.Remove(1, kT0 + milliseconds(10));  // busy 10 ms < 20 ms
+  EXPECT_FALSE(r.Sample(kT0 + milliseconds(100), true, false).updated);
+  EXPECT_DOUBLE_EQ(r.rate(), 0);
+  r.Add(1, kT0 + milliseconds(100));
+  r.MarkSaturated();
+  r.Delivered(1000000);
+  // A suspect path's saturated period says nothing of its capacity, but it still showed this
+  // much.
+  EXPECT_TRUE(r.Sample(kT0 + milliseconds(200), true, true).updated);
+  EXPECT_GT(r.rate(), 0);
+  r.Restart();
+  EXPECT_DOUBLE_EQ(r.rate(), 0);
+  EXPECT_EQ(r.outstanding(), 0u);
+}
+
+TEST(StripingTest, SharesFollowTheRatesOfUsablePaths) {
+  auto s = Shares({{3, 30.0}, {5, 10.0}, {7, 0.0}});
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_DOUBLE_EQ(s[3], 0.75);
+  EXPECT_DOUBLE_EQ(s[5], 0.25);
+  EXPECT_TRUE(Shares({{1, 0.0}}).empty());
+  EXPECT_TRUE(Shares({}).empty());
+}
+
+TEST(StripingTest, LargestShiftCountsAVanishedOrNewPathAsShareZero) {
+  auto [id, d] = LargestShift({{1, 0.5}, {2, 0.5}}, {{1, 0.55}, {2, 0.45}});
+  EXPECT_LT(d, kRebalanceNews);
+  std::tie(id, d) = LargestShift({{1, 0.5}, {2, 0.5}}, {{1, 1.0}});
+  EXPECT_EQ(id, 1);
+  EXPECT_DOUBLE_EQ(d, 0.5);
+  std::tie(id, d) = LargestShift({{1, 1.0}}, {{1, 0.6}, {4, 0.4}});
+  EXPECT_EQ(id, 1);
+  EXPECT_NEAR(d, 0.4, 1e-12);
+  std::tie(id, d) = LargestShift({{1, 1.0}}, {});
+  EXPECT_EQ(id, -1);
+}
+
+}  // namespace
+}  // namespace ftccl::transport::engine
