@@ -161,12 +161,42 @@ Status Guarded(const std::function<Status()>& fn) {
   }
 }
 
+// Where a rank runs: its rank, its rails, the bootstrap (and, on rank 0, its listener).
+struct RankEnv {
+  int rank = 0;
+  std::vector<std::string> rail_addrs;
+  std::string bootstrap;
+  int bootstrap_listen_fd = -1;  // rank 0 only
+  std::string scratch_dir;
+};
+
+// The adapter's error as the harness's message.
+Status FromAdapter(const faultline::Status& st) {
+  return st.ok() ? Status::Ok() : Status::Error(st.message());
+}
+
 // Body of one rank process. Returns its exit code.
-int RankMain(const PerfBackend& backend, const RankEnv& env, const std::vector<size_t>& sizes,
-             int out_fd) {
-  const PerfOptions& o = *env.options;
-  std::unique_ptr<PerfCcl> ccl;
-  Status st = Guarded([&] { return backend.create(env, &ccl); });
+int RankMain(const PerfBackend& backend, const PerfOptions& o, const RankEnv& env,
+             const std::vector<size_t>& sizes, int out_fd) {
+  const std::chrono::milliseconds timeout(o.timeout_s * 1000LL);
+  std::unique_ptr<workload::adapters::CclAdapter> ccl;
+  Status st = Guarded([&] {
+    auto created = workload::adapters::CreateCclAdapter(backend.name);
+    if (!created.ok()) return FromAdapter(created.status());
+    ccl = std::move(created).value();
+    workload::adapters::CclInit init;
+    init.rank = env.rank;
+    init.size = o.ranks;
+    init.bootstrap = env.bootstrap;
+    init.bootstrap_listen_fd = env.bootstrap_listen_fd;
+    init.rails = env.rail_addrs;
+    init.store_dir = env.scratch_dir;
+    init.op_timeout = timeout;
+    if (backend.configure) backend.configure(o, &init);
+    Status s = FromAdapter(ccl->Init(init));
+    if (env.bootstrap_listen_fd >= 0) close(env.bootstrap_listen_fd);  // the adapter has its own
+    return s;
+  });
   if (!st.ok()) {
     SendError(out_fd, env.rank, "create: " + st.message());
     return 3;
@@ -199,24 +229,24 @@ int RankMain(const PerfBackend& backend, const RankEnv& env, const std::vector<s
     rec.rank = env.rank;
     rec.size_index = k;
     st = Guarded([&]() -> Status {
-      Status s = ccl->Prepare(args);
+      Status s = FromAdapter(ccl->Prepare(args));
       if (!s.ok()) return Status::Error("prepare: " + s.message());
       for (int i = 0; i < o.warmup; ++i) {
-        s = ccl->Run(args);
+        s = FromAdapter(ccl->Run(args, timeout));
         if (!s.ok()) return Status::Error("warm-up: " + s.message());
       }
-      s = ccl->Barrier();
+      s = FromAdapter(ccl->Barrier(timeout));
       if (!s.ok()) return Status::Error("barrier: " + s.message());
       const auto t0 = SteadyClock::now();
       for (int i = 0; i < o.iters; ++i) {
-        s = ccl->Run(args);
+        s = FromAdapter(ccl->Run(args, timeout));
         if (!s.ok()) return Status::Error("iteration " + std::to_string(i) + ": " + s.message());
       }
       const auto t1 = SteadyClock::now();
       rec.mean_us = std::chrono::duration<double, std::micro>(t1 - t0).count() / o.iters;
       if (o.check) {
         std::memset(recv.data, 0xFF, l.recv_elems * ts);  // NaN or all ones: never a result
-        s = ccl->Run(args);
+        s = FromAdapter(ccl->Run(args, timeout));
         if (!s.ok()) return Status::Error("check run: " + s.message());
         rec.wrong = CountWrong(o, l, env.rank, recv.data);
       }
@@ -230,7 +260,7 @@ int RankMain(const PerfBackend& backend, const RankEnv& env, const std::vector<s
   }
   // Nobody leaves while a peer may still talk to it (some algorithms send a last notification
   // after their own result is complete).
-  st = Guarded([&] { return ccl->Barrier(); });
+  st = Guarded([&] { return FromAdapter(ccl->Finish(timeout)); });
   if (!st.ok()) {
     SendError(out_fd, env.rank, "final barrier: " + st.message());
     return 3;
@@ -343,7 +373,6 @@ Status Launcher::Start() {
     }
     RankEnv env;
     env.rank = rank;
-    env.size = o_.ranks;
     for (int r = 0; r < o_.rails; ++r) {
       env.rail_addrs.push_back(o_.rail_net.empty()
                                    ? "127.0." + std::to_string(r + 1) + "." + std::to_string(rank + 1)
@@ -351,7 +380,6 @@ Status Launcher::Start() {
     }
     env.bootstrap = bootstrap;
     env.scratch_dir = scratch_;
-    env.options = &o_;
     const pid_t pid = fork();
     if (pid < 0) {
       close(fds[0]);
@@ -366,7 +394,7 @@ Status Launcher::Start() {
       } else {
         close(listen_fd_);
       }
-      _exit(RankMain(backend_, env, sizes_, fds[1]));
+      _exit(RankMain(backend_, o_, env, sizes_, fds[1]));
     }
     close(fds[1]);
     pids_.push_back(pid);
@@ -485,7 +513,7 @@ void Launcher::Collect() {
         row.wrong += r.wrong;
       }
       row.algbw = row.time_us > 0 ? static_cast<double>(row.layout.bytes) / row.time_us / 1e3 : 0;
-      row.busbw = row.algbw * BusBwFactor(o_.coll, o_.ranks);
+      row.busbw = row.algbw * workload::BusBwFactor(o_.coll, o_.ranks);
       rows_.push_back(row);
       PrintRow(row);
       ++next_row;
@@ -547,7 +575,7 @@ void Launcher::WriteJson() {
   j["iters"] = o_.iters;
   j["warmup"] = o_.warmup;
   j["check"] = o_.check;
-  j["busbw_factor"] = BusBwFactor(o_.coll, o_.ranks);
+  j["busbw_factor"] = workload::BusBwFactor(o_.coll, o_.ranks);
   nlohmann::json knobs = nlohmann::json::object();
   for (const auto& [k, v] : knobs_) knobs[k] = v;
   j["knobs"] = knobs;
