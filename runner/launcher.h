@@ -157,7 +157,7 @@ class LocalNetnsLauncher final : public Launcher {
  private:
   struct Rank {
     pid_t pid = 0;
-    UniqueFd pidfd;  // closed once reaped
+    UniqueFd pidfd;    // closed once reaped
     UniqueFd channel;  // fork launch: the read end of the rank's channel
     std::string name;
     ExitStatus status;

@@ -30,7 +30,6 @@ int VisibleDevices() {
   return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
 }
 
-
 // A group of nccl workers sharing a temporary store directory; killed and removed at the end.
 class NcclGroup {
  public:

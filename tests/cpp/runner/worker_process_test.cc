@@ -112,9 +112,7 @@ class Group {
   pid_t pid(int rank) const { return launcher_->LocalPid(rank).value_or(-1); }
 
   // Waits for `rank` until `limit` from now; kills it when it is still running then.
-  Exit Wait(int rank, milliseconds limit) {
-    return WaitOrKill(*launcher_, rank, limit);
-  }
+  Exit Wait(int rank, milliseconds limit) { return WaitOrKill(*launcher_, rank, limit); }
 
   // Waits until every rank has logged at least `ops` collectives (false after `limit`).
   bool WaitForOps(size_t ops, milliseconds limit) {

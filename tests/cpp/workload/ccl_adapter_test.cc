@@ -136,9 +136,7 @@ TEST_P(CclAdapterGroupTest, TwoRanksRunCheckedCollectives) {
   std::vector<runner::LaunchSpec> world(2);
   for (int r = 0; r < 2; ++r) {
     world[r].placement.global_rank = r;
-    world[r].body = [&, r](int) {
-      return RankBody(ccl, r, bootstrap, listen_fd, store, abort);
-    };
+    world[r].body = [&, r](int) { return RankBody(ccl, r, bootstrap, listen_fd, store, abort); };
   }
   ASSERT_TRUE((*launcher)->StartWorld(world).ok());
   close(listen_fd);
@@ -146,16 +144,15 @@ TEST_P(CclAdapterGroupTest, TwoRanksRunCheckedCollectives) {
   EXPECT_FALSE(report.hung());
   for (int r = 0; r < 2; ++r) {
     // The exit code names the step that failed (see RankBody).
-    EXPECT_TRUE(report.statuses[r].success()) << "rank " << r << ": "
-                                              << report.statuses[r].ToString();
+    EXPECT_TRUE(report.statuses[r].success())
+        << "rank " << r << ": " << report.statuses[r].ToString();
   }
   std::error_code ec;
   std::filesystem::remove_all(store, ec);
 }
 
 INSTANTIATE_TEST_SUITE_P(Adapters, CclAdapterGroupTest,
-                         ::testing::Combine(::testing::Values("ftccl", "gloo"),
-                                            ::testing::Bool()),
+                         ::testing::Combine(::testing::Values("ftccl", "gloo"), ::testing::Bool()),
                          [](const auto& info) {
                            return std::get<0>(info.param) +
                                   (std::get<1>(info.param) ? "_abort" : "_finish");
