@@ -1,15 +1,12 @@
 // gloo-perf: the ftccl-perf loop on Gloo (TCP transport), for a same-machine comparison.
 //
-// The collectives are workload::GlooCollectives (shared with the runner's worker; see
-// workload/gloo_collectives.h for which Gloo algorithm runs each collective).
+// The ranks run the gloo adapter (workload/adapters/gloo_adapter.cc, shared with the runner's
+// worker) on workload::GlooCollectives; see workload/gloo_collectives.h for which Gloo
+// algorithm runs each collective. Connect and the classic algorithms wait up to --timeout.
 // Rendezvous: a gloo::rendezvous::FileStore in the run's scratch directory.
 // Rails: Gloo has one TCP pair per peer and no notion of rails; every rank uses its first rail
 // address (127.0.1.(k+1)) and --rails only matters to ftccl-perf.
-#include <unistd.h>
-
-#include <chrono>
 #include <cstdlib>
-#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -22,7 +19,6 @@ namespace faultline::bench {
 namespace {
 
 using workload::GlooAllreduce;
-using workload::GlooCollectives;
 
 // Which Gloo allreduce runs (FAULTLINE_GLOO_ALLREDUCE): the options API's ring or bcube, or the
 // classic in-place ring_chunked or halving_doubling (input copied to the output first, timed).
@@ -36,38 +32,6 @@ std::string AllreduceAlgoName() {
 
 std::optional<GlooAllreduce> ParseAllreduceAlgo(const std::string& name) {
   return workload::ParseGlooAllreduce(name);
-}
-
-class GlooCcl final : public PerfCcl {
- public:
-  GlooCcl(std::unique_ptr<GlooCollectives> gloo, const PerfOptions& o)
-      : gloo_(std::move(gloo)), timeout_(std::chrono::milliseconds(o.timeout_s * 1000LL)) {}
-
-  Status Prepare(const OpArgs& a) override { return gloo_->Prepare(a); }
-  Status Run(const OpArgs& a) override { return gloo_->Run(a, timeout_); }
-  Status Barrier() override { return gloo_->Barrier(timeout_); }
-
- private:
-  std::unique_ptr<GlooCollectives> gloo_;
-  std::chrono::milliseconds timeout_;
-};
-
-Status CreateGloo(const RankEnv& env, std::unique_ptr<PerfCcl>* out) {
-  if (env.bootstrap_listen_fd >= 0) close(env.bootstrap_listen_fd);  // Gloo uses the file store
-  const auto algo = ParseAllreduceAlgo(AllreduceAlgoName());
-  if (!algo) return Status::Error(std::string("bad ") + kAllreduceEnv);
-  workload::GlooConnectOptions o;
-  o.rank = env.rank;
-  o.size = env.size;
-  o.address = env.rail_addrs.at(0);
-  o.store_dir = env.scratch_dir;
-  o.timeout = std::chrono::milliseconds(env.options->timeout_s * 1000LL);
-  o.allreduce = *algo;
-  std::unique_ptr<GlooCollectives> gloo;
-  Status st = GlooCollectives::Connect(o, &gloo);
-  if (!st.ok()) return st;
-  *out = std::make_unique<GlooCcl>(std::move(gloo), *env.options);
-  return Status::Ok();
 }
 
 }  // namespace
@@ -99,6 +63,9 @@ int main(int argc, char** argv) {
         {"allreduce", AllreduceAlgoName()},
         {"timeout_ms", std::to_string(o.timeout_s * 1000LL)}};
   };
-  backend.create = &CreateGloo;
+  backend.configure = [](const PerfOptions&, faultline::workload::adapters::CclInit* init) {
+    init->allreduce_algorithm = AllreduceAlgoName();
+    init->init_timeout = init->op_timeout;
+  };
   return PerfMain(argc, argv, backend);
 }

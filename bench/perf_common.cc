@@ -7,7 +7,6 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/types.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -24,6 +23,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <type_traits>
+
+#include "runner/launcher.h"
 
 namespace faultline::bench {
 namespace {
@@ -161,12 +162,42 @@ Status Guarded(const std::function<Status()>& fn) {
   }
 }
 
+// Where a rank runs: its rank, its rails, the bootstrap (and, on rank 0, its listener).
+struct RankEnv {
+  int rank = 0;
+  std::vector<std::string> rail_addrs;
+  std::string bootstrap;
+  int bootstrap_listen_fd = -1;  // rank 0 only
+  std::string scratch_dir;
+};
+
+// The adapter's error as the harness's message.
+Status FromAdapter(const faultline::Status& st) {
+  return st.ok() ? Status::Ok() : Status::Error(st.message());
+}
+
 // Body of one rank process. Returns its exit code.
-int RankMain(const PerfBackend& backend, const RankEnv& env, const std::vector<size_t>& sizes,
-             int out_fd) {
-  const PerfOptions& o = *env.options;
-  std::unique_ptr<PerfCcl> ccl;
-  Status st = Guarded([&] { return backend.create(env, &ccl); });
+int RankMain(const PerfBackend& backend, const PerfOptions& o, const RankEnv& env,
+             const std::vector<size_t>& sizes, int out_fd) {
+  const std::chrono::milliseconds timeout(o.timeout_s * 1000LL);
+  std::unique_ptr<workload::adapters::CclAdapter> ccl;
+  Status st = Guarded([&] {
+    auto created = workload::adapters::CreateCclAdapter(backend.name);
+    if (!created.ok()) return FromAdapter(created.status());
+    ccl = std::move(created).value();
+    workload::adapters::CclInit init;
+    init.rank = env.rank;
+    init.size = o.ranks;
+    init.bootstrap = env.bootstrap;
+    init.bootstrap_listen_fd = env.bootstrap_listen_fd;
+    init.rails = env.rail_addrs;
+    init.store_dir = env.scratch_dir;
+    init.op_timeout = timeout;
+    if (backend.configure) backend.configure(o, &init);
+    Status s = FromAdapter(ccl->Init(init));
+    if (env.bootstrap_listen_fd >= 0) close(env.bootstrap_listen_fd);  // the adapter has its own
+    return s;
+  });
   if (!st.ok()) {
     SendError(out_fd, env.rank, "create: " + st.message());
     return 3;
@@ -199,24 +230,24 @@ int RankMain(const PerfBackend& backend, const RankEnv& env, const std::vector<s
     rec.rank = env.rank;
     rec.size_index = k;
     st = Guarded([&]() -> Status {
-      Status s = ccl->Prepare(args);
+      Status s = FromAdapter(ccl->Prepare(args));
       if (!s.ok()) return Status::Error("prepare: " + s.message());
       for (int i = 0; i < o.warmup; ++i) {
-        s = ccl->Run(args);
+        s = FromAdapter(ccl->Run(args, timeout));
         if (!s.ok()) return Status::Error("warm-up: " + s.message());
       }
-      s = ccl->Barrier();
+      s = FromAdapter(ccl->Barrier(timeout));
       if (!s.ok()) return Status::Error("barrier: " + s.message());
       const auto t0 = SteadyClock::now();
       for (int i = 0; i < o.iters; ++i) {
-        s = ccl->Run(args);
+        s = FromAdapter(ccl->Run(args, timeout));
         if (!s.ok()) return Status::Error("iteration " + std::to_string(i) + ": " + s.message());
       }
       const auto t1 = SteadyClock::now();
       rec.mean_us = std::chrono::duration<double, std::micro>(t1 - t0).count() / o.iters;
       if (o.check) {
         std::memset(recv.data, 0xFF, l.recv_elems * ts);  // NaN or all ones: never a result
-        s = ccl->Run(args);
+        s = FromAdapter(ccl->Run(args, timeout));
         if (!s.ok()) return Status::Error("check run: " + s.message());
         rec.wrong = CountWrong(o, l, env.rank, recv.data);
       }
@@ -230,7 +261,7 @@ int RankMain(const PerfBackend& backend, const RankEnv& env, const std::vector<s
   }
   // Nobody leaves while a peer may still talk to it (some algorithms send a last notification
   // after their own result is complete).
-  st = Guarded([&] { return ccl->Barrier(); });
+  st = Guarded([&] { return FromAdapter(ccl->Finish(timeout)); });
   if (!st.ok()) {
     SendError(out_fd, env.rank, "final barrier: " + st.message());
     return 3;
@@ -257,25 +288,24 @@ struct Row {
   uint64_t wrong = 0;
 };
 
-// The parent: owns the children, prints the table, writes the JSON.
-class Launcher final {
+// The parent: starts the ranks (fork launches of runner::LocalNetnsLauncher, each with its
+// channel to the parent), prints the table, writes the JSON.
+class PerfRun final {
  public:
-  Launcher(const PerfBackend& backend, const PerfOptions& o)
+  PerfRun(const PerfBackend& backend, const PerfOptions& o)
       : backend_(backend), o_(o), sizes_(SizeSweep(o.min_bytes, o.max_bytes, o.factor)) {}
-  ~Launcher() {
+  ~PerfRun() {
     KillAll();
     ReapAll();
-    for (int fd : pipes_) {
-      if (fd >= 0) close(fd);
-    }
+    launcher_.reset();
     if (listen_fd_ >= 0) close(listen_fd_);
     if (!scratch_.empty()) {
       std::error_code ec;
       std::filesystem::remove_all(scratch_, ec);
     }
   }
-  Launcher(const Launcher&) = delete;
-  Launcher& operator=(const Launcher&) = delete;
+  PerfRun(const PerfRun&) = delete;
+  PerfRun& operator=(const PerfRun&) = delete;
 
   int Run();
 
@@ -301,8 +331,9 @@ class Launcher final {
   std::vector<size_t> sizes_;
   std::string scratch_;
   int listen_fd_ = -1;
-  std::vector<pid_t> pids_;
-  std::vector<int> pipes_;
+  std::unique_ptr<runner::LocalNetnsLauncher> launcher_;
+  std::vector<int> handles_;  // by rank
+  std::vector<int> pipes_;    // the ranks' channels (the launcher's); -1 once at end of file
   std::vector<bool> reaped_;
   std::vector<bool> done_;
   std::vector<bool> killed_;
@@ -314,7 +345,7 @@ class Launcher final {
   std::string error_;
 };
 
-Status Launcher::Start() {
+Status PerfRun::Start() {
   char tmpl[] = "/tmp/faultline-perf-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) {
     return Status::Error(std::string("mkdtemp: ") + std::strerror(errno));
@@ -334,16 +365,13 @@ Status Launcher::Start() {
   }
   const std::string bootstrap = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
   results_.assign(sizes_.size(), {});
-  std::fflush(stdout);
-  std::fflush(stderr);
+  auto launcher = runner::LocalNetnsLauncher::Create({""}, "");
+  if (!launcher.ok()) return Status::Error(launcher.status().ToString());
+  launcher_ = std::move(launcher).value();
+  std::vector<runner::LaunchSpec> world;
   for (int rank = 0; rank < o_.ranks; ++rank) {
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) {
-      return Status::Error(std::string("pipe: ") + std::strerror(errno));
-    }
     RankEnv env;
     env.rank = rank;
-    env.size = o_.ranks;
     for (int r = 0; r < o_.rails; ++r) {
       env.rail_addrs.push_back(o_.rail_net.empty()
                                    ? "127.0." + std::to_string(r + 1) + "." + std::to_string(rank + 1)
@@ -351,69 +379,63 @@ Status Launcher::Start() {
     }
     env.bootstrap = bootstrap;
     env.scratch_dir = scratch_;
-    env.options = &o_;
-    const pid_t pid = fork();
-    if (pid < 0) {
-      close(fds[0]);
-      close(fds[1]);
-      return Status::Error(std::string("fork: ") + std::strerror(errno));
-    }
-    if (pid == 0) {
-      close(fds[0]);
-      for (int fd : pipes_) close(fd);
-      if (rank == 0) {
+    runner::LaunchSpec spec;
+    spec.placement.global_rank = rank;
+    spec.body = [this, env](int channel_fd) mutable {
+      // Only rank 0 keeps the listener: if it dies, the bootstrap port must not keep accepting.
+      if (env.rank == 0) {
         env.bootstrap_listen_fd = listen_fd_;
       } else {
         close(listen_fd_);
       }
-      _exit(RankMain(backend_, env, sizes_, fds[1]));
-    }
-    close(fds[1]);
-    pids_.push_back(pid);
-    pipes_.push_back(fds[0]);
+      return RankMain(backend_, o_, env, sizes_, channel_fd);
+    };
+    world.push_back(std::move(spec));
+  }
+  auto handles = launcher_->StartWorld(world);
+  close(listen_fd_);  // rank 0 holds its own copy
+  listen_fd_ = -1;
+  if (!handles.ok()) return Status::Error(handles.status().ToString());
+  handles_ = std::move(handles).value();
+  for (int h : handles_) {
+    pipes_.push_back(launcher_->ChannelFd(h));
     reaped_.push_back(false);
     done_.push_back(false);
     killed_.push_back(false);
     reported_error_.push_back(false);
   }
-  close(listen_fd_);  // rank 0 holds its own copy
-  listen_fd_ = -1;
   return Status::Ok();
 }
 
-void Launcher::KillAll() {
-  for (size_t k = 0; k < pids_.size(); ++k) {
+void PerfRun::KillAll() {
+  for (size_t k = 0; k < handles_.size(); ++k) {
     if (reaped_[k]) continue;
-    kill(pids_[k], SIGKILL);
+    launcher_->Kill(handles_[k], SIGKILL).IgnoreError();
     killed_[k] = true;
   }
 }
 
-void Launcher::Reap(size_t k) {
+void PerfRun::Reap(size_t k) {
   if (reaped_[k]) return;
-  int status = 0;
-  pid_t got;
-  do {
-    got = waitpid(pids_[k], &status, 0);
-  } while (got < 0 && errno == EINTR);
+  auto status = launcher_->Wait(handles_[k], INT64_MAX);
   reaped_[k] = true;
-  if (got < 0 || killed_[k]) return;
+  if (!status.ok() || killed_[k]) return;
   const std::string who = "rank " + std::to_string(k);
-  if (WIFSIGNALED(status)) {
-    Crash(who + " died of signal " + std::to_string(WTERMSIG(status)) + " (" +
-          strsignal(WTERMSIG(status)) + ")");
-  } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0 && !reported_error_[k]) {
-    Crash(who + " exited with code " + std::to_string(WEXITSTATUS(status)) + " without saying why");
-  } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && !done_[k]) {
+  if (status->state == runner::ExitStatus::State::kSignaled) {
+    Crash(who + " died of signal " + std::to_string(status->signal) + " (" +
+          strsignal(status->signal) + ")");
+  } else if (status->code != 0 && !reported_error_[k]) {
+    Crash(who + " exited with code " + std::to_string(status->code) + " without saying why");
+  } else if (status->code == 0 && !done_[k]) {
     Crash(who + " exited before finishing");
   }
 }
 
-void Launcher::ReapAll() {
-  for (size_t k = 0; k < pids_.size(); ++k) Reap(k);
+void PerfRun::ReapAll() {
+  for (size_t k = 0; k < handles_.size(); ++k) Reap(k);
 }
 
-void Launcher::Collect() {
+void PerfRun::Collect() {
   // A library's own deadlines end a stuck collective within timeout_s; this only catches a rank
   // that hangs outside them (a whole size, every warm-up and timed run, is allowed to be slow).
   const auto silence_limit =
@@ -449,7 +471,6 @@ void Launcher::Collect() {
       const ssize_t got = read(pipes_[k], dst, sizeof(RankRecord) - partial[k]);
       if (got < 0 && errno == EINTR) continue;
       if (got <= 0) {  // the rank is gone
-        close(pipes_[k]);
         pipes_[k] = -1;
         Reap(k);
         if (!done_[k] && !killing) {
@@ -485,7 +506,7 @@ void Launcher::Collect() {
         row.wrong += r.wrong;
       }
       row.algbw = row.time_us > 0 ? static_cast<double>(row.layout.bytes) / row.time_us / 1e3 : 0;
-      row.busbw = row.algbw * BusBwFactor(o_.coll, o_.ranks);
+      row.busbw = row.algbw * workload::BusBwFactor(o_.coll, o_.ranks);
       rows_.push_back(row);
       PrintRow(row);
       ++next_row;
@@ -503,7 +524,7 @@ void Launcher::Collect() {
   ReapAll();
 }
 
-void Launcher::PrintHeader() {
+void PerfRun::PrintHeader() {
   std::printf("# %s-perf: %s, %d ranks, %d rails, dtype %s", backend_.name.c_str(),
               CollName(o_.coll), o_.ranks, o_.rails, DTypeName(o_.dtype));
   if (IsReduction(o_.coll)) std::printf(", redop %s", RedOpName(o_.redop));
@@ -524,7 +545,7 @@ void Launcher::PrintHeader() {
   std::fflush(stdout);
 }
 
-void Launcher::PrintRow(const Row& row) {
+void PerfRun::PrintRow(const Row& row) {
   const std::string wrong = o_.check ? std::to_string(row.wrong) : "N/A";
   std::printf("  %10zu %12zu %6s %6s %11.1f %8.3f %8.3f %8s\n", row.layout.bytes,
               row.layout.print_count, DTypeName(o_.dtype),
@@ -533,7 +554,7 @@ void Launcher::PrintRow(const Row& row) {
   std::fflush(stdout);
 }
 
-void Launcher::WriteJson() {
+void PerfRun::WriteJson() {
   if (o_.json_path.empty()) return;
   nlohmann::json j;
   j["schema"] = "faultline.perf/v1";
@@ -547,7 +568,7 @@ void Launcher::WriteJson() {
   j["iters"] = o_.iters;
   j["warmup"] = o_.warmup;
   j["check"] = o_.check;
-  j["busbw_factor"] = BusBwFactor(o_.coll, o_.ranks);
+  j["busbw_factor"] = workload::BusBwFactor(o_.coll, o_.ranks);
   nlohmann::json knobs = nlohmann::json::object();
   for (const auto& [k, v] : knobs_) knobs[k] = v;
   j["knobs"] = knobs;
@@ -586,7 +607,7 @@ void Launcher::WriteJson() {
   }
 }
 
-int Launcher::Run() {
+int PerfRun::Run() {
   if (backend_.knobs) knobs_ = backend_.knobs(o_);
   PrintHeader();
   Status st = Start();
@@ -666,8 +687,8 @@ int PerfMain(int argc, char** argv, const PerfBackend& backend) {
   const int rc = ParseArgs(argc, argv, backend, &o);
   if (rc >= 0) return rc;
   signal(SIGPIPE, SIG_IGN);
-  Launcher launcher(backend, o);
-  return launcher.Run();
+  PerfRun run(backend, o);
+  return run.Run();
 }
 
 }  // namespace faultline::bench

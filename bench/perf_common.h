@@ -1,7 +1,8 @@
 // Shared harness of the collective benchmarks ftccl-perf and gloo-perf (nccl-tests style).
 //
-// A benchmark program supplies a PerfBackend: how to create one rank's communicator and how to
-// run one collective on it. PerfMain does the rest, identically for every library:
+// A benchmark program supplies a PerfBackend: which library (its adapter in
+// workload/adapters/, the one layer the worker and the tests use too) and what to say about it.
+// PerfMain does the rest, identically for every library:
 //  - parses the command line (CLI11; the flags of nccl-tests where they exist),
 //  - binds the bootstrap listener on 127.0.0.1:0 and forks one process per rank,
 //  - in every rank: fills the inputs, warms up, times `iters` back-to-back collectives per size,
@@ -28,16 +29,17 @@
 #include <utility>
 #include <vector>
 
+#include "workload/adapters/ccl_adapter.h"
 #include "workload/check_values.h"
 #include "workload/collective.h"
 
 namespace faultline::bench {
 
-// The collectives, types, layouts, busbw factors and check values are the shared workload
-// library's (workload/); the benchmarks use them under their old names.
+// The collectives, types, layouts and check values are the shared workload library's
+// (workload/); the benchmarks use them under their old names. busbw factors are called as
+// workload::BusBwFactor: one rule, one place.
 using workload::BF16Codec;
 using workload::BF16ToFloat;
-using workload::BusBwFactor;
 using workload::Coll;
 using workload::CollName;
 using workload::Combine;
@@ -89,39 +91,19 @@ void FillInput(const PerfOptions& o, const SizeLayout& l, int rank, void* send);
 // Counts the elements of `recv` on `rank` that differ from the known result.
 uint64_t CountWrong(const PerfOptions& o, const SizeLayout& l, int rank, const void* recv);
 
-// Where a rank runs; handed to the backend inside the rank's process.
-struct RankEnv {
-  int rank = 0;
-  int size = 0;
-  std::vector<std::string> rail_addrs;  // this rank's address on each rail
-  std::string bootstrap;                // "127.0.0.1:PORT" of the parent's listening socket
-  int bootstrap_listen_fd = -1;         // that listening socket; rank 0 only, -1 elsewhere
-  std::string scratch_dir;              // empty directory private to this run, shared by ranks
-  const PerfOptions* options = nullptr;
-};
-
-// One rank's connection to a library. Created and used inside one rank process.
-class PerfCcl {
- public:
-  virtual ~PerfCcl() = default;
-  // Called once per size before the warm-up with the buffers every later Run of that size
-  // uses. Setup cost spent here is not timed.
-  virtual Status Prepare(const OpArgs& args) { return Status::Ok(); }
-  // Runs one collective to completion.
-  virtual Status Run(const OpArgs& args) = 0;
-  virtual Status Barrier() = 0;
-};
-
 struct PerfBackend {
-  std::string name;  // "ftccl", "gloo"
+  // The library: a workload::adapters::CreateCclAdapter name ("ftccl", "gloo").
+  std::string name;
   // Extra header lines (e.g. how rails are used); may be empty.
   std::vector<std::string> notes;
   // Parent side: rejects options the library cannot run; nullptr accepts everything.
   std::function<Status(const PerfOptions&)> validate;
   // Parent side: effective knobs of the library, echoed in the header and the JSON.
   std::function<std::vector<std::pair<std::string, std::string>>(const PerfOptions&)> knobs;
-  // Rank side: connects this rank. Owns (and may close) env.bootstrap_listen_fd.
-  std::function<Status(const RankEnv&, std::unique_ptr<PerfCcl>*)> create;
+  // Rank side: adjusts the adapter's CclInit after the harness filled it in (rank, size,
+  // bootstrap and its listener on rank 0, rails, the run's scratch directory as the store,
+  // op_timeout = --timeout); nullptr keeps it.
+  std::function<void(const PerfOptions&, workload::adapters::CclInit*)> configure;
 };
 
 // The whole program. Returns the exit code: 0 all fine; 1 wrong elements found; 2 bad

@@ -17,7 +17,6 @@
 #include <netinet/tcp.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -34,6 +33,7 @@
 #include <vector>
 
 #include "perf_common.h"
+#include "runner/launcher.h"
 
 namespace faultline::bench {
 namespace {
@@ -184,7 +184,8 @@ struct Measurement {
   std::vector<double> per_stream;  // each stream over its own active time
 };
 
-// Runs `streams` streams (stream r on rail r) between a forked sender and receiver.
+// Runs `streams` streams (stream r on rail r) between a sender and a receiver process (fork
+// launches of runner::LocalNetnsLauncher; the receiver reports over its channel).
 Status Measure(const CapacityOptions& o, int streams, Measurement* out) {
   std::vector<int> listen_fds;
   std::vector<uint16_t> ports;
@@ -202,32 +203,26 @@ Status Measure(const CapacityOptions& o, int streams, Measurement* out) {
     listen_fds.push_back(fd);
     ports.push_back(port);
   }
-  int result_pipe[2];
-  if (pipe2(result_pipe, O_CLOEXEC) != 0) {
+  auto launcher = runner::LocalNetnsLauncher::Create({""}, "");
+  if (!launcher.ok()) {
     close_all();
-    return Status::Error(Errno("pipe"));
+    return Status::Error(launcher.status().ToString());
   }
-  std::fflush(stdout);
-  const pid_t receiver = fork();
-  if (receiver == 0) {
-    close(result_pipe[0]);
+  runner::Launcher& l = **launcher;
+  const int64_t deadline = NowNs() + static_cast<int64_t>(o.seconds * 1e9);
+  // Rank 0 receives and reports over its channel; rank 1 sends.
+  std::vector<runner::LaunchSpec> pair(2);
+  pair[0].placement.global_rank = 0;
+  pair[0].body = [&](int channel_fd) {
     std::vector<StreamResult> results(streams);
     std::vector<std::thread> threads;
     for (int r = 0; r < streams; ++r)
       threads.emplace_back(ReceiveStream, listen_fds[r], &results[r]);
     for (auto& t : threads) t.join();
-    _exit(WriteAll(result_pipe[1], results.data(), sizeof(StreamResult) * results.size()) ? 0 : 1);
-  }
-  close(result_pipe[1]);
-  if (receiver < 0) {
-    close(result_pipe[0]);
-    close_all();
-    return Status::Error(Errno("fork"));
-  }
-  const int64_t deadline = NowNs() + static_cast<int64_t>(o.seconds * 1e9);
-  const pid_t sender = fork();
-  if (sender == 0) {
-    close(result_pipe[0]);
+    return WriteAll(channel_fd, results.data(), sizeof(StreamResult) * results.size()) ? 0 : 1;
+  };
+  pair[1].placement.global_rank = 1;
+  pair[1].body = [&](int /*channel_fd*/) {
     std::vector<std::string> errors(streams);
     std::vector<std::thread> threads;
     for (int r = 0; r < streams; ++r) {
@@ -243,25 +238,17 @@ Status Measure(const CapacityOptions& o, int streams, Measurement* out) {
         rc = 1;
       }
     }
-    _exit(rc);
-  }
+    return rc;
+  };
+  auto handles = l.StartWorld(pair);
   close_all();
-  Status st = Status::Ok();
-  if (sender < 0) {
-    st = Status::Error(Errno("fork"));
-    kill(receiver, SIGKILL);
-  }
+  if (!handles.ok()) return Status::Error(handles.status().ToString());
   std::vector<StreamResult> results(streams);
-  const bool got = ReadAll(result_pipe[0], results.data(), sizeof(StreamResult) * results.size());
-  close(result_pipe[0]);
-  int status = 0;
-  if (sender > 0) {
-    waitpid(sender, &status, 0);
-    if (st.ok() && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-      st = Status::Error("the sender failed");
-    }
-  }
-  waitpid(receiver, &status, 0);
+  const bool got = ReadAll(l.ChannelFd(0), results.data(), sizeof(StreamResult) * results.size());
+  Status st = Status::Ok();
+  auto sender = l.Wait(1, INT64_MAX);
+  if (!sender.ok() || !sender->success()) st = Status::Error("the sender failed");
+  l.Wait(0, INT64_MAX).status().IgnoreError();
   if (!st.ok()) return st;
   if (!got) return Status::Error("the receiver reported nothing");
   int64_t first = INT64_MAX, last = 0;
@@ -308,20 +295,17 @@ Status MeasureRing(const CapacityOptions& o, std::vector<double>* per_rank) {
       ports.push_back(port);
     }
   }
-  std::fflush(stdout);
+  auto launcher = runner::LocalNetnsLauncher::Create({""}, "");
+  if (!launcher.ok()) {
+    close_all();
+    return Status::Error(launcher.status().ToString());
+  }
+  runner::Launcher& l = **launcher;
   const int64_t deadline = NowNs() + static_cast<int64_t>(o.seconds * 1e9);
-  std::vector<pid_t> pids;
-  std::vector<int> pipes;
-  Status st = Status::Ok();
-  for (int i = 0; i < n && st.ok(); ++i) {
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) {
-      st = Status::Error(Errno("pipe"));
-      break;
-    }
-    const pid_t pid = fork();
-    if (pid == 0) {
-      close(fds[0]);
+  std::vector<runner::LaunchSpec> world(n);
+  for (int i = 0; i < n; ++i) {
+    world[i].placement.global_rank = i;
+    world[i].body = [&, i](int channel_fd) {
       std::vector<StreamResult> results(rails);
       std::vector<std::string> errors(rails);
       std::vector<std::thread> threads;
@@ -337,23 +321,18 @@ Status MeasureRing(const CapacityOptions& o, std::vector<double>* per_rank) {
           std::snprintf(results[r].error, sizeof(results[r].error), "%s", errors[r].c_str());
         }
       }
-      _exit(WriteAll(fds[1], results.data(), sizeof(StreamResult) * results.size()) ? 0 : 1);
-    }
-    close(fds[1]);
-    if (pid < 0) {
-      close(fds[0]);
-      st = Status::Error(Errno("fork"));
-      break;
-    }
-    pids.push_back(pid);
-    pipes.push_back(fds[0]);
+      return WriteAll(channel_fd, results.data(), sizeof(StreamResult) * results.size()) ? 0 : 1;
+    };
   }
+  auto handles = l.StartWorld(world);
   close_all();
+  if (!handles.ok()) return Status::Error(handles.status().ToString());
+  Status st = Status::Ok();
   per_rank->clear();
-  for (size_t i = 0; i < pipes.size(); ++i) {
+  for (int h : *handles) {
+    const size_t i = static_cast<size_t>(h);
     std::vector<StreamResult> results(rails);
-    const bool got = ReadAll(pipes[i], results.data(), sizeof(StreamResult) * results.size());
-    close(pipes[i]);
+    const bool got = ReadAll(l.ChannelFd(h), results.data(), sizeof(StreamResult) * results.size());
     if (!st.ok()) continue;
     if (!got) {
       st = Status::Error("ring process " + std::to_string(i) + " reported nothing");
@@ -374,12 +353,9 @@ Status MeasureRing(const CapacityOptions& o, std::vector<double>* per_rank) {
                                          static_cast<double>(std::max<int64_t>(1, last - first)));
   }
   if (!st.ok()) {
-    for (pid_t pid : pids) kill(pid, SIGKILL);
+    for (int h : *handles) l.Kill(h, SIGKILL).IgnoreError();
   }
-  for (pid_t pid : pids) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-  }
+  l.WaitAll(INT64_MAX);
   return st;
 }
 

@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -87,10 +88,28 @@ ExitStatus FromSiginfo(const siginfo_t& info) {
   return s;
 }
 
-// The child side of Start: only async-signal-safe calls until exec.
-[[noreturn]] void ChildExec(pid_t parent, int netns_fd, int in_fd, int out_fd, int err_fd,
-                            int report_fd, const char* path, char* const argv[],
-                            char* const envp[]) {
+// What the child of a launch is given; everything is prepared before fork.
+struct ChildPlan {
+  pid_t parent = 0;
+  int netns_fd = -1;
+  int in_fd = -1;
+  int out_fd = -1;  // -1: keep the parent's stdout
+  int err_fd = -1;  // -1: keep the parent's stderr
+  int report_fd = -1;
+  // Exec launch.
+  const char* path = nullptr;
+  char* const* argv = nullptr;
+  char* const* envp = nullptr;
+  // Fork launch.
+  const RankBody* body = nullptr;
+  int channel_fd = -1;
+  // The launcher's descriptors of other ranks, closed in a forked body's child.
+  const std::vector<int>* launcher_fds = nullptr;
+};
+
+// The child side of a start: only async-signal-safe calls until exec or the body.
+[[noreturn]] void Child(const ChildPlan& plan) {
+  const int report_fd = plan.report_fd;
   auto fail = [report_fd](int stage, int err) {
     ChildError e{stage, err};
     ssize_t n = ::write(report_fd, &e, sizeof(e));
@@ -99,31 +118,45 @@ ExitStatus FromSiginfo(const siginfo_t& info) {
   };
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) fail(kStageParentGone, 0);
-  // A signal mask and ignored signals survive exec: give the rank a clean slate.
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  struct sigaction dfl;
-  std::memset(&dfl, 0, sizeof(dfl));
-  dfl.sa_handler = SIG_DFL;
-  for (int sig = 1; sig < NSIG; ++sig) {
-    if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);
+  if (::getppid() != plan.parent) fail(kStageParentGone, 0);
+  if (plan.body == nullptr) {
+    // A signal mask and ignored signals survive exec: give the program a clean slate. A body
+    // is this program and keeps this process's signal state.
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    struct sigaction dfl;
+    std::memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; ++sig) {
+      if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);
+    }
   }
-  if (netns_fd >= 0 && ::setns(netns_fd, CLONE_NEWNET) != 0) fail(kStageSetns, errno);
+  if (plan.netns_fd >= 0 && ::setns(plan.netns_fd, CLONE_NEWNET) != 0) fail(kStageSetns, errno);
   // dup2 onto itself would keep close-on-exec: clear the flag instead.
   const int redirects[3][2] = {
-      {in_fd, STDIN_FILENO}, {out_fd, STDOUT_FILENO}, {err_fd, STDERR_FILENO}};
+      {plan.in_fd, STDIN_FILENO}, {plan.out_fd, STDOUT_FILENO}, {plan.err_fd, STDERR_FILENO}};
   for (const auto& [from, to] : redirects) {
+    if (from < 0) continue;
     if (from == to) {
       ::fcntl(to, F_SETFD, 0);
     } else {
       ::dup2(from, to);
     }
   }
-  ::execve(path, argv, envp);
-  fail(kStageExec, errno);
-  ::_exit(127);  // not reached
+  if (plan.body == nullptr) {
+    ::execve(plan.path, plan.argv, plan.envp);
+    fail(kStageExec, errno);
+  }
+  // Fork launch: past setup, so the start report is done (its pipe closes here); the rank
+  // keeps none of the launcher's descriptors of other ranks (pidfds, channels).
+  for (int fd : *plan.launcher_fds) ::close(fd);
+  for (int fd : {plan.netns_fd, plan.in_fd, plan.out_fd, plan.err_fd, report_fd}) {
+    if (fd > STDERR_FILENO) ::close(fd);
+  }
+  const int code = (*plan.body)(plan.channel_fd);
+  std::fflush(nullptr);
+  ::_exit(code);
 }
 
 }  // namespace
@@ -146,10 +179,11 @@ std::string ExitStatus::ToString() const {
 
 Result<std::unique_ptr<LocalNetnsLauncher>> LocalNetnsLauncher::Create(
     std::vector<std::string> host_netns, std::string log_dir) {
-  if (log_dir.empty()) return InvalidArgument("empty log directory");
-  std::error_code ec;
-  std::filesystem::create_directories(log_dir, ec);
-  if (ec) return ErrnoStatus("create log directory " + log_dir, ec.value());
+  if (!log_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(log_dir, ec);
+    if (ec) return ErrnoStatus("create log directory " + log_dir, ec.value());
+  }
   for (const std::string& ns : host_netns) {
     if (!ns.empty()) FL_RETURN_IF_ERROR(ValidateNetnsName(ns));
   }
@@ -170,8 +204,32 @@ Status LocalNetnsLauncher::CheckHandle(int handle) const {
   return Status::Ok();
 }
 
-Result<int> LocalNetnsLauncher::Start(const LaunchSpec& spec) {
-  if (spec.argv.empty()) return InvalidArgument("empty argv");
+Result<int> Launcher::Start(const LaunchSpec& spec) {
+  FL_ASSIGN_OR_RETURN(std::vector<int> handles, StartWorld({spec}));
+  return handles.front();
+}
+
+Result<std::vector<int>> LocalNetnsLauncher::StartWorld(const std::vector<LaunchSpec>& specs) {
+  const size_t before = ranks_.size();
+  for (const LaunchSpec& spec : specs) {
+    Status st = StartOne(spec);
+    if (!st.ok()) {
+      // All or nothing: the ranks of this call go again.
+      while (ranks_.size() > before) {
+        KillAndReap(ranks_.back());
+        ranks_.pop_back();
+      }
+      return st;
+    }
+  }
+  std::vector<int> handles;
+  for (size_t h = before; h < ranks_.size(); ++h) handles.push_back(static_cast<int>(h));
+  return handles;
+}
+
+Status LocalNetnsLauncher::StartOne(const LaunchSpec& spec) {
+  const bool forked_body = static_cast<bool>(spec.body);
+  if (!forked_body && spec.argv.empty()) return InvalidArgument("empty argv");
   const int host = spec.placement.host;
   if (host < 0 || host >= static_cast<int>(host_netns_.size())) {
     return InvalidArgument("placement on host " + std::to_string(host) + " (the launcher has " +
@@ -180,43 +238,77 @@ Result<int> LocalNetnsLauncher::Start(const LaunchSpec& spec) {
   std::string name =
       spec.name.empty() ? "rank" + std::to_string(spec.placement.global_rank) : spec.name;
   if (name.find('/') != std::string::npos) return InvalidArgument("rank name with '/'");
-  FL_ASSIGN_OR_RETURN(std::string path, ResolveProgram(spec.argv[0]));
+  std::string path;
+  if (!forked_body) {
+    FL_ASSIGN_OR_RETURN(path, ResolveProgram(spec.argv[0]));
+  }
 
   // Everything the child needs is prepared here: after fork it may only make system calls.
+  ChildPlan plan;
+  plan.parent = ::getpid();
   UniqueFd netns_fd;
   if (!host_netns_[host].empty()) {
     FL_ASSIGN_OR_RETURN(netns_fd, OpenNetns(host_netns_[host]));
   }
+  plan.netns_fd = netns_fd.get();
   int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (null_fd < 0) return ErrnoStatus("open /dev/null", errno);
   UniqueFd in_fd(null_fd);
-  FL_ASSIGN_OR_RETURN(UniqueFd out_fd, OpenLog(log_dir_ + "/" + name + ".out"));
-  FL_ASSIGN_OR_RETURN(UniqueFd err_fd, OpenLog(log_dir_ + "/" + name + ".err"));
+  plan.in_fd = in_fd.get();
+  UniqueFd out_fd, err_fd;
+  if (!log_dir_.empty()) {
+    FL_ASSIGN_OR_RETURN(out_fd, OpenLog(log_dir_ + "/" + name + ".out"));
+    FL_ASSIGN_OR_RETURN(err_fd, OpenLog(log_dir_ + "/" + name + ".err"));
+  }
+  plan.out_fd = out_fd.get();
+  plan.err_fd = err_fd.get();
   std::vector<std::string> args = spec.argv;
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  std::vector<std::string> env = MergeEnv(spec.env);
+  std::vector<std::string> env = forked_body ? std::vector<std::string>{} : MergeEnv(spec.env);
   std::vector<char*> envp;
   for (std::string& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
+  plan.path = path.c_str();
+  plan.argv = argv.data();
+  plan.envp = envp.data();
   int report[2];
   if (::pipe2(report, O_CLOEXEC) != 0) return ErrnoStatus("pipe2", errno);
   UniqueFd report_rd(report[0]);
   UniqueFd report_wr(report[1]);
+  plan.report_fd = report_wr.get();
+  UniqueFd channel_rd, channel_wr;
+  std::vector<int> launcher_fds;
+  if (forked_body) {
+    int channel[2];
+    if (::pipe2(channel, O_CLOEXEC) != 0) return ErrnoStatus("pipe2", errno);
+    channel_rd.Reset(channel[0]);
+    channel_wr.Reset(channel[1]);
+    plan.body = &spec.body;
+    plan.channel_fd = channel_wr.get();
+    for (const Rank& r : ranks_) {
+      if (r.pidfd.valid()) launcher_fds.push_back(r.pidfd.get());
+      if (r.channel.valid()) launcher_fds.push_back(r.channel.get());
+    }
+    launcher_fds.push_back(report_rd.get());
+    launcher_fds.push_back(channel_rd.get());
+    // Whatever this process has buffered must not be written twice by the rank.
+    std::fflush(nullptr);
+  }
+  plan.launcher_fds = &launcher_fds;
 
-  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) return ErrnoStatus("fork", errno);
-  if (pid == 0) {
-    ChildExec(parent, netns_fd.get(), in_fd.get(), out_fd.get(), err_fd.get(), report_wr.get(),
-              path.c_str(), argv.data(), envp.data());
-  }
+  if (pid == 0) Child(plan);
   report_wr.Reset();
+  channel_wr.Reset();
   Rank rank;
   rank.pid = pid;
   rank.name = name;
-  // The pipe closes at exec (success) or carries the reason the child could not exec.
+  rank.channel = std::move(channel_rd);
+  // The pipe closes at exec or before the body (success) or carries the reason the child
+  // could not start.
   ChildError child_error;
   ssize_t n;
   do {
@@ -239,7 +331,7 @@ Result<int> LocalNetnsLauncher::Start(const LaunchSpec& spec) {
     }
   }
   ranks_.push_back(std::move(rank));
-  return size() - 1;
+  return Status::Ok();
 }
 
 bool LocalNetnsLauncher::TryReap(Rank& r) {
@@ -353,13 +445,18 @@ std::optional<pid_t> LocalNetnsLauncher::LocalPid(int handle) const {
   return ranks_[handle].pid;
 }
 
+int LocalNetnsLauncher::ChannelFd(int handle) const {
+  if (!CheckHandle(handle).ok()) return -1;
+  return ranks_[handle].channel.valid() ? ranks_[handle].channel.get() : -1;
+}
+
 std::string LocalNetnsLauncher::StdoutPath(int handle) const {
-  if (!CheckHandle(handle).ok()) return "";
+  if (!CheckHandle(handle).ok() || log_dir_.empty()) return "";
   return log_dir_ + "/" + ranks_[handle].name + ".out";
 }
 
 std::string LocalNetnsLauncher::StderrPath(int handle) const {
-  if (!CheckHandle(handle).ok()) return "";
+  if (!CheckHandle(handle).ok() || log_dir_.empty()) return "";
   return log_dir_ + "/" + ranks_[handle].name + ".err";
 }
 

@@ -192,6 +192,7 @@ Status Run::LaunchRanks() {
   // always fresh, so nothing of an earlier run in the same --out is picked up.
   fs::remove_all(out_ + "/store", ec);
   fs::create_directories(out_ + "/store", ec);
+  std::vector<LaunchSpec> specs;
   for (int h = 0; h < t.hosts; ++h) {
     for (int l = 0; l < t.ranks_per_host; ++l) {
       const int g = h * t.ranks_per_host + l;
@@ -230,11 +231,12 @@ Status Run::LaunchRanks() {
       spec.argv = std::move(argv);
       spec.placement = {h, l, g};
       spec.name = "rank" + std::to_string(g);
-      auto handle = launcher_->Start(spec);
-      if (!handle.ok()) return handle.status();
-      handles_.push_back(handle.value());
+      specs.push_back(std::move(spec));
     }
   }
+  auto handles = launcher_->StartWorld(specs);
+  if (!handles.ok()) return handles.status();
+  handles_ = std::move(handles).value();
   return Status();
 }
 

@@ -17,12 +17,15 @@
 #include <thread>
 #include <utility>
 
-#include "runner/ccl_adapter.h"
 #include "runner/worker_log.h"
+#include "workload/adapters/ccl_adapter.h"
 #include "workload/check_values.h"
 
 namespace faultline::runner {
 namespace {
+
+using workload::adapters::CclAdapter;
+using workload::adapters::CclInit;
 
 int64_t NowNs() {
   timespec ts;
@@ -215,7 +218,7 @@ class Worker final {
       std::fprintf(stderr, "faultline-worker: %s\n", st.ToString().c_str());
       return kWorkerExitInternal;
     }
-    auto adapter = CreateCclAdapter(o_.ccl);
+    auto adapter = workload::adapters::CreateCclAdapter(o_.ccl);
     if (!adapter.ok()) {
       std::fprintf(stderr, "faultline-worker: %s\n", adapter.status().ToString().c_str());
       return kWorkerExitUsage;
@@ -379,10 +382,19 @@ class Worker final {
     return kWorkerExitOk;
   }
 
+  // Logs the library's events; kinds the runner does not know are left out.
   void DrainEvents() {
-    for (CclEvent& e : adapter_->DrainEvents()) {
-      e.rank = o_.rank;
-      log_.Write(WorkerEventLine(e));
+    for (workload::adapters::CclEvent& e : adapter_->DrainEvents()) {
+      const std::optional<EventKind> kind = ParseEventKind(e.kind);
+      if (!kind) continue;
+      CclEvent c;
+      c.time_ns = e.time_ns;
+      c.rank = o_.rank;
+      c.kind = *kind;
+      c.path = e.path;
+      c.peer = e.peer;
+      c.reason = std::move(e.reason);
+      log_.Write(WorkerEventLine(c));
     }
   }
 

@@ -1,7 +1,7 @@
 // The worker: one rank of a run, one process, started by the runner inside the rank's host
 // network namespace (build/bin/faultline-worker; command line in worker_main.cc).
 //
-// It joins the group through a CclAdapter, runs the workload loop (warm-up, then --iters
+// It joins the group through a CclAdapter (workload/adapters/ccl_adapter.h), runs the workload loop (warm-up, then --iters
 // collectives or collectives until --duration has passed), checks every output against the
 // analytically known values (workload/check_values.h) and logs every collective, CCL event and
 // how it ended to its per-rank log (worker_log.h).
@@ -33,7 +33,7 @@ inline constexpr int kWorkerExitInternal = 3;   // the worker itself failed (log
 inline constexpr int kWorkerExitCclError = 10;  // a CCL call failed or outlived its deadline
 
 struct WorkerOptions {
-  std::string ccl;  // CreateCclAdapter name
+  std::string ccl;  // workload::adapters::CreateCclAdapter name
   int rank = 0;
   int size = 0;
   std::string bootstrap;           // ip:port of rank 0 on the management network

@@ -12,8 +12,8 @@
 #include <string>
 
 #include "injector/units.h"
-#include "runner/ccl_adapter.h"
 #include "runner/worker.h"
+#include "workload/adapters/ccl_adapter.h"
 #include "workload/collective.h"
 
 namespace faultline::runner {
@@ -115,7 +115,7 @@ int Main(int argc, char** argv) {
   if (!o.fault_hook.empty() && o.ccl != "ftccl") {
     return Usage("--fault-hook: " + o.ccl + " serves no fault hook (only ftccl does)");
   }
-  auto adapter = CreateCclAdapter(o.ccl);
+  auto adapter = workload::adapters::CreateCclAdapter(o.ccl);
   if (!adapter.ok()) return Usage(adapter.status().message());
   if (start_at >= 0) o.start_at_ns = start_at;
   return RunWorker(o);

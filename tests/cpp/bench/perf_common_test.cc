@@ -1,5 +1,6 @@
-// The benchmark harness's own arithmetic: busbw factors, size layouts, the sweep, and that the
-// check values accept exactly the right results (a check that never fails checks nothing).
+// The benchmark harness's own arithmetic: size layouts, the sweep, and that the check values
+// accept exactly the right results (a check that never fails checks nothing); and that the
+// harness's busbw is the workload's one rule (workload::BusBwFactor).
 #include "perf_common.h"
 
 #include <gtest/gtest.h>
@@ -12,11 +13,11 @@ namespace faultline::bench {
 namespace {
 
 TEST(PerfCommonTest, BusBwFactorsFollowNcclTests) {
-  EXPECT_DOUBLE_EQ(BusBwFactor(Coll::kAllReduce, 4), 1.5);
-  EXPECT_DOUBLE_EQ(BusBwFactor(Coll::kAllGather, 4), 0.75);
-  EXPECT_DOUBLE_EQ(BusBwFactor(Coll::kReduceScatter, 8), 0.875);
-  EXPECT_DOUBLE_EQ(BusBwFactor(Coll::kAllToAll, 2), 0.5);
-  EXPECT_DOUBLE_EQ(BusBwFactor(Coll::kBroadcast, 8), 1.0);
+  EXPECT_DOUBLE_EQ(workload::BusBwFactor(Coll::kAllReduce, 4), 1.5);
+  EXPECT_DOUBLE_EQ(workload::BusBwFactor(Coll::kAllGather, 4), 0.75);
+  EXPECT_DOUBLE_EQ(workload::BusBwFactor(Coll::kReduceScatter, 8), 0.875);
+  EXPECT_DOUBLE_EQ(workload::BusBwFactor(Coll::kAllToAll, 2), 0.5);
+  EXPECT_DOUBLE_EQ(workload::BusBwFactor(Coll::kBroadcast, 8), 1.0);
 }
 
 TEST(PerfCommonTest, LayoutSplitsTotalBytesOverRanks) {

@@ -6,9 +6,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,6 +16,9 @@
 #include <memory>
 #include <sstream>
 #include <utility>
+
+#include "injector/clock.h"
+#include "runner/launcher.h"
 
 namespace ftccl::test {
 namespace {
@@ -66,13 +67,11 @@ void ParseFrames(std::string* buffer, RankOutcome* out) {
   buffer->erase(0, pos);
 }
 
-[[noreturn]] void RunChild(int rank, int write_fd, pid_t parent, const RankBody& body) {
-  // Die with the test process, so that a killed test never leaves ranks behind.
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent) _exit(125);
+// A rank's process: the body with its reporter on the launcher's channel.
+int RunRank(int rank, int channel_fd, const RankBody& body) {
   signal(SIGPIPE, SIG_IGN);
   int code = 1;
-  RankReporter reporter(write_fd);
+  RankReporter reporter(channel_fd);
   try {
     code = body(rank, reporter);
   } catch (const std::exception& e) {
@@ -81,18 +80,32 @@ void ParseFrames(std::string* buffer, RankOutcome* out) {
     reporter.Fail("uncaught exception of unknown type");
   }
   if (code == 0 && reporter.failed()) code = 1;
-  close(write_fd);
-  _exit(code);
+  close(channel_fd);
+  return code;
 }
 
-void KillAndReap(RankOutcome* r) {
-  kill(r->pid, SIGKILL);
-  int status = 0;
-  while (waitpid(r->pid, &status, 0) < 0 && errno == EINTR) {
+// Reads what the rank said so far (the channel is non-blocking).
+void Drain(int fd, std::string* buffer, RankOutcome* out, bool* eof) {
+  char chunk[65536];
+  for (;;) {
+    const ssize_t got = read(fd, chunk, sizeof(chunk));
+    if (got > 0) {
+      buffer->append(chunk, static_cast<size_t>(got));
+      continue;
+    }
+    if (got == 0 || (errno != EAGAIN && errno != EINTR)) *eof = true;
+    if (got < 0 && errno == EINTR) continue;
+    break;
   }
-  r->killed_by_launcher = true;
-  r->exited = false;
-  r->term_signal = SIGKILL;
+  ParseFrames(buffer, out);
+}
+
+void Record(const faultline::runner::ExitStatus& s, RankOutcome* r) {
+  using State = faultline::runner::ExitStatus::State;
+  r->exited = s.state == State::kExited;
+  if (r->exited) r->exit_code = s.code;
+  if (s.state == State::kSignaled) r->term_signal = s.signal;
+  r->killed_by_launcher = s.killed_by_watchdog;
 }
 
 }  // namespace
@@ -168,103 +181,76 @@ std::string LaunchResult::Describe() const {
 
 LaunchResult LaunchRanks(int size, std::chrono::milliseconds wall_limit, const RankBody& body,
                          const std::function<void()>& after_fork) {
+  namespace fr = faultline::runner;
   LaunchResult result;
   const Clock::time_point start = Clock::now();
-  const Clock::time_point deadline = start + wall_limit;
-  std::vector<int> read_fds;
-  std::vector<std::string> buffers(static_cast<size_t>(size));
-  // Whatever the test process has buffered must not be written twice by the children.
-  std::fflush(nullptr);
-  const pid_t self = getpid();
-  for (int rank = 0; rank < size; ++rank) {
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) {
-      result.setup_error = std::string("pipe: ") + std::strerror(errno);
-      break;
-    }
-    pid_t pid = fork();
-    if (pid < 0) {
-      result.setup_error = std::string("fork: ") + std::strerror(errno);
-      close(fds[0]);
-      close(fds[1]);
-      break;
-    }
-    if (pid == 0) {
-      close(fds[0]);
-      for (int fd : read_fds) close(fd);
-      RunChild(rank, fds[1], self, body);
-    }
-    close(fds[1]);
-    fcntl(fds[0], F_SETFL, O_NONBLOCK);
-    read_fds.push_back(fds[0]);
-    RankOutcome outcome;
-    outcome.rank = rank;
-    outcome.pid = pid;
-    result.ranks.push_back(outcome);
+  const int64_t deadline_ns =
+      faultline::MonoNow() +
+      std::chrono::duration_cast<std::chrono::nanoseconds>(wall_limit).count();
+  auto launcher = fr::LocalNetnsLauncher::Create({""}, "");
+  if (!launcher.ok()) {
+    result.setup_error = launcher.status().ToString();
+    return result;
   }
+  fr::Launcher& l = **launcher;
+  std::vector<fr::LaunchSpec> world(static_cast<size_t>(size));
+  for (int rank = 0; rank < size; ++rank) {
+    world[rank].placement.global_rank = rank;
+    world[rank].body = [rank, &body](int channel_fd) { return RunRank(rank, channel_fd, body); };
+  }
+  auto handles = l.StartWorld(world);
   if (after_fork) after_fork();
-
-  const size_t n = result.ranks.size();
-  std::vector<bool> reaped(n, false), drained(n, false);
-  size_t done = 0;
-  while (done < n) {
-    if (!result.setup_error.empty() || Clock::now() >= deadline) {
-      result.timed_out = result.setup_error.empty();
-      for (size_t i = 0; i < n; ++i) {
-        if (!reaped[i]) KillAndReap(&result.ranks[i]);
-      }
-      // Collect what the killed ranks said before they died.
-      for (size_t i = 0; i < n; ++i) {
-        char chunk[65536];
-        ssize_t got;
-        while ((got = read(read_fds[i], chunk, sizeof(chunk))) > 0) {
-          buffers[i].append(chunk, static_cast<size_t>(got));
-        }
-        ParseFrames(&buffers[i], &result.ranks[i]);
-      }
-      break;
-    }
+  if (!handles.ok()) {
+    result.setup_error = handles.status().ToString();
+    return result;
+  }
+  const size_t n = handles->size();
+  std::vector<std::string> buffers(n);
+  std::vector<bool> drained(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    RankOutcome outcome;
+    outcome.rank = static_cast<int>(i);
+    outcome.pid = l.LocalPid((*handles)[i]).value_or(-1);
+    result.ranks.push_back(outcome);
+    fcntl(l.ChannelFd((*handles)[i]), F_SETFL, O_NONBLOCK);
+  }
+  for (;;) {
     std::vector<pollfd> pfds;
     std::vector<size_t> index;
     for (size_t i = 0; i < n; ++i) {
       if (!drained[i]) {
-        pfds.push_back({read_fds[i], POLLIN, 0});
+        pfds.push_back({l.ChannelFd((*handles)[i]), POLLIN, 0});
         index.push_back(i);
       }
     }
     if (!pfds.empty()) poll(pfds.data(), pfds.size(), 20);
     for (size_t k = 0; k < pfds.size(); ++k) {
       if (pfds[k].revents == 0) continue;
-      size_t i = index[k];
-      char chunk[65536];
-      ssize_t got = read(read_fds[i], chunk, sizeof(chunk));
-      if (got > 0) {
-        buffers[i].append(chunk, static_cast<size_t>(got));
-        ParseFrames(&buffers[i], &result.ranks[i]);
-      } else if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
-        drained[i] = true;
-      }
+      const size_t i = index[k];
+      bool eof = false;
+      Drain(pfds[k].fd, &buffers[i], &result.ranks[i], &eof);
+      if (eof) drained[i] = true;
     }
     if (pfds.empty()) usleep(5000);
+    size_t done = 0;
     for (size_t i = 0; i < n; ++i) {
-      if (reaped[i]) continue;
-      int status = 0;
-      pid_t got = waitpid(result.ranks[i].pid, &status, WNOHANG);
-      if (got == result.ranks[i].pid) {
-        reaped[i] = true;
-        RankOutcome& r = result.ranks[i];
-        if (WIFEXITED(status)) {
-          r.exited = true;
-          r.exit_code = WEXITSTATUS(status);
-        } else if (WIFSIGNALED(status)) {
-          r.term_signal = WTERMSIG(status);
-        }
-      }
+      auto st = l.Wait((*handles)[i], 0);  // polls
+      if (st.ok() && !st->running() && drained[i]) ++done;
     }
-    done = 0;
-    for (size_t i = 0; i < n; ++i) done += (reaped[i] && drained[i]) ? 1 : 0;
+    if (done == n) break;
+    if (faultline::MonoNow() >= deadline_ns) {
+      // The watchdog: every rank still running is killed and reaped.
+      l.WaitAll(0);
+      result.timed_out = true;
+      // Collect what the killed ranks said before they died.
+      for (size_t i = 0; i < n; ++i) {
+        bool eof = false;
+        Drain(l.ChannelFd((*handles)[i]), &buffers[i], &result.ranks[i], &eof);
+      }
+      break;
+    }
   }
-  for (int fd : read_fds) close(fd);
+  for (size_t i = 0; i < n; ++i) Record(l.status((*handles)[i]), &result.ranks[i]);
   result.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
   return result;
 }

@@ -1,11 +1,13 @@
 // RankLauncher: runs the ranks of a test as real processes.
 //
-// LaunchRanks() forks one process per rank, runs a body in each, and waits for all of them
-// under a wall-clock bound. A rank that is still running when the bound passes is killed with
-// SIGKILL and the launch is marked timed out; no process outlives the call, and a rank also
-// dies (PR_SET_PDEATHSIG) if the test process itself is killed. Each rank reports failures,
-// progress notes and named numbers to the test through a pipe; they are written as they
-// happen, so what a rank said before it hung or crashed still reaches the test.
+// LaunchRanks() starts one process per rank as a fork launch of the project's launcher
+// (runner/launcher.h: LocalNetnsLauncher::StartWorld with a body per rank), runs a body in
+// each, and waits for all of them under a wall-clock bound. A rank that is still running when
+// the bound passes is killed with SIGKILL by the launcher's watchdog (WaitAll) and the launch
+// is marked timed out; no process outlives the call, and a rank also dies (PR_SET_PDEATHSIG)
+// if the test process itself is killed. Each rank reports failures, progress notes and named
+// numbers to the test through its launcher channel; they are written as they happen, so what
+// a rank said before it hung or crashed still reaches the test.
 //
 // LaunchCommunicators() and LaunchWithOptions() add the ftccl setup on top: the test process
 // binds a bootstrap listener on 127.0.0.1:0 and hands it to rank 0 (bootstrap_listen_fd); every

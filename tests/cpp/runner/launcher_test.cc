@@ -1,8 +1,10 @@
 // LocalNetnsLauncher: ranks run in their host's namespace (checked against /proc), exit
-// codes and signals are reported, the watchdog kills hung ranks at the deadline, and no
-// process outlives the launcher.
+// codes and signals are reported, the watchdog kills hung ranks at the deadline, a whole world
+// starts at once (all or nothing), fork launches run a body with a channel to the parent, and
+// no process outlives the launcher.
 #include "runner/launcher.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -263,6 +265,115 @@ TEST(Launcher, DestructorKillsRanksAndTheirHelpers) {
     state = ProcState(helper_pid);
   }
   EXPECT_TRUE(state == 'X' || state == 'Z') << "helper state " << state;
+}
+
+std::vector<LaunchSpec> SleepWorld(int ranks) {
+  std::vector<LaunchSpec> world;
+  for (int g = 0; g < ranks; ++g) world.push_back(Spec({"sleep", "30"}, 0, g));
+  return world;
+}
+
+TEST(Launcher, StartWorldStartsEveryRankAndReportsTheOneKilled) {
+  TempDir logs;
+  auto l = HereLauncher(logs);
+  ASSERT_NE(l, nullptr);
+  auto handles = l->StartWorld(SleepWorld(4));
+  ASSERT_TRUE(handles.ok()) << handles.status().ToString();
+  EXPECT_EQ(*handles, (std::vector<int>{0, 1, 2, 3}));
+  ASSERT_EQ(l->size(), 4);
+  std::vector<pid_t> pids;
+  for (int h : *handles) {
+    auto pid = l->LocalPid(h);
+    ASSERT_TRUE(pid.has_value());
+    EXPECT_NE(ProcState(*pid), 'X') << "rank " << h << " not running";
+    EXPECT_TRUE(l->status(h).running());
+    EXPECT_EQ(l->StdoutPath(h), logs.path() + "/rank" + std::to_string(h) + ".out");
+    pids.push_back(*pid);
+  }
+  EXPECT_EQ(ChildrenOfThisProcess(), 4);
+
+  // One rank dies (a rank_kill): reported as killed by SIGKILL, not by the watchdog.
+  ASSERT_TRUE(l->Kill(2, SIGKILL).ok());
+  auto dead = l->Wait(2, MonoNow() + 5 * kSecond);
+  ASSERT_TRUE(dead.ok());
+  EXPECT_EQ(dead->state, ExitStatus::State::kSignaled);
+  EXPECT_EQ(dead->signal, SIGKILL);
+  for (int h : {0, 1, 3}) EXPECT_TRUE(l->Wait(h, 0)->running()) << "rank " << h;
+
+  // The others are still there until the watchdog ends them; then none is left.
+  WaitAllReport report = l->WaitAll(MonoNow() + 200'000'000);
+  EXPECT_EQ(report.killed, (std::vector<int>{0, 1, 3}));
+  ASSERT_EQ(report.statuses.size(), 4u);
+  EXPECT_EQ(report.statuses[2].signal, SIGKILL);
+  EXPECT_FALSE(report.statuses[2].killed_by_watchdog);
+  EXPECT_EQ(report.statuses[2].ToString(), "killed by SIGKILL");
+  for (int h : {0, 1, 3}) EXPECT_TRUE(report.statuses[h].killed_by_watchdog);
+  for (pid_t pid : pids) EXPECT_EQ(ProcState(pid), 'X');
+  EXPECT_EQ(ChildrenOfThisProcess(), 0);
+}
+
+TEST(Launcher, StartWorldIsAllOrNothing) {
+  TempDir logs;
+  auto l = HereLauncher(logs);
+  ASSERT_NE(l, nullptr);
+  ASSERT_TRUE(l->Start(Spec({"sleep", "30"}, 0, 9)).ok());  // an earlier start stays
+  std::vector<LaunchSpec> world = SleepWorld(4);
+  world[2].argv = {"faultline-no-such-program"};
+  auto handles = l->StartWorld(world);
+  EXPECT_EQ(handles.status().code(), Code::kNotFound) << handles.status().ToString();
+  EXPECT_EQ(l->size(), 1);
+  // Ranks 0 and 1 of the world were started, then killed and reaped: only the earlier one is
+  // a child of this process.
+  EXPECT_EQ(ChildrenOfThisProcess(), 1);
+  auto again = l->StartWorld(SleepWorld(2));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, (std::vector<int>{1, 2}));
+}
+
+TEST(Launcher, ForkLaunchRunsBodiesWithAChannelToTheParent) {
+  // No log directory: the ranks keep the test's stdout and stderr.
+  auto created = LocalNetnsLauncher::Create({""}, "");
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  LocalNetnsLauncher& l = **created;
+  std::vector<LaunchSpec> world(3);
+  for (int g = 0; g < 3; ++g) {
+    world[g].placement.global_rank = g;
+    world[g].body = [g](int channel_fd) {
+      const std::string said = "rank " + std::to_string(g);
+      if (::write(channel_fd, said.data(), said.size()) < 0) return 99;
+      if (g == 1) ::pause();  // hangs until killed
+      return 10 + g;
+    };
+  }
+  auto handles = l.StartWorld(world);
+  ASSERT_TRUE(handles.ok()) << handles.status().ToString();
+  EXPECT_EQ(l.StdoutPath(0), "");
+  // Each channel carries only its own rank's words and ends when that rank ends.
+  auto read_all = [&](int h) {
+    std::string got;
+    char buf[64];
+    ssize_t n;
+    while ((n = ::read(l.ChannelFd(h), buf, sizeof(buf))) > 0) got.append(buf, n);
+    return got;
+  };
+  EXPECT_EQ(read_all(0), "rank 0");
+  EXPECT_EQ(read_all(2), "rank 2");
+  ::fcntl(l.ChannelFd(1), F_SETFL, O_NONBLOCK);
+  const MonoNs give_up = MonoNow() + 5 * kSecond;
+  std::string one;
+  while (one.size() < 6 && MonoNow() < give_up) {
+    char buf[64];
+    const ssize_t n = ::read(l.ChannelFd(1), buf, sizeof(buf));
+    if (n > 0) one.append(buf, n);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(one, "rank 1");
+  WaitAllReport report = l.WaitAll(MonoNow() + 300'000'000);
+  EXPECT_EQ(report.killed, (std::vector<int>{1}));
+  EXPECT_EQ(report.statuses[0].code, 10);
+  EXPECT_EQ(report.statuses[2].code, 12);
+  EXPECT_TRUE(report.statuses[1].killed_by_watchdog);
+  EXPECT_EQ(ChildrenOfThisProcess(), 0);
 }
 
 }  // namespace

@@ -6,7 +6,6 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -15,8 +14,10 @@
 #include <thread>
 #include <vector>
 
+#include "runner/launcher.h"
 #include "runner/worker.h"
 #include "runner/worker_log.h"
+#include "tests/cpp/runner/worker_group.h"
 
 namespace faultline::runner {
 namespace {
@@ -29,13 +30,6 @@ int VisibleDevices() {
   return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
 }
 
-struct Exit {
-  bool exited = false;  // false: killed at the limit, or signalled
-  int code = -1;
-  int signal = 0;
-  milliseconds after{0};
-};
-
 // A group of nccl workers sharing a temporary store directory; killed and removed at the end.
 class NcclGroup {
  public:
@@ -45,12 +39,7 @@ class NcclGroup {
     std::filesystem::create_directory(dir_ + "/store");
   }
   ~NcclGroup() {
-    for (pid_t pid : pids_) {
-      if (pid > 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, nullptr, 0);
-      }
-    }
+    launcher_.reset();  // kills and reaps every rank still running
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
   }
@@ -60,6 +49,7 @@ class NcclGroup {
   std::string LogPath(int rank) const { return dir_ + "/rank" + std::to_string(rank) + ".log"; }
 
   void Start() {
+    std::vector<LaunchSpec> world;
     for (int r = 0; r < ranks_; ++r) {
       std::vector<std::string> args = {FAULTLINE_WORKER_BIN,
                                        "--ccl",
@@ -77,49 +67,28 @@ class NcclGroup {
                                        "--log",
                                        LogPath(r)};
       args.insert(args.end(), extra_.begin(), extra_.end());
-      const std::string local_rank = "LOCAL_RANK=" + std::to_string(r);
-      const pid_t pid = fork();
-      if (pid == 0) {
-        putenv(const_cast<char*>(local_rank.c_str()));
-        std::vector<char*> argv;
-        for (std::string& a : args) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        execv(argv[0], argv.data());
-        _exit(127);
-      }
-      pids_.push_back(pid);
+      LaunchSpec spec;
+      spec.argv = std::move(args);
+      spec.env = {"LOCAL_RANK=" + std::to_string(r)};
+      spec.placement.global_rank = r;
+      spec.placement.local_rank = r;
+      world.push_back(std::move(spec));
     }
+    auto launcher = LocalNetnsLauncher::Create({""}, "");
+    ASSERT_TRUE(launcher.ok()) << launcher.status().ToString();
+    launcher_ = std::move(launcher).value();
+    auto handles = launcher_->StartWorld(world);
+    ASSERT_TRUE(handles.ok()) << handles.status().ToString();
   }
 
   // Waits for `rank` until `limit`; kills it when it is still running then.
-  Exit Wait(int rank, milliseconds limit) {
-    Exit e;
-    const auto start = Clock::now();
-    int status = 0;
-    for (;;) {
-      if (waitpid(pids_[rank], &status, WNOHANG) == pids_[rank]) break;
-      if (Clock::now() - start > limit) {
-        kill(pids_[rank], SIGKILL);
-        waitpid(pids_[rank], &status, 0);
-        pids_[rank] = -1;
-        e.after = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
-        return e;
-      }
-      std::this_thread::sleep_for(milliseconds(10));
-    }
-    pids_[rank] = -1;
-    e.after = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
-    e.exited = WIFEXITED(status);
-    e.code = e.exited ? WEXITSTATUS(status) : -1;
-    e.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-    return e;
-  }
+  Exit Wait(int rank, milliseconds limit) { return WaitOrKill(*launcher_, rank, limit); }
 
  private:
   int ranks_;
   std::vector<std::string> extra_;
   std::string dir_;
-  std::vector<pid_t> pids_;
+  std::unique_ptr<LocalNetnsLauncher> launcher_;
 };
 
 TEST(NcclWorkerTest, NoDeviceEndsWithAClearErrorInTime) {

@@ -8,7 +8,6 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -20,8 +19,10 @@
 #include <tuple>
 #include <vector>
 
+#include "runner/launcher.h"
 #include "runner/worker.h"
 #include "runner/worker_log.h"
+#include "tests/cpp/runner/worker_group.h"
 
 namespace faultline::runner {
 namespace {
@@ -50,12 +51,6 @@ int FreePort() {
   return ntohs(a.sin_port);
 }
 
-struct Exit {
-  bool exited = false;  // false: still running at the limit (then killed) or signalled
-  int code = -1;
-  int signal = 0;
-  milliseconds after{0};  // since the wait began
-};
 
 // One group of worker processes, killed and reaped on destruction.
 class Group {
@@ -67,12 +62,7 @@ class Group {
     std::filesystem::create_directory(dir_ + "/store");
   }
   ~Group() {
-    for (pid_t pid : pids_) {
-      if (pid > 0) {
-        kill(pid, SIGKILL);
-        waitpid(pid, nullptr, 0);
-      }
-    }
+    launcher_.reset();  // kills and reaps every rank still running
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
   }
@@ -84,6 +74,7 @@ class Group {
   // Starts every rank; `seed_of(rank)` lets a test give ranks different inputs.
   void Start(const std::vector<uint64_t>& seeds = {}) {
     const std::string bootstrap = "127.0.0.1:" + std::to_string(FreePort());
+    std::vector<LaunchSpec> world;
     for (int r = 0; r < ranks_; ++r) {
       std::vector<std::string> args = {
           FAULTLINE_WORKER_BIN,
@@ -106,44 +97,22 @@ class Group {
           "--seed",
           std::to_string(seeds.empty() ? 0 : seeds[r])};
       args.insert(args.end(), extra_.begin(), extra_.end());
-      const pid_t pid = fork();
-      if (pid == 0) {
-        std::vector<char*> argv;
-        for (std::string& a : args) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        execv(argv[0], argv.data());
-        _exit(127);
-      }
-      pids_.push_back(pid);
+      LaunchSpec spec;
+      spec.argv = std::move(args);
+      spec.placement.global_rank = r;
+      world.push_back(std::move(spec));
     }
+    auto launcher = LocalNetnsLauncher::Create({""}, "");
+    ASSERT_TRUE(launcher.ok()) << launcher.status().ToString();
+    launcher_ = std::move(launcher).value();
+    auto handles = launcher_->StartWorld(world);
+    ASSERT_TRUE(handles.ok()) << handles.status().ToString();
   }
 
-  pid_t pid(int rank) const { return pids_[rank]; }
+  pid_t pid(int rank) const { return launcher_->LocalPid(rank).value_or(-1); }
 
   // Waits for `rank` until `limit` from now; kills it when it is still running then.
-  Exit Wait(int rank, milliseconds limit) {
-    Exit e;
-    const auto start = Clock::now();
-    int status = 0;
-    for (;;) {
-      const pid_t got = waitpid(pids_[rank], &status, WNOHANG);
-      if (got == pids_[rank]) break;
-      if (Clock::now() - start > limit) {
-        kill(pids_[rank], SIGKILL);
-        waitpid(pids_[rank], &status, 0);
-        pids_[rank] = -1;
-        e.after = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
-        return e;
-      }
-      std::this_thread::sleep_for(milliseconds(10));
-    }
-    pids_[rank] = -1;
-    e.after = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
-    e.exited = WIFEXITED(status);
-    e.code = e.exited ? WEXITSTATUS(status) : -1;
-    e.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-    return e;
-  }
+  Exit Wait(int rank, milliseconds limit) { return WaitOrKill(*launcher_, rank, limit); }
 
   // Waits until every rank has logged at least `ops` collectives (false after `limit`).
   bool WaitForOps(size_t ops, milliseconds limit) {
@@ -165,7 +134,7 @@ class Group {
   int ranks_;
   std::vector<std::string> extra_;
   std::string dir_;
-  std::vector<pid_t> pids_;
+  std::unique_ptr<LocalNetnsLauncher> launcher_;
 };
 
 class WorkerProcessTest : public ::testing::TestWithParam<std::tuple<std::string, int>> {
@@ -354,17 +323,14 @@ INSTANTIATE_TEST_SUITE_P(CclsAndRanks, WorkerProcessTest,
 TEST(WorkerCommandLineTest, BadCommandLinesStartNothing) {
   auto run = [](std::vector<std::string> args) {
     args.insert(args.begin(), FAULTLINE_WORKER_BIN);
-    const pid_t pid = fork();
-    if (pid == 0) {
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    auto launcher = LocalNetnsLauncher::Create({""}, "");
+    if (!launcher.ok()) return -2;
+    LaunchSpec spec;
+    spec.argv = std::move(args);
+    auto h = (*launcher)->Start(spec);
+    if (!h.ok()) return -3;
+    auto status = (*launcher)->Wait(*h, INT64_MAX);
+    return status.ok() && status->state == ExitStatus::State::kExited ? status->code : -1;
   };
   const std::vector<std::string> base = {
       "--rank",      "0",       "--size",    "2",     "--bootstrap",

@@ -1,22 +1,20 @@
 // The ftccl adapter: one ftccl::Communicator over every rail given. Every collective carries
-// its own deadline; after an error the communicator is sticky and later calls fail fast.
+// its own deadline; after an error the communicator is sticky and later calls fail fast. The
+// FTCCL_* environment overrides the options built from CclInit (ftccl::ApplyEnvOverrides).
 // ftccl reports what its data path did about faults (path down, migrated, resumed, path up,
-// failback, abort); DrainEvents turns them into the runner's CclEvent records.
+// failback, abort) and keeps data-path counters; DrainEvents and Stats hand them on.
 #include <memory>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "ftccl/communicator.h"
-#include "runner/ccl_adapter.h"
+#include "workload/adapters/ccl_adapter.h"
 
-namespace faultline::runner {
+namespace faultline::workload::adapters {
 namespace {
 
-using workload::Coll;
-
-// The library's error as a runner Status; its own code name stays in the message.
+// The library's error as a Status; its own code name stays in the message.
 Status FromFtccl(const ftccl::Status& st) {
   if (st.ok()) return Status::Ok();
   if (st.code() == ftccl::Code::kInvalidArgument) return InvalidArgument(st.ToString());
@@ -29,10 +27,15 @@ class FtcclAdapter final : public CclAdapter {
   std::string Name() const override { return "ftccl"; }
 
   Status Init(const CclInit& init) override {
+    if (!init.allreduce_algorithm.empty()) {
+      return InvalidArgument("ftccl: no choice of allreduce algorithm ('" +
+                             init.allreduce_algorithm + "')");
+    }
     ftccl::CommOptions o;
     o.rank = init.rank;
     o.size = init.size;
     o.bootstrap = init.bootstrap;
+    o.bootstrap_listen_fd = init.bootstrap_listen_fd;
     o.rails = init.rails;
     o.init_timeout = ftccl::Millis(init.init_timeout.count());
     o.op_timeout = ftccl::Millis(init.op_timeout.count());
@@ -45,10 +48,10 @@ class FtcclAdapter final : public CclAdapter {
     return Status::Ok();
   }
 
-  Status Run(const workload::OpArgs& a, std::chrono::milliseconds timeout) override {
-    if (comm_ == nullptr) return Internal("ftccl: Run before Init");
-    const auto dt = ftccl::ParseDataType(workload::DTypeName(a.dtype));
-    const auto op = ftccl::ParseReduceOp(workload::RedOpName(a.redop));
+  Status Run(const OpArgs& a, std::chrono::milliseconds timeout) override {
+    if (comm_ == nullptr) return Internal("ftccl: Run before Init (or after Abort)");
+    const auto dt = ftccl::ParseDataType(DTypeName(a.dtype));
+    const auto op = ftccl::ParseReduceOp(RedOpName(a.redop));
     if (!dt || !op) return InvalidArgument("ftccl: unsupported dtype or reduction");
     const ftccl::Millis t(timeout.count());
     switch (a.coll) {
@@ -66,9 +69,15 @@ class FtcclAdapter final : public CclAdapter {
     return InvalidArgument("ftccl: unknown collective");
   }
 
-  Status Finish(std::chrono::milliseconds timeout) override {
-    if (comm_ == nullptr) return Internal("ftccl: Finish before Init");
+  Status Barrier(std::chrono::milliseconds timeout) override {
+    if (comm_ == nullptr) return Internal("ftccl: Barrier before Init (or after Abort)");
     return FromFtccl(comm_->Barrier(ftccl::Millis(timeout.count())));
+  }
+
+  void Abort(const std::string& reason) override {
+    if (comm_ == nullptr) return;
+    comm_->Abort(reason);
+    comm_.reset();
   }
 
   bool EmitsEvents() const override { return true; }
@@ -77,17 +86,37 @@ class FtcclAdapter final : public CclAdapter {
     std::vector<CclEvent> out;
     if (comm_ == nullptr) return out;
     for (const ftccl::Event& e : comm_->DrainEvents()) {
-      auto kind = ParseEventKind(ftccl::EventKindName(e.kind));
-      if (!kind) continue;
       CclEvent c;
       c.time_ns = e.time_ns;
-      c.rank = comm_->rank();
-      c.kind = *kind;
+      c.kind = ftccl::EventKindName(e.kind);
       c.path = e.rail;
       c.peer = e.peer;
       c.reason = e.reason;
       if (e.peer >= 0) c.reason = "rank " + std::to_string(e.peer) + ": " + c.reason;
       out.push_back(std::move(c));
+    }
+    return out;
+  }
+
+  std::vector<std::pair<std::string, uint64_t>> Stats() const override {
+    if (comm_ == nullptr) return {};
+    const ftccl::CommStats s = comm_->Stats();
+    std::vector<std::pair<std::string, uint64_t>> out = {
+        {"data_frames_sent", s.data_frames_sent},
+        {"data_frames_received", s.data_frames_received},
+        {"chunks_retransmitted", s.chunks_retransmitted},
+        {"crc_errors", s.crc_errors},
+        {"duplicates_dropped", s.duplicates_dropped},
+        {"out_of_order", s.out_of_order},
+        {"bytes_staged", s.bytes_staged},
+        {"acks_sent", s.acks_sent},
+        {"nacks_sent", s.nacks_sent},
+        {"relay_payload_bytes_sent", s.relay_payload_bytes_sent},
+        {"relay_bytes_forwarded", s.relay_bytes_forwarded},
+    };
+    for (size_t r = 0; r < s.payload_bytes_sent_per_rail.size(); ++r) {
+      out.emplace_back("payload_bytes_sent_rail" + std::to_string(r),
+                       s.payload_bytes_sent_per_rail[r]);
     }
     return out;
   }
@@ -100,4 +129,4 @@ class FtcclAdapter final : public CclAdapter {
 
 std::unique_ptr<CclAdapter> NewFtcclAdapter() { return std::make_unique<FtcclAdapter>(); }
 
-}  // namespace faultline::runner
+}  // namespace faultline::workload::adapters

@@ -1,8 +1,8 @@
-#include "runner/ccl_adapter.h"
+#include "workload/adapters/ccl_adapter.h"
 
 #include <utility>
 
-namespace faultline::runner {
+namespace faultline::workload::adapters {
 namespace {
 
 struct Factory {
@@ -38,4 +38,4 @@ Result<std::unique_ptr<CclAdapter>> CreateCclAdapter(std::string_view name) {
                          ")");
 }
 
-}  // namespace faultline::runner
+}  // namespace faultline::workload::adapters

@@ -9,7 +9,9 @@
 // done or their deadline; on the deadline or an asynchronous error the communicator is aborted
 // (ncclCommAbort) and the error is sticky. The worker's buffers are host memory: Run stages them
 // through pinned buffers (a pageable device-to-host copy would block the thread without a
-// bound). NCCL emits no events.
+// bound). Finish also finalizes and destroys the communicator; Abort aborts it. NCCL emits no
+// events and keeps no counters this adapter reads. The bootstrap address, its listener and the
+// rails are not used.
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <unistd.h>
@@ -23,9 +25,9 @@
 #include <string>
 #include <thread>
 
-#include "runner/ccl_adapter.h"
+#include "workload/adapters/ccl_adapter.h"
 
-namespace faultline::runner {
+namespace faultline::workload::adapters {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -219,6 +221,10 @@ class NcclAdapter final : public CclAdapter {
   Status Init(const CclInit& init) override {
     const Clock::time_point deadline = Clock::now() + init.init_timeout;
     if (init.store_dir.empty()) return InvalidArgument("nccl: needs a store directory");
+    if (!init.fault_hook.empty()) return InvalidArgument("nccl: serves no fault hook");
+    if (!init.allreduce_algorithm.empty()) {
+      return InvalidArgument("nccl: no choice of allreduce algorithm here (NCCL_ALGO is NCCL's)");
+    }
     if (init.size < 1 || init.rank < 0 || init.rank >= init.size) {
       return InvalidArgument("nccl: bad rank " + std::to_string(init.rank) + " of " +
                              std::to_string(init.size));
@@ -302,18 +308,24 @@ class NcclAdapter final : public CclAdapter {
     return Status::Ok();
   }
 
-  Status Finish(std::chrono::milliseconds timeout) override {
+  Status Barrier(std::chrono::milliseconds timeout) override {
     if (!error_.ok()) return error_;
-    if (comm_ == nullptr) return Internal("nccl: Finish before Init");
+    if (comm_ == nullptr) return Internal("nccl: Barrier before Init");
     const Clock::time_point deadline = Clock::now() + timeout;
-    // The barrier: a one-element allreduce on the device, then a bounded finalize.
+    // A one-element allreduce on the device.
     FL_RETURN_IF_ERROR(barrier_.Reserve(sizeof(int32_t), /*pinned_host=*/false));
     const cudaError_t ce = cudaMemsetAsync(barrier_.data(), 0, sizeof(int32_t), stream_);
     if (ce != cudaSuccess) return Sticky(FromCuda("cudaMemsetAsync", ce));
     FL_RETURN_IF_ERROR(Issue("barrier", deadline, timeout, [&] {
       return ncclAllReduce(barrier_.data(), barrier_.data(), 1, ncclInt32, ncclSum, comm_, stream_);
     }));
-    FL_RETURN_IF_ERROR(WaitStream("barrier", deadline, timeout));
+    return WaitStream("barrier", deadline, timeout);
+  }
+
+  Status Finish(std::chrono::milliseconds timeout) override {
+    const Clock::time_point deadline = Clock::now() + timeout;
+    // The barrier, then a bounded finalize.
+    FL_RETURN_IF_ERROR(Barrier(timeout));
     ncclResult_t r = ncclCommFinalize(comm_);
     if (r != ncclSuccess && r != ncclInProgress) {
       return Sticky(Unavailable("nccl: ncclCommFinalize: " + NcclError(r, comm_)));
@@ -325,6 +337,11 @@ class NcclAdapter final : public CclAdapter {
       return Sticky(Unavailable("nccl: ncclCommDestroy: " + std::string(ncclGetErrorString(r))));
     error_ = Internal("nccl: the communicator was destroyed by Finish");
     return Status::Ok();
+  }
+
+  void Abort(const std::string& reason) override {
+    if (error_.ok()) error_ = Unavailable("nccl: aborted: " + reason);
+    AbortComm();
   }
 
   bool EmitsEvents() const override { return false; }
@@ -464,4 +481,4 @@ class NcclAdapter final : public CclAdapter {
 
 std::unique_ptr<CclAdapter> NewNcclAdapter() { return std::make_unique<NcclAdapter>(); }
 
-}  // namespace faultline::runner
+}  // namespace faultline::workload::adapters

@@ -1,0 +1,106 @@
+// CclAdapter: one rank's connection to a collective communication library, the one adapter
+// layer that the runner's worker, the benchmarks (ftccl-perf, gloo-perf) and the tests drive.
+// One implementation per library, one file each (<name>_adapter.cc); CreateCclAdapter picks one
+// by name. Which exist depends on the build: ftccl always, gloo where Gloo was found
+// (FAULTLINE_HAVE_GLOO), nccl where NCCL and CUDA are (FAULTLINE_HAVE_NCCL).
+//
+// Contract for every adapter:
+//  - Every call returns by its deadline (Init: init_timeout; Run, Barrier and Finish: the
+//    timeout given). An adapter whose library cannot bound a call says so in its file comment;
+//    callers keep their own watchdog (the worker's ends the process).
+//  - Errors are Status values (the library's code and message in the message); no exception
+//    leaves an adapter.
+//  - After a call fails the adapter may be unusable (ftccl's and nccl's errors are sticky);
+//    callers stop calling collectives and destroy it.
+// Not thread-safe: one adapter lives in one rank process and is driven by one thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "injector/status.h"
+#include "workload/collective.h"
+
+namespace faultline::workload::adapters {
+
+// The project's Status (workload::Status is the benchmarks' older, code-less one).
+using ::faultline::Result;
+using ::faultline::Status;
+
+// Where and how this rank joins its group.
+struct CclInit {
+  int rank = 0;
+  int size = 0;
+  std::string bootstrap;  // "ip:port" of rank 0's listener (ftccl)
+  // Rank 0 only: an already listening socket for `bootstrap` (ftccl uses a duplicate of it;
+  // the caller keeps and closes its own descriptor). -1: ftccl binds `bootstrap` itself.
+  int bootstrap_listen_fd = -1;
+  std::vector<std::string> rails;  // this rank's rail endpoints (addresses or interface names)
+  std::string store_dir;           // rendezvous directory private to the group (gloo, nccl)
+  std::chrono::milliseconds init_timeout{30000};
+  std::chrono::milliseconds op_timeout{60000};  // default deadline of a collective
+  // Unix socket path at which the rank serves the fault hook (injector/FAULT_HOOK.md); empty:
+  // none. Only ftccl serves it; the other adapters refuse a non-empty path.
+  std::string fault_hook;
+  // gloo: the allreduce algorithm (ring, bcube, ring_chunked, halving_doubling); empty: ring.
+  // The other adapters refuse a non-empty value.
+  std::string allreduce_algorithm;
+};
+
+// What the library reported about its data path (ftccl: path_down, migrated, resumed, ...).
+struct CclEvent {
+  int64_t time_ns = 0;  // CLOCK_MONOTONIC
+  std::string kind;     // the library's name of the event ("path_down", ...)
+  int path = -1;        // rail index; -1 when the event concerns no single path
+  int peer = -1;        // rank at the other end; -1 when none
+  std::string reason;
+};
+
+class CclAdapter {
+ public:
+  virtual ~CclAdapter() = default;
+
+  // "ftccl", "gloo", "nccl".
+  virtual std::string Name() const = 0;
+  // Joins the group: returns once every rank is connected, or an error by init_timeout.
+  virtual Status Init(const CclInit& init) = 0;
+  // Called before the first Run with the arguments later Runs use, and again when they change
+  // (setup that is not part of a collective's time). Default: nothing to do.
+  virtual Status Prepare(const OpArgs& args) { return Status::Ok(); }
+  // Runs one collective to completion, or fails by `timeout`.
+  virtual Status Run(const OpArgs& args, std::chrono::milliseconds timeout) = 0;
+  // Returns once every rank has entered the barrier, or fails by `timeout`.
+  virtual Status Barrier(std::chrono::milliseconds timeout) = 0;
+  // After the last collective: waits until no peer needs this rank any more, so that leaving
+  // cannot cut a slower peer's last transfer short; the adapter may release the communicator
+  // (nccl does). Default: Barrier.
+  virtual Status Finish(std::chrono::milliseconds timeout) { return Barrier(timeout); }
+  // Ends the communicator at once without waiting for peers; every later call fails. Never
+  // blocks beyond the library's own teardown.
+  virtual void Abort(const std::string& reason) = 0;
+  // Whether the library reports events. When false, the runner reports event metrics as null
+  // rather than as "nothing happened".
+  virtual bool EmitsEvents() const = 0;
+  // Events since the last call, oldest first. Default: none.
+  virtual std::vector<CclEvent> DrainEvents() { return {}; }
+  // The library's cumulative counters (name, value), where it keeps any. Default: none.
+  virtual std::vector<std::pair<std::string, uint64_t>> Stats() const { return {}; }
+};
+
+// The names CreateCclAdapter accepts in this build.
+std::vector<std::string> AvailableCcls();
+// A new, not yet initialised adapter for `name`; kInvalidArgument for an unknown name or one
+// not built here.
+Result<std::unique_ptr<CclAdapter>> CreateCclAdapter(std::string_view name);
+
+// Factories of the adapters (one per file; only those built are defined).
+std::unique_ptr<CclAdapter> NewFtcclAdapter();
+std::unique_ptr<CclAdapter> NewGlooAdapter();  // FAULTLINE_HAVE_GLOO
+std::unique_ptr<CclAdapter> NewNcclAdapter();  // FAULTLINE_HAVE_NCCL
+
+}  // namespace faultline::workload::adapters
