@@ -21,7 +21,7 @@
 #include <string_view>
 #include <vector>
 
-#include "injector/status.h"
+#include "base/status.h"
 #include "runner/history.h"
 #include "workload/collective.h"
 

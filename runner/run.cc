@@ -14,10 +14,11 @@
 #include <memory>
 #include <sstream>
 
-#include "injector/clock.h"
+#include "base/clock.h"
 #include "injector/injection.h"
 #include "injector/journal.h"
 #include "injector/policy.h"
+#include "injector/realtime_scope.h"
 #include "injector/registry.h"
 #include "reports/write_reports.h"
 #include "runner/checks.h"

@@ -11,7 +11,7 @@
 #include <set>
 #include <sstream>
 
-#include "injector/units.h"
+#include "base/units.h"
 
 namespace faultline::runner {
 namespace {
