@@ -4,21 +4,25 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test demo bench clean format
+.PHONY: all deps configure build test demo bench clean format
 
 all: build
 
 deps:
 	@./scripts/install-deps
 
-build: deps
+configure: deps
 	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS) >/dev/null
+
+build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
 test: build
 	@./scripts/run-tests $(BUILD_DIR)
 
-demo: build
+# Only what scripts/demo runs (the CMake target demo-deps), not the tests and benchmarks.
+demo: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target demo-deps
 	@./scripts/demo $(BUILD_DIR)
 
 clean:

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "base/units.h"
 #include "injector/injection.h"
 #include "injector/journal.h"
 #include "injector/link_flap.h"
@@ -22,7 +23,6 @@
 #include "injector/netns.h"
 #include "injector/policy.h"
 #include "injector/registry.h"
-#include "injector/units.h"
 
 namespace {
 

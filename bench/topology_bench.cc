@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "injector/clock.h"
+#include "base/clock.h"
 #include "injector/netns.h"
 #include "runner/topology.h"
 

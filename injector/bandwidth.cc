@@ -1,8 +1,8 @@
 #include "injector/bandwidth.h"
 
+#include "base/units.h"
 #include "injector/params.h"
 #include "injector/policy.h"
-#include "injector/units.h"
 
 namespace faultline {
 

@@ -14,8 +14,8 @@
 #include <string>
 #include <string_view>
 
-#include "injector/clock.h"
-#include "injector/status.h"
+#include "base/clock.h"
+#include "base/status.h"
 
 namespace faultline {
 

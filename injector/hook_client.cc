@@ -8,9 +8,9 @@
 #include <cerrno>
 #include <cstring>
 
-#include "injector/clock.h"
+#include "base/clock.h"
+#include "base/fd.h"
 #include "injector/fault_hook.h"
-#include "injector/fd.h"
 
 namespace faultline {
 namespace {

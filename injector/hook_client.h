@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "injector/status.h"
+#include "base/status.h"
 
 namespace faultline {
 

@@ -11,9 +11,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "injector/clock.h"
+#include "base/clock.h"
+#include "base/status.h"
 #include "injector/fault.h"
-#include "injector/status.h"
 
 namespace faultline {
 

@@ -12,8 +12,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "injector/clock.h"
-#include "injector/fd.h"
+#include "base/clock.h"
+#include "base/fd.h"
 
 namespace faultline {
 namespace {

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "injector/status.h"
+#include "base/status.h"
 
 namespace faultline {
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include "injector/fd.h"
-#include "injector/status.h"
+#include "base/fd.h"
+#include "base/status.h"
 
 struct nft_ctx;
 

@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "injector/units.h"
+#include "base/units.h"
 
 namespace faultline::params {
 namespace {

@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "injector/status.h"
+#include "base/status.h"
 
 namespace faultline::params {
 

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "injector/status.h"
+#include "base/status.h"
 
 namespace faultline {
 

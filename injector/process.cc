@@ -9,8 +9,8 @@
 #include <sstream>
 #include <string>
 
-#include "injector/clock.h"
-#include "injector/fd.h"
+#include "base/clock.h"
+#include "base/fd.h"
 #include "injector/netns.h"
 #include "injector/policy.h"
 

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "injector/status.h"
+#include "base/status.h"
 
 namespace faultline {
 

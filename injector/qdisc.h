@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "injector/netlink.h"
-#include "injector/status.h"
 
 namespace faultline {
 

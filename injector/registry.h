@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/status.h"
 #include "injector/fault.h"
-#include "injector/status.h"
 
 namespace faultline {
 

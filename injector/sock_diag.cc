@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "injector/fd.h"
+#include "base/fd.h"
 #include "injector/netns.h"
 
 namespace faultline {

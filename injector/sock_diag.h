@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "injector/status.h"
+#include "base/status.h"
 
 namespace faultline {
 

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "injector/status.h"
+#include "base/status.h"
 
 namespace faultline::reports {
 

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "injector/status.h"
+#include "base/status.h"
 
 namespace faultline::reports {
 

@@ -22,19 +22,25 @@ int VerdictExitCode(Verdict v) {
   return 3;
 }
 
+std::vector<std::string> FaultErrors(const nlohmann::json& report) {
+  std::vector<std::string> out;
+  if (!report.contains("faults") || !report["faults"].is_array()) return out;
+  const bool survived = report.value("outcome", nlohmann::json()) == "survived";
+  for (const auto& f : report["faults"]) {
+    if (!f.is_object() || !f.contains("error") || f["error"].is_null()) continue;
+    if (!survived && f["error"] == kRanksEndedFirstError) continue;
+    out.push_back("fault " + FormatValue(f.value("id", nlohmann::json("?"))) + ": " +
+                  FormatValue(f["error"]));
+  }
+  return out;
+}
+
 std::vector<std::string> HarnessErrors(const nlohmann::json& report) {
   std::vector<std::string> out;
   if (report.contains("harness_errors") && report["harness_errors"].is_array()) {
     for (const auto& e : report["harness_errors"]) out.push_back(FormatValue(e));
   }
-  if (report.contains("faults") && report["faults"].is_array()) {
-    for (const auto& f : report["faults"]) {
-      if (f.is_object() && f.contains("error") && !f["error"].is_null()) {
-        out.push_back("fault " + FormatValue(f.value("id", nlohmann::json("?"))) + ": " +
-                      FormatValue(f["error"]));
-      }
-    }
-  }
+  for (auto& e : FaultErrors(report)) out.push_back(std::move(e));
   return out;
 }
 

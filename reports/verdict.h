@@ -1,6 +1,8 @@
-// The verdict of one run, read from its report.json the way `faultline run` decides its exit
-// code: HARNESS ERROR when the harness itself failed (report "harness_errors", or a fault that
-// could not be injected), else FAIL when an expectation failed, else PASS. Pure; thread-safe.
+// The verdict of one run, read from its report.json: the one rule behind `faultline run`'s
+// exit code (the runner calls VerdictOf on the report it writes), junit.xml, report.html,
+// summary.md and compare. HARNESS ERROR when the harness itself failed (report
+// "harness_errors", or a fault that could not be injected: FaultErrors), else FAIL when an
+// expectation failed, else PASS. Pure; thread-safe.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -9,6 +11,10 @@
 
 namespace faultline::reports {
 
+// faults[].error of a fault whose time never came because every rank had ended before it.
+inline constexpr const char* kRanksEndedFirstError =
+    "not applied: every rank had ended before its time";
+
 enum class Verdict { kPass, kFail, kHarnessError };
 
 const char* VerdictName(Verdict v);  // "PASS", "FAIL", "HARNESS ERROR"
@@ -16,8 +22,15 @@ int VerdictExitCode(Verdict v);      // 0, 1, 3 (DESIGN.md exit codes)
 
 Verdict VerdictOf(const nlohmann::json& report);
 
-// Why the harness failed: the report's harness_errors, then "fault <id>: <error>" for every
-// fault that carries an error. Empty when the harness did its job.
+// "fault <id>: <error>" for every fault whose error is the harness's failure: every fault that
+// carries an error, except kRanksEndedFirstError in a run whose ranks did not survive (they
+// aborted, hung or crashed on an earlier fault; the outcome says what happened, and there was
+// nothing left to inject into). In a run that survived, that error still counts: the ranks
+// finished their work before the fault's time, so the run did not test what the scenario says.
+std::vector<std::string> FaultErrors(const nlohmann::json& report);
+
+// Why the harness failed: the report's harness_errors, then FaultErrors. Empty when the harness
+// did its job.
 std::vector<std::string> HarnessErrors(const nlohmann::json& report);
 
 // The expectations that failed, as "name: measured V, limit L".

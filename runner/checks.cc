@@ -58,11 +58,4 @@ std::vector<CheckResult> CheckExpectations(const Expectations& e, const RunMetri
   return out;
 }
 
-int ExitCodeForChecks(const std::vector<CheckResult>& checks) {
-  for (const CheckResult& c : checks) {
-    if (!c.pass) return 1;
-  }
-  return 0;
-}
-
 }  // namespace faultline::runner

@@ -26,8 +26,7 @@ struct CheckResult {
 // recovery_ms, degraded_ratio, goodput_loss_pct (only those the scenario sets).
 std::vector<CheckResult> CheckExpectations(const Expectations& expect, const RunMetrics& metrics);
 
-// Exit code of `faultline run` for a run that completed: 0 when every check passed, 1 when one
-// failed. (2, bad input, and 3, harness failure, are decided before there are checks.)
-int ExitCodeForChecks(const std::vector<CheckResult>& checks);
+// The verdict and exit code of a run are not decided here: reports/verdict.h reads them from
+// the report.json these checks go into.
 
 }  // namespace faultline::runner

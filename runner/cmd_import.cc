@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "injector/units.h"
+#include "base/units.h"
 #include "runner/command.h"
 #include "runner/link_log.h"
 

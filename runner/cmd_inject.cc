@@ -14,12 +14,13 @@
 #include <string>
 #include <vector>
 
-#include "injector/clock.h"
+#include "base/clock.h"
+#include "base/units.h"
 #include "injector/injection.h"
 #include "injector/journal.h"
 #include "injector/policy.h"
+#include "injector/realtime_scope.h"
 #include "injector/registry.h"
-#include "injector/units.h"
 #include "runner/command.h"
 
 namespace faultline::cli {

@@ -15,7 +15,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "injector/clock.h"
+#include "base/clock.h"
 #include "injector/netns.h"
 
 extern char** environ;

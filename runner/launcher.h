@@ -19,7 +19,7 @@
 // (LaunchSpec::body). Callers that need a local pid (rank_pause/rank_kill faults) must handle
 // its absence.
 //
-// Deadlines are CLOCK_MONOTONIC nanoseconds (faultline::MonoNow(), injector/clock.h). Not
+// Deadlines are CLOCK_MONOTONIC nanoseconds (faultline::MonoNow(), base/clock.h). Not
 // thread-safe: one thread owns a launcher and makes every call.
 #pragma once
 
@@ -32,8 +32,8 @@
 #include <string>
 #include <vector>
 
-#include "injector/fd.h"
-#include "injector/status.h"
+#include "base/fd.h"
+#include "base/status.h"
 
 namespace faultline::runner {
 

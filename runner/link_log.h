@@ -31,7 +31,7 @@
 #include <string_view>
 #include <vector>
 
-#include "injector/status.h"
+#include "base/status.h"
 #include "runner/scenario.h"
 
 namespace faultline::runner {

@@ -14,11 +14,13 @@
 #include <memory>
 #include <sstream>
 
-#include "injector/clock.h"
+#include "base/clock.h"
 #include "injector/injection.h"
 #include "injector/journal.h"
 #include "injector/policy.h"
+#include "injector/realtime_scope.h"
 #include "injector/registry.h"
+#include "reports/verdict.h"
 #include "reports/write_reports.h"
 #include "runner/checks.h"
 #include "runner/history.h"
@@ -37,9 +39,6 @@ namespace fs = std::filesystem;
 
 constexpr int kBootstrapPort = 29500;
 std::atomic<bool> g_stop{false};
-
-// The error of a fault whose time never came because every rank had ended before it.
-constexpr const char* kRanksEndedFirst = "not applied: every rank had ended before its time";
 
 void OnSignal(int) { g_stop = true; }
 
@@ -163,7 +162,7 @@ Status Run::Setup() {
     st.record.id = f.id;
     st.record.kind = f.kind;
     st.record.target = f.target;
-    st.record.error = kRanksEndedFirst;
+    st.record.error = reports::kRanksEndedFirstError;
     faults_.push_back(std::move(st));
   }
   return Status();
@@ -538,6 +537,7 @@ int Run::Finish() {
   // them under "files". A failure is the harness's: exit 3, said on stderr below.
   if (Status st = reports::WriteReports(out_); !st.ok()) {
     harness_errors_.push_back("writing the reports: " + st.ToString());
+    report["harness_errors"] = harness_errors_;
   }
 
   // Summary.
@@ -568,23 +568,16 @@ int Run::Finish() {
     std::printf("  %s %-20s limit %-28s value %s\n", c.pass ? "PASS" : "FAIL", c.name.c_str(),
                 c.limit.dump().c_str(), c.value.dump().c_str());
   }
-  int code = ExitCodeForChecks(checks);
-  bool fault_failed = false;
-  // A fault the ranks did not live to see because they had all failed (aborted on an earlier
-  // fault, say) is in the report, but it is no failure of the harness: the outcome says what
-  // happened. Ranks that finished their work before a fault's time still are: the run did
-  // not test what the scenario says.
-  const bool ranks_failed = m.outcome != Outcome::kSurvived;
-  for (const auto& f : h.faults) {
-    fault_failed |= !f.error.empty() && !(ranks_failed && f.error == kRanksEndedFirst);
+  // The exit code is the verdict of the report just written (reports/verdict.h), so that it
+  // and junit.xml, report.html and summary.md cannot disagree.
+  const reports::Verdict verdict = reports::VerdictOf(report);
+  for (const auto& e : harness_errors_) std::fprintf(stderr, "faultline run: %s\n", e.c_str());
+  if (!reports::FaultErrors(report).empty()) {
+    std::fprintf(stderr, "faultline run: a fault could not be injected (see above)\n");
   }
-  if (fault_failed || !harness_errors_.empty()) {
-    for (const auto& e : harness_errors_) std::fprintf(stderr, "faultline run: %s\n", e.c_str());
-    if (fault_failed) std::fprintf(stderr, "faultline run: a fault could not be injected (see above)\n");
-    code = 3;
-  }
-  std::printf("  verdict: %s (exit %d); report: %s/report.json\n",
-              code == 0 ? "PASS" : (code == 1 ? "FAIL" : "HARNESS ERROR"), code, out_.c_str());
+  const int code = reports::VerdictExitCode(verdict);
+  std::printf("  verdict: %s (exit %d); report: %s/report.json\n", reports::VerdictName(verdict),
+              code, out_.c_str());
   std::fflush(stdout);
   return code;
 }

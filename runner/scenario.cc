@@ -11,7 +11,8 @@
 #include <set>
 #include <sstream>
 
-#include "injector/units.h"
+#include "base/units.h"
+#include "workload/collective.h"
 
 namespace faultline::runner {
 namespace {
@@ -1132,21 +1133,7 @@ const char* CollOpName(CollOp op) {
 }
 
 double BusBwFactor(CollOp op, int world) {
-  const double n = world;
-  switch (op) {
-    case CollOp::kAllReduce:
-      return world > 0 ? 2.0 * (n - 1) / n : 0;
-    case CollOp::kAllGather:
-    case CollOp::kReduceScatter:
-    case CollOp::kAllToAll:
-      return world > 0 ? (n - 1) / n : 0;
-    case CollOp::kBroadcast:
-    case CollOp::kReduce:
-      return 1.0;
-    case CollOp::kBarrier:
-      return 0.0;
-  }
-  return 0.0;
+  return workload::BusBwFactorOf(CollOpName(op), world).value_or(0.0);
 }
 
 const char* FaultKindName(FaultKind k) {

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "injector/status.h"
+#include "base/status.h"
 
 namespace faultline::runner {
 
@@ -71,7 +71,7 @@ enum class CollOp {
   kBarrier
 };
 const char* CollOpName(CollOp op);  // "allreduce", ... (the ftccl spelling)
-// busbw / algbw for `op` over `world` ranks (nccl-tests convention; reduce counts as 1).
+// busbw / algbw for `op` over `world` ranks: workload::BusBwFactorOf, the one copy of the rule.
 double BusBwFactor(CollOp op, int world);
 
 struct Workload {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "injector/units.h"
+#include "base/units.h"
 
 namespace faultline::runner {
 namespace {

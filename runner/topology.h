@@ -42,8 +42,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/status.h"
 #include "injector/journal.h"
-#include "injector/status.h"
 #include "runner/scenario.h"
 
 namespace faultline::runner {

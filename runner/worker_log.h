@@ -23,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-#include "injector/status.h"
+#include "base/status.h"
 #include "runner/history.h"
 
 namespace faultline::runner {

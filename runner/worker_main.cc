@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <string>
 
-#include "injector/units.h"
+#include "base/units.h"
 #include "runner/worker.h"
 #include "workload/adapters/ccl_adapter.h"
 #include "workload/collective.h"

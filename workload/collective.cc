@@ -203,6 +203,7 @@ SizeLayout LayoutFor(Coll c, DType t, int ranks, size_t bytes) {
 }
 
 double BusBwFactor(Coll c, int ranks) {
+  if (ranks < 1) return 0.0;
   const double n = ranks;
   switch (c) {
     case Coll::kAllReduce:
@@ -215,6 +216,13 @@ double BusBwFactor(Coll c, int ranks) {
       return 1.0;
   }
   return 1.0;
+}
+
+std::optional<double> BusBwFactorOf(std::string_view op, int ranks) {
+  if (const auto c = ParseColl(op)) return BusBwFactor(*c, ranks);
+  if (op == "reduce") return ranks < 1 ? 0.0 : 1.0;
+  if (op == "barrier") return 0.0;
+  return std::nullopt;
 }
 
 // "1048576", "64K", "1M", "1MiB", "2G" (binary multiples).

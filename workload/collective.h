@@ -126,8 +126,13 @@ struct SizeLayout {
 SizeLayout LayoutFor(Coll c, DType t, int ranks, size_t bytes);
 
 // busbw / algbw (nccl-tests): allreduce 2(n-1)/n; allgather, reducescatter, alltoall (n-1)/n;
-// broadcast 1.
+// broadcast 1; 0 when ranks < 1. The project's one copy of this rule: the worker's log header,
+// the runner's metrics and the benchmarks all take their factor from here.
 double BusBwFactor(Coll c, int ranks);
+// The same by the collective's name (CollName's spelling), also for the two a scenario may name
+// that Coll has no member for: "reduce" 1 (as nccl-tests) and "barrier" 0 (it moves no data).
+// nullopt for any other name.
+std::optional<double> BusBwFactorOf(std::string_view op, int ranks);
 
 // "1048576", "64K", "1M", "1MiB", "2G" (binary multiples); nullopt when malformed.
 std::optional<size_t> ParseBytes(const std::string& text);

@@ -212,4 +212,14 @@ expect: {outcome: survive, wrong_results: 0}
     assert late["applied_s"] is None, late
     assert "every rank had ended before its time" in log
     assert ("a fault could not be injected" in r.stderr) == (want_code == 3), r.stderr
+    # The exit code and every report say the same verdict (one rule: reports/verdict.h).
+    verdict = {0: "PASS", 3: "HARNESS ERROR"}[want_code]
+    assert f"verdict: {verdict} (exit {want_code})" in r.stdout, r.stdout
+    suite = ET.parse(out / "junit.xml").getroot()
+    suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
+    props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert props["verdict"] == verdict, props
+    assert int(suite.get("errors")) == (1 if want_code == 3 else 0)
+    assert f"<h1>{verdict}</h1>" in (out / "report.html").read_text()
+    assert f"— **{verdict}**" in (out / "summary.md").read_text().splitlines()[0]
     assert no_namespaces_of(log) == []

@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "injector/status.h"
+#include "base/status.h"
 #include "workload/collective.h"
 
 namespace faultline::workload::adapters {

@@ -17,7 +17,7 @@
 #include <sstream>
 #include <utility>
 
-#include "injector/clock.h"
+#include "base/clock.h"
 #include "runner/launcher.h"
 
 namespace ftccl::test {

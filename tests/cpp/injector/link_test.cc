@@ -3,9 +3,10 @@
 #include <atomic>
 #include <thread>
 
-#include "injector/clock.h"
+#include "base/clock.h"
 #include "injector/injection.h"
 #include "injector/link_flap.h"
+#include "injector/realtime_scope.h"
 #include "injector/registry.h"
 #include "tests/cpp/injector/test_util.h"
 

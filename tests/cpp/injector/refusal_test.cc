@@ -1,10 +1,10 @@
 // Refusals: each a clear error and no change to the system (links, qdiscs, journal).
 #include <unistd.h>
 
+#include "base/units.h"
 #include "injector/injection.h"
 #include "injector/netem.h"
 #include "injector/registry.h"
-#include "injector/units.h"
 #include "tests/cpp/injector/test_util.h"
 
 namespace faultline::testing {

@@ -13,7 +13,7 @@
 #include <sstream>
 #include <thread>
 
-#include "injector/clock.h"
+#include "base/clock.h"
 #include "injector/netns.h"
 #include "runner/topology.h"
 #include "tests/cpp/runner/net_test_util.h"

@@ -90,6 +90,11 @@ TEST(Metrics, CompleteOpsAndBusBw) {
   EXPECT_DOUBLE_EQ(BusBwFactor(CollOp::kAllReduce, 4), 1.5);
   EXPECT_DOUBLE_EQ(BusBwFactor(CollOp::kAllGather, 4), 0.75);
   EXPECT_DOUBLE_EQ(BusBwFactor(CollOp::kBroadcast, 4), 1.0);
+  // The scenario's collectives that the workload does not run (workload::BusBwFactorOf).
+  EXPECT_DOUBLE_EQ(BusBwFactor(CollOp::kReduce, 4), 1.0);
+  EXPECT_DOUBLE_EQ(BusBwFactor(CollOp::kBarrier, 4), 0.0);
+  EXPECT_DOUBLE_EQ(BusBwFactor(CollOp::kReduceScatter, 8), 0.875);
+  EXPECT_DOUBLE_EQ(BusBwFactor(CollOp::kAllToAll, 2), 0.5);
 }
 
 TEST(Metrics, FaultFreeRun) {

@@ -13,7 +13,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "injector/clock.h"
+#include "base/clock.h"
 #include "injector/netns.h"
 
 namespace faultline::runner::testing {

@@ -1,6 +1,10 @@
-// Checks (expectations -> pass/fail, exit code) and the report.json writer.
+// Checks (expectations -> pass/fail), the report.json writer, and the exit code `faultline run`
+// takes from that report through the one verdict rule (reports/verdict.h), the same one
+// junit.xml shows.
 #include <gtest/gtest.h>
 
+#include "reports/junit.h"
+#include "reports/verdict.h"
 #include "runner/checks.h"
 #include "runner/report_json.h"
 
@@ -19,6 +23,31 @@ RunMetrics SomeMetrics() {
   m.overall.goodput_loss_pct = 70;
   m.per_fault.push_back({"f1", m.overall});
   return m;
+}
+
+// The report.json of a run with `history`, `metrics` and `checks`, as run.cc builds it.
+nlohmann::json ReportOf(const History& history, const RunMetrics& metrics,
+                        const std::vector<CheckResult>& checks) {
+  static const Scenario scenario = [] {
+    Scenario s;
+    s.name = "verdict";
+    return s;
+  }();
+  ReportInputs in;
+  in.scenario = &scenario;
+  in.scenario_file = "scenarios/verdict.yaml";
+  in.history = &history;
+  in.metrics = &metrics;
+  in.checks = &checks;
+  return BuildReportJson(in);
+}
+
+// `faultline run`'s exit code for a run that completed: what Run::Finish returns.
+int ExitCodeOf(const nlohmann::json& report) {
+  return reports::VerdictExitCode(reports::VerdictOf(report));
+}
+int ExitCodeOf(const std::vector<CheckResult>& checks) {
+  return ExitCodeOf(ReportOf(History{}, SomeMetrics(), checks));
 }
 
 const CheckResult* Named(const std::vector<CheckResult>& cs, const std::string& name) {
@@ -50,10 +79,10 @@ TEST(Checks, EachExpectationAgainstItsMetric) {
   EXPECT_TRUE(Named(cs, "goodput_loss_pct")->pass);
   EXPECT_FALSE(Named(cs, "detection_ms")->pass);
   EXPECT_TRUE(Named(cs, "detection_ms")->value.is_null());
-  EXPECT_EQ(ExitCodeForChecks(cs), 1);
+  EXPECT_EQ(ExitCodeOf(cs), 1);
   e.stall_ms_max = 140;
   e.detection_ms_max.reset();
-  EXPECT_EQ(ExitCodeForChecks(CheckExpectations(e, SomeMetrics())), 0);
+  EXPECT_EQ(ExitCodeOf(CheckExpectations(e, SomeMetrics())), 0);
 }
 
 TEST(Checks, OutcomeAndWrongResultsAndDegradedRatio) {
@@ -74,7 +103,7 @@ TEST(Checks, OutcomeAndWrongResultsAndDegradedRatio) {
   m.overall.degraded_ratio.reset();
   EXPECT_FALSE(Named(CheckExpectations(e, m), "degraded_ratio")->pass);
   EXPECT_TRUE(CheckExpectations(Expectations{}, m).empty());
-  EXPECT_EQ(ExitCodeForChecks({}), 0);
+  EXPECT_EQ(ExitCodeOf(std::vector<CheckResult>{}), 0);
 }
 
 TEST(Report, KeysAndValuesOfV1) {
@@ -147,6 +176,43 @@ TEST(Report, KeysAndValuesOfV1) {
   // Unchecked results report no count rather than zero.
   s.workload.check = false;
   EXPECT_TRUE(BuildReportJson(in)["correctness"]["wrong"].is_null());
+}
+
+// A fault whose time never came because every rank had ended: no harness failure when the ranks
+// had aborted (cleanly, as expected) on an earlier fault, a harness failure when they had
+// simply finished first. The exit code and junit.xml say the same in both cases.
+TEST(Verdict, FaultNotReachedAfterACleanAbortExitsZeroAndJUnitAgrees) {
+  History h;
+  FaultRecord down;
+  down.id = "down";
+  down.kind = FaultKind::kLinkDown;
+  down.applied_ns = 2000 * kMs;
+  FaultRecord late;
+  late.id = "late";
+  late.kind = FaultKind::kLinkDown;
+  late.scheduled_ns = 20000 * kMs;
+  late.error = reports::kRanksEndedFirstError;
+  h.faults = {down, late};
+  RunMetrics m = SomeMetrics();
+  m.outcome = Outcome::kAbortedClean;
+  Expectations e;
+  e.outcome = ExpectedOutcome::kAbortClean;
+  const nlohmann::json aborted = ReportOf(h, m, CheckExpectations(e, m));
+  EXPECT_EQ(aborted["faults"][1]["error"], reports::kRanksEndedFirstError);
+  EXPECT_EQ(ExitCodeOf(aborted), 0);
+  const std::string junit = reports::JUnitXml({aborted});
+  EXPECT_EQ(junit.find("<error "), std::string::npos) << junit;
+  EXPECT_NE(junit.find("<property name=\"verdict\" value=\"PASS\"/>"), std::string::npos) << junit;
+
+  m.outcome = Outcome::kSurvived;
+  e.outcome = ExpectedOutcome::kSurvive;
+  const nlohmann::json finished = ReportOf(h, m, CheckExpectations(e, m));
+  EXPECT_EQ(ExitCodeOf(finished), 3);
+  const std::string junit_finished = reports::JUnitXml({finished});
+  EXPECT_NE(junit_finished.find("<property name=\"verdict\" value=\"HARNESS ERROR\"/>"),
+            std::string::npos)
+      << junit_finished;
+  EXPECT_NE(junit_finished.find("<error "), std::string::npos) << junit_finished;
 }
 
 TEST(Report, Sha256KnownVectors) {

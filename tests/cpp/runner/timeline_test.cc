@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "injector/units.h"
+#include "base/units.h"
 
 namespace faultline::runner {
 namespace {

@@ -10,7 +10,7 @@
 
 #include <set>
 
-#include "injector/clock.h"
+#include "base/clock.h"
 #include "injector/journal.h"
 #include "injector/netns.h"
 #include "injector/registry.h"

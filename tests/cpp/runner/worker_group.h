@@ -7,7 +7,7 @@
 #include <chrono>
 #include <cstdint>
 
-#include "injector/clock.h"
+#include "base/clock.h"
 #include "runner/launcher.h"
 
 namespace faultline::runner {

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "injector/clock.h"
+#include "base/clock.h"
 #include "runner/launcher.h"
 #include "workload/check_values.h"
 

@@ -1,29 +1,16 @@
-// Time on CLOCK_MONOTONIC (shared by every namespace on a host), in nanoseconds.
+// RealtimeScope: kernel scheduling for the thread that applies faults at their times.
 //
-// Fault times are absolute: a fault scheduled at T is applied by sleeping until T with
-// clock_nanosleep(TIMER_ABSTIME), so errors do not accumulate over a timeline.
-// Thread-safe.
+// Kept in the injector, not in base/clock.h: it changes the calling thread's scheduling policy
+// (sched_setscheduler, root or CAP_SYS_NICE), a side effect on the kernel that only the thread
+// driving a fault timeline wants; reports and workload read clocks but never need it.
 #pragma once
 
 #include <sched.h>
 #include <sys/types.h>
 
-#include <atomic>
-#include <cstdint>
 #include <string>
 
 namespace faultline {
-
-using MonoNs = int64_t;
-
-// Now on CLOCK_MONOTONIC.
-MonoNs MonoNow();
-
-// Sleeps until `deadline` (absolute CLOCK_MONOTONIC). Returns early only if `*stop` becomes
-// true (checked at least every 10 ms when stop is given) or on a signal when
-// `return_on_signal`. Returns true when the deadline was reached.
-bool SleepUntil(MonoNs deadline, const std::atomic<bool>* stop = nullptr,
-                bool return_on_signal = false);
 
 // For the scope of one object, the calling thread is scheduled SCHED_FIFO (when the process
 // may: root or CAP_SYS_NICE), so that it wakes on time on a host whose cores are all busy.
@@ -48,8 +35,5 @@ class RealtimeScope final {
   bool raised_ = false;
   std::string description_;
 };
-
-// Nanoseconds since the Unix epoch (for human-readable records only, never for scheduling).
-int64_t WallNowNs();
 
 }  // namespace faultline

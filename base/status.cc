@@ -1,4 +1,4 @@
-#include "injector/status.h"
+#include "base/status.h"
 
 #include <cerrno>
 #include <cstdio>

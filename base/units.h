@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "injector/status.h"
+#include "base/status.h"
 
 namespace faultline {
 

@@ -1,4 +1,4 @@
-#include "injector/units.h"
+#include "base/units.h"
 
 #include <cctype>
 #include <cmath>
