@@ -39,8 +39,8 @@ int main(int argc, char** argv) {
   backend.validate = [](const PerfOptions& o) {
     ftccl::CommOptions c = BaseOptions(o);
     ftccl::Status st = ftccl::ApplyEnvOverrides(&c);
-    if (!st.ok()) return Status::Error("FTCCL_* environment: " + st.ToString());
-    return Status::Ok();
+    if (!st.ok()) return faultline::InvalidArgument("FTCCL_* environment: " + st.ToString());
+    return faultline::Status::Ok();
   };
   backend.knobs = [](const PerfOptions& o) {
     ftccl::CommOptions c = BaseOptions(o);

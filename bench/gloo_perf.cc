@@ -50,8 +50,8 @@ int main(int argc, char** argv) {
       "ReduceScatterHalvingDoubling, in place (input copy timed)"};
   backend.validate = [](const PerfOptions&) {
     if (!ParseAllreduceAlgo(AllreduceAlgoName())) {
-      return Status::Error(std::string(kAllreduceEnv) +
-                           " must be ring, bcube, ring_chunked or halving_doubling");
+      return faultline::InvalidArgument(std::string(kAllreduceEnv) +
+                                        " must be ring, bcube, ring_chunked or halving_doubling");
     }
     return Status::Ok();
   };

@@ -156,9 +156,9 @@ Status Guarded(const std::function<Status()>& fn) {
   try {
     return fn();
   } catch (const std::exception& e) {
-    return Status::Error(std::string("exception: ") + e.what());
+    return Internal(std::string("exception: ") + e.what());
   } catch (...) {
-    return Status::Error("unknown exception");
+    return Internal("unknown exception");
   }
 }
 
@@ -173,7 +173,7 @@ struct RankEnv {
 
 // The adapter's error as the harness's message.
 Status FromAdapter(const faultline::Status& st) {
-  return st.ok() ? Status::Ok() : Status::Error(st.message());
+  return st.ok() ? Status::Ok() : Internal(st.message());
 }
 
 // Body of one rank process. Returns its exit code.
@@ -231,24 +231,24 @@ int RankMain(const PerfBackend& backend, const PerfOptions& o, const RankEnv& en
     rec.size_index = k;
     st = Guarded([&]() -> Status {
       Status s = FromAdapter(ccl->Prepare(args));
-      if (!s.ok()) return Status::Error("prepare: " + s.message());
+      if (!s.ok()) return Internal("prepare: " + s.message());
       for (int i = 0; i < o.warmup; ++i) {
         s = FromAdapter(ccl->Run(args, timeout));
-        if (!s.ok()) return Status::Error("warm-up: " + s.message());
+        if (!s.ok()) return Internal("warm-up: " + s.message());
       }
       s = FromAdapter(ccl->Barrier(timeout));
-      if (!s.ok()) return Status::Error("barrier: " + s.message());
+      if (!s.ok()) return Internal("barrier: " + s.message());
       const auto t0 = SteadyClock::now();
       for (int i = 0; i < o.iters; ++i) {
         s = FromAdapter(ccl->Run(args, timeout));
-        if (!s.ok()) return Status::Error("iteration " + std::to_string(i) + ": " + s.message());
+        if (!s.ok()) return Internal("iteration " + std::to_string(i) + ": " + s.message());
       }
       const auto t1 = SteadyClock::now();
       rec.mean_us = std::chrono::duration<double, std::micro>(t1 - t0).count() / o.iters;
       if (o.check) {
         std::memset(recv.data, 0xFF, l.recv_elems * ts);  // NaN or all ones: never a result
         s = FromAdapter(ccl->Run(args, timeout));
-        if (!s.ok()) return Status::Error("check run: " + s.message());
+        if (!s.ok()) return Internal("check run: " + s.message());
         rec.wrong = CountWrong(o, l, env.rank, recv.data);
       }
       return Status::Ok();
@@ -348,11 +348,11 @@ class PerfRun final {
 Status PerfRun::Start() {
   char tmpl[] = "/tmp/faultline-perf-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) {
-    return Status::Error(std::string("mkdtemp: ") + std::strerror(errno));
+    return Internal(std::string("mkdtemp: ") + std::strerror(errno));
   }
   scratch_ = tmpl;
   listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (listen_fd_ < 0) return Status::Error(std::string("socket: ") + std::strerror(errno));
+  if (listen_fd_ < 0) return Internal(std::string("socket: ") + std::strerror(errno));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -361,12 +361,12 @@ Status PerfRun::Start() {
   if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
       listen(listen_fd_, 256) != 0 ||
       getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    return Status::Error(std::string("bootstrap listener: ") + std::strerror(errno));
+    return Internal(std::string("bootstrap listener: ") + std::strerror(errno));
   }
   const std::string bootstrap = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
   results_.assign(sizes_.size(), {});
   auto launcher = runner::LocalNetnsLauncher::Create({""}, "");
-  if (!launcher.ok()) return Status::Error(launcher.status().ToString());
+  if (!launcher.ok()) return Internal(launcher.status().ToString());
   launcher_ = std::move(launcher).value();
   std::vector<runner::LaunchSpec> world;
   for (int rank = 0; rank < o_.ranks; ++rank) {
@@ -395,7 +395,7 @@ Status PerfRun::Start() {
   auto handles = launcher_->StartWorld(world);
   close(listen_fd_);  // rank 0 holds its own copy
   listen_fd_ = -1;
-  if (!handles.ok()) return Status::Error(handles.status().ToString());
+  if (!handles.ok()) return Internal(handles.status().ToString());
   handles_ = std::move(handles).value();
   for (int h : handles_) {
     pipes_.push_back(launcher_->ChannelFd(h));

@@ -62,7 +62,7 @@ using workload::PlainCodec;
 using workload::RedOp;
 using workload::RedOpName;
 using workload::SizeLayout;
-using workload::Status;
+using ::faultline::Status;
 
 struct PerfOptions {
   Coll coll = Coll::kAllReduce;

@@ -80,13 +80,13 @@ void SetBuffers(int fd, int bytes) {
 // A listening socket on ip:0 (buffers set before listen so accepted sockets inherit them).
 Status Listen(const std::string& ip, int socket_buffer, int* fd_out, uint16_t* port_out) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Status::Error(Errno("socket"));
+  if (fd < 0) return Internal(Errno("socket"));
   SetBuffers(fd, socket_buffer);
   sockaddr_in a = Addr(ip, 0);
   socklen_t len = sizeof(a);
   if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || listen(fd, 4) != 0 ||
       getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    Status st = Status::Error(Errno(("listen on " + ip).c_str()));
+    Status st = Internal(Errno(("listen on " + ip).c_str()));
     close(fd);
     return st;
   }
@@ -206,7 +206,7 @@ Status Measure(const CapacityOptions& o, int streams, Measurement* out) {
   auto launcher = runner::LocalNetnsLauncher::Create({""}, "");
   if (!launcher.ok()) {
     close_all();
-    return Status::Error(launcher.status().ToString());
+    return Internal(launcher.status().ToString());
   }
   runner::Launcher& l = **launcher;
   const int64_t deadline = NowNs() + static_cast<int64_t>(o.seconds * 1e9);
@@ -242,22 +242,22 @@ Status Measure(const CapacityOptions& o, int streams, Measurement* out) {
   };
   auto handles = l.StartWorld(pair);
   close_all();
-  if (!handles.ok()) return Status::Error(handles.status().ToString());
+  if (!handles.ok()) return Internal(handles.status().ToString());
   std::vector<StreamResult> results(streams);
   const bool got = ReadAll(l.ChannelFd(0), results.data(), sizeof(StreamResult) * results.size());
   Status st = Status::Ok();
   auto sender = l.Wait(1, INT64_MAX);
-  if (!sender.ok() || !sender->success()) st = Status::Error("the sender failed");
+  if (!sender.ok() || !sender->success()) st = Internal("the sender failed");
   l.Wait(0, INT64_MAX).status().IgnoreError();
   if (!st.ok()) return st;
-  if (!got) return Status::Error("the receiver reported nothing");
+  if (!got) return Internal("the receiver reported nothing");
   int64_t first = INT64_MAX, last = 0;
   uint64_t total = 0;
   out->streams = streams;
   out->per_stream.clear();
   for (const StreamResult& r : results) {
-    if (r.error[0] != '\0') return Status::Error(std::string("receiver: ") + r.error);
-    if (r.bytes == 0) return Status::Error("a stream carried no data");
+    if (r.error[0] != '\0') return Internal(std::string("receiver: ") + r.error);
+    if (r.bytes == 0) return Internal("a stream carried no data");
     first = std::min(first, r.first_ns);
     last = std::max(last, r.last_ns);
     total += r.bytes;
@@ -298,7 +298,7 @@ Status MeasureRing(const CapacityOptions& o, std::vector<double>* per_rank) {
   auto launcher = runner::LocalNetnsLauncher::Create({""}, "");
   if (!launcher.ok()) {
     close_all();
-    return Status::Error(launcher.status().ToString());
+    return Internal(launcher.status().ToString());
   }
   runner::Launcher& l = **launcher;
   const int64_t deadline = NowNs() + static_cast<int64_t>(o.seconds * 1e9);
@@ -326,7 +326,7 @@ Status MeasureRing(const CapacityOptions& o, std::vector<double>* per_rank) {
   }
   auto handles = l.StartWorld(world);
   close_all();
-  if (!handles.ok()) return Status::Error(handles.status().ToString());
+  if (!handles.ok()) return Internal(handles.status().ToString());
   Status st = Status::Ok();
   per_rank->clear();
   for (int h : *handles) {
@@ -335,14 +335,14 @@ Status MeasureRing(const CapacityOptions& o, std::vector<double>* per_rank) {
     const bool got = ReadAll(l.ChannelFd(h), results.data(), sizeof(StreamResult) * results.size());
     if (!st.ok()) continue;
     if (!got) {
-      st = Status::Error("ring process " + std::to_string(i) + " reported nothing");
+      st = Internal("ring process " + std::to_string(i) + " reported nothing");
       continue;
     }
     int64_t first = INT64_MAX, last = 0;
     uint64_t total = 0;
     for (const StreamResult& r : results) {
       if (r.error[0] != '\0')
-        st = Status::Error("ring process " + std::to_string(i) + ": " + r.error);
+        st = Internal("ring process " + std::to_string(i) + ": " + r.error);
       if (r.bytes == 0) continue;
       first = std::min(first, r.first_ns);
       last = std::max(last, r.last_ns);

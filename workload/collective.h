@@ -12,6 +12,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "base/status.h"
+
 namespace faultline::workload {
 
 enum class Coll : uint8_t { kAllReduce = 0, kAllGather, kReduceScatter, kBroadcast, kAllToAll };
@@ -97,20 +99,8 @@ auto DispatchType(DType t, Args&&... args) {
   return F<PlainCodec<uint8_t>>::Run(std::forward<Args>(args)...);
 }
 
-// Errors are values: ok, or a message saying what failed.
-class [[nodiscard]] Status final {
- public:
-  Status() = default;
-  static Status Ok() { return Status(); }
-  static Status Error(std::string message) { return Status(std::move(message), true); }
-  bool ok() const { return !failed_; }
-  const std::string& message() const { return message_; }
-
- private:
-  Status(std::string message, bool failed) : message_(std::move(message)), failed_(failed) {}
-  std::string message_;
-  bool failed_ = false;
-};
+// Errors are the project's Status (base/status.h).
+using ::faultline::Status;
 
 // Element counts of one size of the sweep. `count` is the count argument of the collective
 // (ftccl's convention): allreduce/broadcast: elements of send and recv; allgather: elements each

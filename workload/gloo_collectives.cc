@@ -164,9 +164,9 @@ Status Catch(F&& fn) {
     fn();
     return Status::Ok();
   } catch (const std::exception& e) {
-    return Status::Error(std::string("gloo: ") + e.what());
+    return Unavailable(std::string("gloo: ") + e.what());
   } catch (...) {
-    return Status::Error("gloo: unknown exception");
+    return Unavailable("gloo: unknown exception");
   }
 }
 
@@ -193,8 +193,8 @@ std::optional<GlooAllreduce> ParseGlooAllreduce(std::string_view name) {
 
 Status GlooCollectives::Connect(const GlooConnectOptions& o,
                                 std::unique_ptr<GlooCollectives>* out) {
-  if (o.rank < 0 || o.rank >= o.size) return Status::Error("gloo: rank out of range");
-  if (o.store_dir.empty()) return Status::Error("gloo: no rendezvous directory");
+  if (o.rank < 0 || o.rank >= o.size) return Unavailable("gloo: rank out of range");
+  if (o.store_dir.empty()) return Unavailable("gloo: no rendezvous directory");
   std::shared_ptr<gloo::rendezvous::Context> ctx;
   Status st = Catch([&] {
     gloo::transport::tcp::attr attr;
@@ -259,7 +259,7 @@ Status GlooCollectives::Prepare(const OpArgs& a) {
 
 Status GlooCollectives::Run(const OpArgs& a, std::chrono::milliseconds timeout) {
   if (IsClassic(a) && (classic_ == nullptr || !classic_args_ || !SameArgs(*classic_args_, a))) {
-    return Status::Error("gloo: Prepare was not called for these arguments");
+    return Unavailable("gloo: Prepare was not called for these arguments");
   }
   const GlooTypeOps& ops = OpsFor(a.dtype, a.redop);
   return Catch([&] {

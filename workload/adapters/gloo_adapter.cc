@@ -19,10 +19,6 @@
 namespace faultline::workload::adapters {
 namespace {
 
-Status FromGloo(const workload::Status& st) {
-  return st.ok() ? Status::Ok() : Unavailable(st.message());
-}
-
 class GlooAdapter final : public CclAdapter {
  public:
   std::string Name() const override { return "gloo"; }
@@ -45,22 +41,22 @@ class GlooAdapter final : public CclAdapter {
     o.store_dir = init.store_dir;
     o.timeout = init.init_timeout;
     o.allreduce = *allreduce;
-    return FromGloo(GlooCollectives::Connect(o, &gloo_));
+    return GlooCollectives::Connect(o, &gloo_);
   }
 
   Status Prepare(const OpArgs& args) override {
     if (gloo_ == nullptr) return Internal("gloo: Prepare before Init (or after Abort)");
-    return FromGloo(gloo_->Prepare(args));
+    return gloo_->Prepare(args);
   }
 
   Status Run(const OpArgs& args, std::chrono::milliseconds timeout) override {
     if (gloo_ == nullptr) return Internal("gloo: Run before Init (or after Abort)");
-    return FromGloo(gloo_->Run(args, timeout));
+    return gloo_->Run(args, timeout);
   }
 
   Status Barrier(std::chrono::milliseconds timeout) override {
     if (gloo_ == nullptr) return Internal("gloo: Barrier before Init (or after Abort)");
-    return FromGloo(gloo_->Barrier(timeout));
+    return gloo_->Barrier(timeout);
   }
 
   void Abort(const std::string& /*reason*/) override { gloo_.reset(); }
