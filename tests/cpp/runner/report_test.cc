@@ -86,7 +86,7 @@ TEST(Report, KeysAndValuesOfV1) {
   h.run_start_ns = 1000 * kMs;
   FaultRecord f;
   f.id = "f1";
-  f.kind = FaultKind::kLinkDown;
+  f.kind = "link_down";
   f.target.host = 0;
   f.target.rail = 1;
   f.target.side = LinkSide::kSwitch;
