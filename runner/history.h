@@ -52,7 +52,7 @@ struct CclEvent {
 // reverted its last up.
 struct FaultRecord {
   std::string id;
-  FaultKind kind = FaultKind::kLinkDown;
+  std::string kind = "link_down";  // the scenario fault's kind (runner/faults/registry.h)
   FaultTarget target;
   int64_t scheduled_ns = 0;
   std::optional<int64_t> applied_ns;   // absent: the injector failed to apply it

@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include "runner/faults/registry.h"
+
 namespace faultline::runner {
 namespace {
 
@@ -142,7 +144,7 @@ nlohmann::json MetricValues::ToJson() const {
 }
 
 std::optional<double> CapacityLeft(const Topology& topology,
-                                   const std::vector<const FaultSpec*>& faults) {
+                                   const std::vector<const FaultSpec*>& specs) {
   if (topology.hosts <= 0 || topology.rails <= 0) return std::nullopt;
   const bool per_rank = topology.per_rank_nics();
   if (per_rank && topology.ranks_per_host <= 0) return std::nullopt;
@@ -151,28 +153,15 @@ std::optional<double> CapacityLeft(const Topology& topology,
   const int ports = per_rank ? topology.ranks_per_host * topology.rails : topology.rails;
   std::vector<std::vector<double>> cap(topology.hosts, std::vector<double>(ports, 1.0));
   const double rail_bps = topology.rail_gbps * 1e9;
-  for (const FaultSpec* f : faults) {
-    if (f->kind == FaultKind::kLinkFlap || IsOneShot(f->kind)) {
-      if (f->kind == FaultKind::kRankKill) return std::nullopt;
-      continue;
-    }
-    if (IsRankFault(f->kind) || !f->target.rail) return std::nullopt;
+  for (const FaultSpec* f : specs) {
+    const faults::FaultDescriptor& d = f->descriptor();
+    if (d.capacity == faults::CapacityEffect::kNone) continue;
+    if (d.capacity == faults::CapacityEffect::kUnknown || !f->target.rail) return std::nullopt;
     if (per_rank && !f->target.rank) return std::nullopt;
     const int port =
         per_rank ? *f->target.rank * topology.rails + *f->target.rail : *f->target.rail;
     double& c = cap[f->target.host][port];
-    switch (f->kind) {
-      case FaultKind::kLinkDown:
-      case FaultKind::kPortDrop:
-      case FaultKind::kBlackhole:
-        c = 0;
-        break;
-      case FaultKind::kBandwidth:
-        c = std::min(c, std::min(1.0, static_cast<double>(f->params.rate_bps) / rail_bps));
-        break;
-      default:
-        return std::nullopt;
-    }
+    c = std::min(c, d.port_share(*f, rail_bps));
   }
   double worst = 1.0;
   for (const auto& host : cap) {
@@ -202,7 +191,7 @@ MetricsOptions MetricsOptionsFor(const Scenario& scenario) {
       if (g.Permanent() && g.at_ns <= f.at_ns) in_force.push_back(&g);
     }
     m.capacity = CapacityLeft(scenario.topology, in_force);
-    if (f.target.port && !IsRankFault(f.kind)) {
+    if (f.target.port && !f.descriptor().rank_target()) {
       m.port_rank = f.target.GlobalRank(scenario.topology).value_or(-1);
     }
     o.faults.push_back(std::move(m));
@@ -335,7 +324,8 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
     const bool permanent = model && model->permanent;
     const int64_t a = *f.applied_ns;
     int64_t e = h.run_end_ns;
-    if (!permanent && !IsOneShot(f.kind) && f.reverted_ns && *f.reverted_ns > a) {
+    const faults::FaultDescriptor& kind = faults::DescriptorOf(f.kind);
+    if (!permanent && !kind.one_shot() && f.reverted_ns && *f.reverted_ns > a) {
       e = *f.reverted_ns;
     }
     MetricValues& v = fm.values;
@@ -349,7 +339,7 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
     }
 
     if (h.events_supported) {
-      const bool link = !IsRankFault(f.kind) && f.target.rail.has_value();
+      const bool link = !kind.rank_target() && f.target.rail.has_value();
       const int rail = f.target.rail.value_or(-1);
       // A fault on one rank's port only touches the paths that end at that rank.
       const int owner = model ? model->port_rank : -1;

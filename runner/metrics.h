@@ -77,10 +77,11 @@ struct MetricsOptions {
 MetricsOptions MetricsOptionsFor(const Scenario& scenario);
 
 // Fraction of the rail capacity left by a set of faults, as the weakest host's share of its
-// fault-free capacity: a rail taken down (link_down, port_drop, blackhole) counts 0, a
-// bandwidth fault min(rate, rail rate) / rail rate. nullopt when a fault's effect on capacity
-// is unknown (loss, delay, jitter, corrupt, reorder, rank faults). Link flaps and one-shot
-// faults are ignored.
+// fault-free capacity. Each kind's descriptor says what it leaves (runner/faults/
+// fault_descriptor.h CapacityEffect): a rail taken down (link_down, port_drop, blackhole)
+// counts 0, a bandwidth fault min(rate, rail rate) / rail rate. nullopt when a fault's effect
+// on capacity is unknown (loss, delay, jitter, corrupt, reorder, rank faults). Link flaps and
+// one-shot faults are ignored.
 // With per-rank NICs (topology.nics: per_rank) the unit is a port instead of a rail: a host's
 // share is the sum over its ranks_per_host x rails ports over their count, since a rank that
 // lost its own ports relays through a neighbour's on the same host and the host keeps the

@@ -27,7 +27,7 @@ nlohmann::json BuildReportJson(const ReportInputs& in) {
   nlohmann::json faults = nlohmann::json::array();
   for (const FaultRecord& f : h.faults) {
     nlohmann::json j = {{"id", f.id},
-                        {"type", FaultKindName(f.kind)},
+                        {"type", f.kind},
                         {"target", f.target.ToJson()},
                         {"scheduled_s", SecondsSince(h.run_start_ns, f.scheduled_ns)},
                         {"applied_s", SecondsSince(h.run_start_ns, f.applied_ns)},

@@ -4,8 +4,26 @@
 #include <cstdio>
 
 #include "injector/netem.h"
+#include "runner/faults/registry.h"
 
 namespace faultline::runner {
+namespace {
+
+// "a, b and c": the kinds whose descriptors need `feature`, in registry order.
+std::string KindsNeeding(const std::string& feature) {
+  std::vector<std::string> names;
+  for (const faults::FaultDescriptor* d : faults::FaultDescriptors()) {
+    const auto& fs = d->requires_features;
+    if (std::find(fs.begin(), fs.end(), feature) != fs.end()) names.emplace_back(d->name);
+  }
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  }
+  return out;
+}
+
+}  // namespace
 
 std::vector<std::string> RequiredFeatures(const Scenario& sc) {
   std::vector<std::string> out = sc.requirements;
@@ -13,8 +31,7 @@ std::vector<std::string> RequiredFeatures(const Scenario& sc) {
     if (std::find(out.begin(), out.end(), f) == out.end()) out.push_back(f);
   };
   for (const auto& f : sc.faults) {
-    if (f.kind == FaultKind::kConnCorrupt || f.kind == FaultKind::kQpError) add("fault_hook");
-    if (f.kind == FaultKind::kQpError) add("verbs");
+    for (const std::string& feature : f.descriptor().requires_features) add(feature.c_str());
   }
   return out;
 }
@@ -23,9 +40,8 @@ std::optional<std::string> RequirementChecker::Missing(const std::vector<std::st
                                                        std::string_view ccl) {
   for (const auto& f : features) {
     if (f == "fault_hook" && ccl != "ftccl") {
-      return "ccl " + std::string(ccl) +
-             " serves no fault hook (conn_corrupt and qp_error need ranks that serve "
-             "injector/FAULT_HOOK.md; only ftccl does)";
+      return "ccl " + std::string(ccl) + " serves no fault hook (" + KindsNeeding("fault_hook") +
+             " need ranks that serve injector/FAULT_HOOK.md; only ftccl does)";
     }
     auto it = cache_.find(f);
     if (it == cache_.end()) it = cache_.emplace(f, Probe(f)).first;

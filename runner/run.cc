@@ -23,6 +23,7 @@
 #include "reports/verdict.h"
 #include "reports/write_reports.h"
 #include "runner/checks.h"
+#include "runner/faults/registry.h"
 #include "runner/history.h"
 #include "runner/launcher.h"
 #include "runner/metrics.h"
@@ -285,39 +286,42 @@ void Run::RemoveHookPaths() {
 Result<nlohmann::json> Run::FaultParams(const TimelineAction& a) const {
   nlohmann::json p = a.params;
   const int h = a.target.host;
-  if (a.kind == FaultKind::kConnCorrupt || a.kind == FaultKind::kQpError) {
-    auto g = a.target.GlobalRank(sc_.topology);
-    if (!g) return Status(Code::kInvalidArgument, "fault " + a.fault_id + ": no rank target");
-    if (*g >= static_cast<int>(hook_paths_.size()) || hook_paths_[*g].empty()) {
-      return Status(Code::kUnavailable,
-                    "fault " + a.fault_id + ": ccl " + CclNameString(sc_.ccl) +
-                        " serves no fault hook (" + FaultKindName(a.kind) +
-                        " needs one; only ftccl ranks serve it)");
-    }
-    p["hook"] = hook_paths_[*g];
-    return p;
-  }
-  if (IsRankFault(a.kind)) {
-    auto g = a.target.GlobalRank(sc_.topology);
-    if (!g) return Status(Code::kInvalidArgument, "fault " + a.fault_id + ": no rank target");
-    auto pid = launcher_->LocalPid(handles_[*g]);
-    if (!pid) return Status(Code::kNotFound, "rank " + std::to_string(*g) + " has no local pid");
-    p["pid"] = *pid;
-    p["netns"] = topo_->host(h).netns;
-    return p;
-  }
-  if (a.kind == FaultKind::kConnReset) {
-    p["netns"] = topo_->host(h).netns;
-    // The sockets of the rail's port: the host's, or with per-rank NICs the target rank's.
-    if (a.target.rail && !p.contains("src")) {
-      const int l = topo_->per_rank_nics() ? a.target.rank.value_or(0) : 0;
-      const auto& addrs = topo_->RankRailAddrs(h, l);
-      if (*a.target.rail < 0 || *a.target.rail >= static_cast<int>(addrs.size())) {
-        return Status(Code::kInvalidArgument, "fault " + a.fault_id + ": rail out of range");
+  switch (faults::DescriptorOf(a.kind).target) {
+    case faults::TargetShape::kRankPath: {
+      auto g = a.target.GlobalRank(sc_.topology);
+      if (!g) return Status(Code::kInvalidArgument, "fault " + a.fault_id + ": no rank target");
+      if (*g >= static_cast<int>(hook_paths_.size()) || hook_paths_[*g].empty()) {
+        return Status(Code::kUnavailable, "fault " + a.fault_id + ": ccl " +
+                                              CclNameString(sc_.ccl) + " serves no fault hook (" +
+                                              a.kind + " needs one; only ftccl ranks serve it)");
       }
-      p["src"] = addrs[*a.target.rail];
+      p["hook"] = hook_paths_[*g];
+      return p;
     }
-    return p;
+    case faults::TargetShape::kRank: {
+      auto g = a.target.GlobalRank(sc_.topology);
+      if (!g) return Status(Code::kInvalidArgument, "fault " + a.fault_id + ": no rank target");
+      auto pid = launcher_->LocalPid(handles_[*g]);
+      if (!pid) return Status(Code::kNotFound, "rank " + std::to_string(*g) + " has no local pid");
+      p["pid"] = *pid;
+      p["netns"] = topo_->host(h).netns;
+      return p;
+    }
+    case faults::TargetShape::kSocketLink: {
+      p["netns"] = topo_->host(h).netns;
+      // The sockets of the rail's port: the host's, or with per-rank NICs the target rank's.
+      if (a.target.rail && !p.contains("src")) {
+        const int l = topo_->per_rank_nics() ? a.target.rank.value_or(0) : 0;
+        const auto& addrs = topo_->RankRailAddrs(h, l);
+        if (*a.target.rail < 0 || *a.target.rail >= static_cast<int>(addrs.size())) {
+          return Status(Code::kInvalidArgument, "fault " + a.fault_id + ": rail out of range");
+        }
+        p["src"] = addrs[*a.target.rail];
+      }
+      return p;
+    }
+    case faults::TargetShape::kLink:
+      break;
   }
   // The injector takes the NIC port (host side) and finds the switch port itself when the
   // fault's side is "switch", so both ends are read back in its observation.
@@ -364,7 +368,7 @@ void Run::DoAction(const TimelineAction& a) {
       if (f.record.error.empty()) f.record.error = inj.status().ToString();
       return;
     }
-    if (a.kind == FaultKind::kRankKill) {
+    if (faults::DescriptorOf(a.kind).kills_rank) {
       if (auto g = a.target.GlobalRank(sc_.topology)) killed_by_fault_[*g] = true;
     }
     Status st = inj.value()->ApplyAt(when);
@@ -383,7 +387,7 @@ void Run::DoAction(const TimelineAction& a) {
     if (c->second->reverted()) f.record.reverted_ns = c->second->revert_timing().applied;
     if (!st.ok() && f.record.error.empty()) f.record.error = "revert: " + st.ToString();
     // A port that was down lost its table route with per-rank NICs; put it back.
-    if (topo_->per_rank_nics() && !IsRankFault(a.kind)) {
+    if (topo_->per_rank_nics() && !faults::DescriptorOf(a.kind).rank_target()) {
       Status rt = topo_->RestorePortRoutes(a.target.host);
       if (!rt.ok() && f.record.error.empty()) f.record.error = "revert: " + rt.ToString();
     }
@@ -495,7 +499,7 @@ int Run::Finish() {
   {
     std::ofstream ev(out_ + "/events.jsonl");
     for (const auto& f : h.faults) {
-      nlohmann::json j = {{"type", "fault"}, {"id", f.id}, {"kind", FaultKindName(f.kind)},
+      nlohmann::json j = {{"type", "fault"}, {"id", f.id}, {"kind", f.kind},
                           {"target", f.target.ToJson()}};
       j["scheduled_s"] = (f.scheduled_ns - t0_) / 1e9;
       j["applied_s"] = f.applied_ns ? nlohmann::json((*f.applied_ns - t0_) / 1e9) : nullptr;
@@ -556,7 +560,7 @@ int Run::Finish() {
     if (f.target.rank) target += (f.target.port ? "/n" : "/k") + std::to_string(*f.target.rank);
     if (f.target.side == LinkSide::kSwitch) target += "/sw";
     std::printf("  %-8s %-12s %-14s %10s %10s %10s %10s %10s %9s\n", f.id.c_str(),
-                FaultKindName(f.kind), target.c_str(),
+                f.kind.c_str(), target.c_str(),
                 f.applied_ns ? Fmt("%.3f", (*f.applied_ns - t0_) / 1e9).c_str() : "FAILED",
                 Opt(v.stall_ms, "ms").c_str(), Opt(v.detection_ms, "ms").c_str(),
                 Opt(v.failover_latency_ms, "ms").c_str(), Opt(v.recovery_ms, "ms").c_str(),

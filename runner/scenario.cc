@@ -3,15 +3,15 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cmath>
-#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <set>
 #include <sstream>
 
 #include "base/units.h"
+#include "runner/faults/common.h"
+#include "runner/faults/registry.h"
+#include "runner/yaml_reader.h"
 #include "workload/collective.h"
 
 namespace faultline::runner {
@@ -20,28 +20,6 @@ namespace {
 constexpr int64_t kForever = std::numeric_limits<int64_t>::max();
 // hosts x ranks_per_host of a per_rank topology: the host octets 1..250 of a rail's /24.
 constexpr int kMaxPerRankPorts = 250;
-
-struct KindEntry {
-  FaultKind kind;
-  const char* name;
-};
-constexpr KindEntry kKinds[] = {
-    {FaultKind::kLinkDown, "link_down"},
-    {FaultKind::kLinkFlap, "link_flap"},
-    {FaultKind::kPortDrop, "port_drop"},
-    {FaultKind::kBandwidth, "bandwidth"},
-    {FaultKind::kLoss, "loss"},
-    {FaultKind::kBlackhole, "blackhole"},
-    {FaultKind::kDelay, "delay"},
-    {FaultKind::kJitter, "jitter"},
-    {FaultKind::kCorrupt, "corrupt"},
-    {FaultKind::kReorder, "reorder"},
-    {FaultKind::kConnReset, "conn_reset"},
-    {FaultKind::kConnCorrupt, "conn_corrupt"},
-    {FaultKind::kQpError, "qp_error"},
-    {FaultKind::kRankPause, "rank_pause"},
-    {FaultKind::kRankKill, "rank_kill"},
-};
 
 struct OpEntry {
   CollOp op;
@@ -60,43 +38,6 @@ constexpr OpEntry kOps[] = {
 const std::vector<std::string> kDtypes = {"f32", "f64", "f16", "bf16", "i32", "i64", "u8"};
 const std::vector<std::string> kReduceOps = {"sum", "prod", "min", "max", "avg"};
 
-int EditDistance(const std::string& a, const std::string& b) {
-  std::vector<int> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = static_cast<int>(j);
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = static_cast<int>(i);
-    for (size_t j = 1; j <= b.size(); ++j) {
-      int sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
-std::string Join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
-  return out;
-}
-
-// "did you mean 'x'?" when a close candidate exists, else "expected one of: ...".
-std::string SuggestHint(const std::string& got, const std::vector<std::string>& candidates) {
-  int best = 1 << 30;
-  std::string best_name;
-  for (const auto& c : candidates) {
-    int d = EditDistance(got, c);
-    if (d < best) {
-      best = d;
-      best_name = c;
-    }
-  }
-  if (!best_name.empty() && best <= std::max<int>(1, static_cast<int>(got.size()) / 3)) {
-    return "did you mean '" + best_name + "'?";
-  }
-  return "expected one of: " + Join(candidates);
-}
-
 std::string Seconds(int64_t ns) { return FormatDuration(ns); }
 
 // Closed/half-open interval overlap where a zero-length interval is a single instant.
@@ -107,9 +48,9 @@ bool Overlaps(int64_t s1, int64_t e1, int64_t s2, int64_t e2) {
   return s1 < e2 && s2 < e1;
 }
 
-class Parser final {
+class Parser final : public YamlReader {
  public:
-  explicit Parser(std::string file) : file_(std::move(file)) {}
+  explicit Parser(std::string file) : YamlReader(std::move(file)) {}
 
   ParseOutcome Run(std::string_view text);
   // Validates an already loaded document (a `matrix:` key in it is skipped).
@@ -128,195 +69,16 @@ class Parser final {
   const std::vector<Diagnostic>& diagnostics() const { return diags_; }
 
  private:
-  SourceLoc Loc(const YAML::Node& n) const {
-    YAML::Mark m = n.Mark();
-    if (m.is_null()) return {};
-    return {m.line + 1, m.column + 1};
-  }
-  void Error(SourceLoc loc, std::string message, std::string hint = "") {
-    diags_.push_back({file_, loc, std::move(message), std::move(hint)});
-  }
-  void Error(const YAML::Node& n, std::string message, std::string hint = "") {
-    Error(Loc(n), std::move(message), std::move(hint));
-  }
-
-  static std::string Describe(const YAML::Node& n) {
-    switch (n.Type()) {
-      case YAML::NodeType::Map:
-        return "a mapping";
-      case YAML::NodeType::Sequence:
-        return "a list";
-      case YAML::NodeType::Null:
-        return "nothing";
-      case YAML::NodeType::Scalar:
-        return "'" + n.Scalar() + "'";
-      default:
-        return "an undefined value";
-    }
-  }
-
-  // Reports unknown and duplicate keys of `map` (which must be a mapping); `what` names it.
-  void CheckKeys(const YAML::Node& map, const std::vector<std::string>& allowed,
-                 const std::string& what) {
-    std::set<std::string> seen;
-    for (auto it = map.begin(); it != map.end(); ++it) {
-      const YAML::Node key = it->first;
-      if (!key.IsScalar()) {
-        Error(key, "a key in " + what + " must be a plain name", "");
-        continue;
-      }
-      const std::string& k = key.Scalar();
-      if (!seen.insert(k).second) {
-        Error(key, "duplicate key '" + k + "' in " + what, "remove one of the two");
-        continue;
-      }
-      if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
-        Error(key, "unknown key '" + k + "' in " + what, SuggestHint(k, allowed));
-      }
-    }
-  }
-
-  // Mapping check: reports "`what` must be a mapping" and returns false otherwise.
-  bool ExpectMap(const YAML::Node& n, const std::string& what) {
-    if (n.IsMap()) return true;
-    Error(n, what + " must be a mapping, got " + Describe(n),
-          "write it as 'key: value' lines or {key: value, ...}");
-    return false;
-  }
-
-  bool Required(const YAML::Node& parent, const char* key, const std::string& what,
-                const std::string& hint) {
-    if (parent[key]) return true;
-    Error(parent, "missing required key '" + std::string(key) + "' in " + what, hint);
-    return false;
-  }
-
-  std::optional<int64_t> Int(const YAML::Node& n, const std::string& what, int64_t lo, int64_t hi) {
-    if (n.IsScalar()) {
-      const std::string& s = n.Scalar();
-      errno = 0;
-      char* end = nullptr;
-      long long v = std::strtoll(s.c_str(), &end, 10);
-      if (!s.empty() && end == s.c_str() + s.size() && errno == 0) {
-        if (v < lo || v > hi) {
-          Error(n, what + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
-                       "], got " + s);
-          return std::nullopt;
-        }
-        return v;
-      }
-    }
-    Error(n, what + " must be an integer, got " + Describe(n));
-    return std::nullopt;
-  }
-
-  std::optional<double> Number(const YAML::Node& n, const std::string& what, double lo, double hi) {
-    if (n.IsScalar()) {
-      const std::string& s = n.Scalar();
-      char* end = nullptr;
-      double v = std::strtod(s.c_str(), &end);
-      if (!s.empty() && end == s.c_str() + s.size() && std::isfinite(v)) {
-        if (v < lo || v > hi) {
-          std::ostringstream os;
-          os << what << " must be in [" << lo << ", " << hi << "], got " << s;
-          Error(n, os.str());
-          return std::nullopt;
-        }
-        return v;
-      }
-    }
-    Error(n, what + " must be a number, got " + Describe(n));
-    return std::nullopt;
-  }
-
-  std::optional<std::string> String(const YAML::Node& n, const std::string& what) {
-    if (n.IsScalar()) return n.Scalar();
-    Error(n, what + " must be a string, got " + Describe(n));
-    return std::nullopt;
-  }
-
-  std::optional<bool> Bool(const YAML::Node& n, const std::string& what) {
-    if (n.IsScalar()) {
-      const std::string& s = n.Scalar();
-      if (s == "true") return true;
-      if (s == "false") return false;
-    }
-    Error(n, what + " must be true or false, got " + Describe(n));
-    return std::nullopt;
-  }
-
-  std::optional<std::string> Choice(const YAML::Node& n, const std::string& what,
-                                    const std::vector<std::string>& choices) {
-    auto s = String(n, what);
-    if (!s) return std::nullopt;
-    if (std::find(choices.begin(), choices.end(), *s) == choices.end()) {
-      Error(n, "unknown " + what + " '" + *s + "'", SuggestHint(*s, choices));
-      return std::nullopt;
-    }
-    return s;
-  }
-
-  std::optional<int64_t> Duration(const YAML::Node& n, const std::string& what) {
-    if (!n.IsScalar()) {
-      Error(n, what + " must be a duration, got " + Describe(n), "write e.g. 200ms or 2s");
-      return std::nullopt;
-    }
-    auto r = ParseDuration(n.Scalar());
-    if (!r.ok()) {
-      Error(n, what + ": " + r.status().message(), "durations need a unit, e.g. 200ms or 2s");
-      return std::nullopt;
-    }
-    return *r;
-  }
-
-  std::optional<uint64_t> Size(const YAML::Node& n, const std::string& what) {
-    if (!n.IsScalar()) {
-      Error(n, what + " must be a size, got " + Describe(n), "write e.g. 64KiB or 16MiB");
-      return std::nullopt;
-    }
-    auto r = ParseSize(n.Scalar());
-    if (!r.ok()) {
-      Error(n, what + ": " + r.status().message(), "sizes need a unit, e.g. 64KiB or 16MiB");
-      return std::nullopt;
-    }
-    return *r;
-  }
-
-  std::optional<uint64_t> Rate(const YAML::Node& n, const std::string& what) {
-    if (!n.IsScalar()) {
-      Error(n, what + " must be a rate, got " + Describe(n), "write e.g. 100Mbps or 1Gbps");
-      return std::nullopt;
-    }
-    auto r = ParseRate(n.Scalar());
-    if (!r.ok()) {
-      Error(n, what + ": " + r.status().message(), "rates need a unit, e.g. 100Mbps or 1Gbps");
-      return std::nullopt;
-    }
-    return *r;
-  }
-
-  std::optional<double> Percent(const YAML::Node& n, const std::string& what) {
-    if (n.IsScalar()) {
-      auto r = ParsePercent(n.Scalar());
-      if (r.ok()) return *r;
-    }
-    Error(n, what + " must be a percentage in [0, 100], got " + Describe(n), "write e.g. 5% or 5");
-    return std::nullopt;
-  }
-
   void ParseTopology(const YAML::Node& n, Scenario* s);
   void ParseWorkload(const YAML::Node& n, Scenario* s);
   void ParseFaults(const YAML::Node& n, Scenario* s);
   std::optional<FaultSpec> ParseFault(const YAML::Node& n, const Scenario& s);
-  bool ParseTarget(const YAML::Node& n, FaultKind kind, const Scenario& s, FaultSpec* f);
   void ParseExpect(const YAML::Node& n, Scenario* s);
   void CheckFaultSchedule(const Scenario& s);
   void CheckExpectations(const YAML::Node& n, const Scenario& s);
   std::optional<double> MaxOf(const YAML::Node& n, const std::string& what, const char* key,
                               double lo, double hi);
 
-  std::string file_;
-  std::vector<Diagnostic> diags_;
   bool topology_ok_ = false;
   bool faults_ok_ = true;                 // every fault entry parsed
   std::vector<SourceLoc> fault_at_locs_;  // parallel to Scenario::faults
@@ -641,11 +403,11 @@ std::optional<FaultSpec> Parser::ParseFault(const YAML::Node& n, const Scenario&
   FaultSpec f;
   f.loc = Loc(n);
   bool ok = true;
-  std::vector<std::string> kind_names;
-  for (const auto& e : kKinds) kind_names.push_back(e.name);
-  std::optional<FaultKind> kind;
+  const faults::FaultDescriptor* kind = nullptr;
   if (Required(n, "type", "a fault", "add 'type: link_down' (or another fault kind)")) {
-    if (auto v = Choice(n["type"], "fault type", kind_names)) kind = ParseFaultKind(*v);
+    if (auto v = Choice(n["type"], "fault type", faults::FaultKindNames())) {
+      kind = faults::FindFaultDescriptor(*v);
+    }
   }
   std::string what = "fault";
   if (Required(n, "id", "a fault", "add 'id: f1'")) {
@@ -658,58 +420,19 @@ std::optional<FaultSpec> Parser::ParseFault(const YAML::Node& n, const Scenario&
   } else {
     ok = false;
   }
-  // Keys common to every kind, then the kind's own parameters.
-  std::vector<std::string> keys = {"id", "type", "at", "target"};
   if (kind) {
-    switch (*kind) {
-      case FaultKind::kLinkDown:
-      case FaultKind::kBlackhole:
-      case FaultKind::kRankPause:
-        keys.push_back("for");
-        break;
-      case FaultKind::kLinkFlap:
-        keys.insert(keys.end(), {"down", "up", "count", "jitter"});
-        break;
-      case FaultKind::kPortDrop:
-        keys.push_back("remove");
-        break;
-      case FaultKind::kBandwidth:
-        keys.insert(keys.end(), {"for", "rate", "burst"});
-        break;
-      case FaultKind::kLoss:
-      case FaultKind::kCorrupt:
-        keys.insert(keys.end(), {"for", "percent"});
-        break;
-      case FaultKind::kDelay:
-      case FaultKind::kJitter:
-        keys.insert(keys.end(), {"for", "delay", "jitter"});
-        break;
-      case FaultKind::kReorder:
-        keys.insert(keys.end(), {"for", "percent", "delay"});
-        break;
-      case FaultKind::kConnReset:
-      case FaultKind::kRankKill:
-        break;
-      case FaultKind::kConnCorrupt:
-        keys.insert(keys.end(), {"peer", "part"});
-        break;
-      case FaultKind::kQpError:
-        keys.push_back("peer");
-        break;
-    }
-    for (auto it = n.begin(); it != n.end(); ++it) {
-      const YAML::Node key = it->first;
-      if (key.IsScalar() && key.Scalar() == "for" &&
-          std::find(keys.begin(), keys.end(), "for") == keys.end()) {
-        ok = false;
-        Error(key, "'for' does not apply to " + std::string(FaultKindName(*kind)),
-              *kind == FaultKind::kLinkFlap   ? "a flap lasts count x (down + up)"
-              : *kind == FaultKind::kPortDrop ? "a dropped port stays down for the rest of the run"
-                                              : "this fault acts once, at 'at'");
+    if (!kind->takes_for()) {
+      for (auto it = n.begin(); it != n.end(); ++it) {
+        const YAML::Node key = it->first;
+        if (key.IsScalar() && key.Scalar() == "for") {
+          ok = false;
+          Error(key, "'for' does not apply to " + std::string(kind->name),
+                std::string(kind->for_refused_hint));
+        }
       }
     }
     // 'for' on a kind that refuses it was reported above; keep it out of the unknown-key pass.
-    std::vector<std::string> allowed = keys;
+    std::vector<std::string> allowed = faults::FaultKeys(*kind);
     allowed.push_back("for");
     CheckKeys(n, allowed, what);
   } else {
@@ -725,8 +448,8 @@ std::optional<FaultSpec> Parser::ParseFault(const YAML::Node& n, const Scenario&
     ok = false;
   }
   if (!kind) return std::nullopt;
-  f.kind = *kind;
-  if (n["for"] && std::find(keys.begin(), keys.end(), "for") != keys.end()) {
+  f.kind = std::string(kind->name);
+  if (n["for"] && kind->takes_for()) {
     if (auto v = Duration(n["for"], what + ".for")) {
       if (*v <= 0) {
         Error(n["for"], what + ".for must be > 0", "leave 'for' out to last until the end");
@@ -738,216 +461,15 @@ std::optional<FaultSpec> Parser::ParseFault(const YAML::Node& n, const Scenario&
       ok = false;
     }
   }
-  if (Required(n, "target", what,
-               IsRankFault(*kind) ? "add 'target: {host: 0, rank: 0}'"
-                                  : "add 'target: {host: 0, rail: 0}'")) {
-    ok = ParseTarget(n["target"], *kind, s, &f) && ok;
+  faults::FaultYaml y{*this, n, what, s, topology_ok_};
+  if (Required(n, "target", what, faults::TargetHint(kind->target))) {
+    ok = faults::ParseTarget(y, n["target"], kind->target, &f) && ok;
   } else {
     ok = false;
   }
-  FaultParams& p = f.params;
-  auto dur = [&](const char* key, bool required, int64_t* out) {
-    if (!n[key]) {
-      if (required) {
-        Error(n, "missing required key '" + std::string(key) + "' in " + what,
-              "add '" + std::string(key) + ": 200ms'");
-        ok = false;
-      }
-      return;
-    }
-    if (auto v = Duration(n[key], what + "." + key)) {
-      *out = *v;
-    } else {
-      ok = false;
-    }
-  };
-  auto pct = [&](bool required) {
-    if (!n["percent"]) {
-      if (required) {
-        Error(n, "missing required key 'percent' in " + what, "add 'percent: 5%'");
-        ok = false;
-      }
-      return;
-    }
-    if (auto v = Percent(n["percent"], what + ".percent")) {
-      p.percent = *v;
-    } else {
-      ok = false;
-    }
-  };
-  switch (f.kind) {
-    case FaultKind::kLinkFlap: {
-      dur("down", true, &p.down_ns);
-      dur("up", true, &p.up_ns);
-      dur("jitter", false, &p.jitter_ns);
-      if (n["count"]) {
-        if (auto v = Int(n["count"], what + ".count", 1, 100000)) {
-          p.count = *v;
-        } else {
-          ok = false;
-        }
-      }
-      if (ok && (p.down_ns <= 0 || p.up_ns <= 0)) {
-        Error(n[p.down_ns <= 0 ? "down" : "up"], what + ": down and up must be > 0");
-        ok = false;
-      }
-      if (ok && p.jitter_ns > 0 && p.jitter_ns >= std::min(p.down_ns, p.up_ns)) {
-        Error(n["jitter"],
-              what + ": jitter " + Seconds(p.jitter_ns) + " is not below down/up (" +
-                  Seconds(p.down_ns) + "/" + Seconds(p.up_ns) + ")",
-              "jitter must be smaller than both periods so transitions keep their order");
-        ok = false;
-      }
-      break;
-    }
-    case FaultKind::kPortDrop:
-      if (n["remove"]) {
-        if (auto v = Bool(n["remove"], what + ".remove")) {
-          p.remove = *v;
-        } else {
-          ok = false;
-        }
-      }
-      break;
-    case FaultKind::kBandwidth:
-      if (!n["rate"]) {
-        Error(n, "missing required key 'rate' in " + what, "add 'rate: 100Mbps'");
-        ok = false;
-      } else if (auto v = Rate(n["rate"], what + ".rate")) {
-        p.rate_bps = *v;
-      } else {
-        ok = false;
-      }
-      if (n["burst"]) {
-        if (auto v = Size(n["burst"], what + ".burst")) {
-          p.burst_bytes = *v;
-        } else {
-          ok = false;
-        }
-      }
-      break;
-    case FaultKind::kLoss:
-    case FaultKind::kCorrupt:
-      pct(true);
-      break;
-    case FaultKind::kReorder:
-      pct(true);
-      p.delay_ns = 10'000'000;  // the injector's default
-      dur("delay", false, &p.delay_ns);
-      break;
-    case FaultKind::kDelay:
-      dur("delay", true, &p.delay_ns);
-      dur("jitter", false, &p.jitter_ns);
-      break;
-    case FaultKind::kJitter:
-      dur("jitter", true, &p.jitter_ns);
-      dur("delay", false, &p.delay_ns);
-      if (!n["delay"]) p.delay_ns = p.jitter_ns;  // the injector's default base delay
-      break;
-    case FaultKind::kConnCorrupt:
-    case FaultKind::kQpError:
-      if (!n["peer"]) {
-        Error(n, "missing required key 'peer' in " + what,
-              "add 'peer: N' (the global rank on the other end of the connection)");
-        ok = false;
-      } else if (auto v = Int(n["peer"], what + ".peer", 0, std::numeric_limits<int>::max())) {
-        p.peer = static_cast<int>(*v);
-        if (topology_ok_ && p.peer >= s.topology.world_size()) {
-          Error(n["peer"],
-                what + ": peer rank " + std::to_string(p.peer) + " does not exist (world of " +
-                    std::to_string(s.topology.world_size()) + " ranks)",
-                "peer must be in 0.." + std::to_string(s.topology.world_size() - 1));
-          ok = false;
-        } else if (topology_ok_ && f.target.GlobalRank(s.topology) == p.peer) {
-          Error(n["peer"], what + ": peer is the target rank itself",
-                "name the rank on the other end of the connection");
-          ok = false;
-        }
-      } else {
-        ok = false;
-      }
-      if (*kind == FaultKind::kConnCorrupt && n["part"]) {
-        if (auto v = Choice(n["part"], what + ".part", {"payload", "header"})) {
-          p.part = *v;
-        } else {
-          ok = false;
-        }
-      }
-      break;
-    default:
-      break;
-  }
+  if (kind->parse != nullptr) kind->parse(y, &f, &ok);
   if (!ok) return std::nullopt;
   return f;
-}
-
-bool Parser::ParseTarget(const YAML::Node& n, FaultKind kind, const Scenario& s, FaultSpec* f) {
-  const std::string what = "target of fault '" + f->id + "'";
-  if (!ExpectMap(n, what)) return false;
-  const bool rank_fault = IsRankFault(kind);
-  const bool path_fault = kind == FaultKind::kQpError || kind == FaultKind::kConnCorrupt;
-  // With per-rank NICs a link fault hits one rank's port: {host, rank, rail, side}.
-  const bool port_fault = !rank_fault && s.topology.per_rank_nics();
-  std::vector<std::string> keys = {"host"};
-  if (rank_fault || port_fault) keys.push_back("rank");
-  if (!rank_fault || path_fault) keys.push_back("rail");
-  if (!rank_fault && kind != FaultKind::kConnReset) keys.push_back("side");
-  CheckKeys(n, keys, what);
-  bool ok = true;
-  const Topology& t = s.topology;
-  auto index = [&](const char* key, int count, const char* plural) -> std::optional<int> {
-    if (!Required(n, key, what, std::string("add '") + key + ": 0'")) return std::nullopt;
-    auto v = Int(n[key], what + "." + key, 0, std::numeric_limits<int>::max());
-    if (!v) return std::nullopt;
-    if (topology_ok_ && *v >= count) {
-      Error(n[key],
-            std::string(key) + " " + std::to_string(*v) + " does not exist: the topology has " +
-                std::to_string(count) + " " + plural,
-            std::string(key) + " must be in 0.." + std::to_string(count - 1));
-      return std::nullopt;
-    }
-    return static_cast<int>(*v);
-  };
-  if (auto h = index("host", t.hosts, "hosts")) {
-    f->target.host = *h;
-  } else {
-    ok = false;
-  }
-  if (rank_fault) {
-    if (auto r = index("rank", t.ranks_per_host, "ranks per host")) {
-      f->target.rank = *r;
-    } else {
-      ok = false;
-    }
-  }
-  if (port_fault) {
-    f->target.port = true;
-    if (!n["rank"]) {
-      Error(n, "missing required key 'rank' in " + what,
-            "with 'nics: per_rank' every rank has its own NIC: add 'rank: 0' to name whose "
-            "port on the rail is hit");
-      ok = false;
-    } else if (auto r = index("rank", t.ranks_per_host, "ranks per host")) {
-      f->target.rank = *r;
-    } else {
-      ok = false;
-    }
-  }
-  if (!rank_fault || path_fault) {
-    if (auto r = index("rail", t.rails, "rails")) {
-      f->target.rail = *r;
-    } else {
-      ok = false;
-    }
-  }
-  if (n["side"] && std::find(keys.begin(), keys.end(), "side") != keys.end()) {
-    if (auto v = Choice(n["side"], "side", {"host", "switch"})) {
-      f->target.side = *v == "switch" ? LinkSide::kSwitch : LinkSide::kHost;
-    } else {
-      ok = false;
-    }
-  }
-  return ok;
 }
 
 std::optional<double> Parser::MaxOf(const YAML::Node& n, const std::string& what, const char* key,
@@ -1136,30 +658,6 @@ double BusBwFactor(CollOp op, int world) {
   return workload::BusBwFactorOf(CollOpName(op), world).value_or(0.0);
 }
 
-const char* FaultKindName(FaultKind k) {
-  for (const auto& e : kKinds) {
-    if (e.kind == k) return e.name;
-  }
-  return "?";
-}
-
-std::optional<FaultKind> ParseFaultKind(std::string_view name) {
-  for (const auto& e : kKinds) {
-    if (name == e.name) return e.kind;
-  }
-  return std::nullopt;
-}
-
-bool IsRankFault(FaultKind k) {
-  return k == FaultKind::kRankPause || k == FaultKind::kRankKill || k == FaultKind::kQpError ||
-         k == FaultKind::kConnCorrupt;
-}
-
-bool IsOneShot(FaultKind k) {
-  return k == FaultKind::kConnReset || k == FaultKind::kConnCorrupt || k == FaultKind::kQpError ||
-         k == FaultKind::kRankKill;
-}
-
 const char* NicLayoutString(NicLayout n) {
   return n == NicLayout::kPerRank ? "per_rank" : "shared";
 }
@@ -1179,20 +677,29 @@ nlohmann::json FaultTarget::ToJson() const {
   return j;
 }
 
+const faults::FaultDescriptor& FaultSpec::descriptor() const {
+  return faults::DescriptorOf(kind);
+}
+
 bool FaultSpec::Permanent() const {
-  if (kind == FaultKind::kPortDrop || kind == FaultKind::kRankKill) return true;
-  if (IsOneShot(kind) || kind == FaultKind::kLinkFlap) return false;
-  return !for_ns.has_value();
+  switch (descriptor().hold) {
+    case faults::Hold::kRestOfRun:
+    case faults::Hold::kOnceForGood:
+      return true;
+    case faults::Hold::kOnce:
+    case faults::Hold::kSchedule:
+      return false;
+    case faults::Hold::kFor:
+      return !for_ns.has_value();
+  }
+  return false;
 }
 
 std::optional<int64_t> FaultSpec::LatestEndNs() const {
   if (Permanent()) return std::nullopt;
-  if (IsOneShot(kind)) return at_ns;
-  if (kind == FaultKind::kLinkFlap) {
-    // The final "up" follows 2*count-1 periods, each stretched by at most `jitter`.
-    return at_ns + params.count * params.down_ns + (params.count - 1) * params.up_ns +
-           (2 * params.count - 1) * params.jitter_ns;
-  }
+  const faults::FaultDescriptor& d = descriptor();
+  if (d.one_shot()) return at_ns;
+  if (d.schedule_end != nullptr) return d.schedule_end(*this);
   return at_ns + *for_ns;
 }
 

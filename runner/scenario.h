@@ -87,37 +87,18 @@ struct Workload {
   bool check = true;         // verify every result against the known answer
 };
 
-enum class FaultKind {
-  kLinkDown,
-  kLinkFlap,
-  kPortDrop,
-  kBandwidth,
-  kLoss,
-  kBlackhole,
-  kDelay,
-  kJitter,
-  kCorrupt,
-  kReorder,
-  kConnReset,
-  kConnCorrupt,
-  kQpError,
-  kRankPause,
-  kRankKill,
-};
-const char* FaultKindName(FaultKind k);  // the injector registry name ("link_down", ...)
-std::optional<FaultKind> ParseFaultKind(std::string_view name);
-// Faults that target a rank ({host, rank}) rather than a link ({host, rail, side}).
-bool IsRankFault(FaultKind k);
-// One-shot faults act at one instant and have no duration (conn_reset, conn_corrupt,
-// qp_error, rank_kill).
-bool IsOneShot(FaultKind k);
+// A fault kind is named by its registry name ("link_down", ...); everything the runner knows
+// about it is its descriptor (runner/faults/registry.h).
+namespace faults {
+struct FaultDescriptor;
+}
 
 enum class LinkSide { kHost, kSwitch };
 const char* LinkSideString(LinkSide s);  // "host", "switch"
 
 struct FaultTarget {
   int host = 0;
-  std::optional<int> rail;  // link faults; qp_error/conn_corrupt: the path
+  std::optional<int> rail;  // link faults; path faults (qp_error, conn_corrupt): the path
   // Rank faults: the local rank on `host`. Link faults with `nics: per_rank`: the local rank
   // whose NIC port on `rail` is hit (then `port` is true).
   std::optional<int> rank;
@@ -128,7 +109,8 @@ struct FaultTarget {
   nlohmann::json ToJson() const;
 };
 
-// Typed per-kind parameters; a field is meaningful only for the kinds named beside it.
+// Typed per-kind parameters; a field is meaningful only for the kinds named beside it. Each
+// kind's descriptor (runner/faults/<kind>/) reads its fields and maps them to the injector's.
 struct FaultParams {
   int64_t down_ns = 0;       // link_flap
   int64_t up_ns = 0;         // link_flap
@@ -145,18 +127,21 @@ struct FaultParams {
 
 struct FaultSpec {
   std::string id;
-  FaultKind kind = FaultKind::kLinkDown;
+  std::string kind = "link_down";  // a registered kind's name (the YAML `type`)
   int64_t at_ns = 0;
   std::optional<int64_t> for_ns;  // absent: until the end of the run (or one-shot)
   FaultTarget target;
   FaultParams params;
   SourceLoc loc;  // of the fault's entry in the file
 
-  // The fault holds until the end of the run: port_drop, rank_kill, or a steady fault
-  // without `for`.
+  // REQUIRES: `kind` is registered (true of every parsed scenario).
+  const faults::FaultDescriptor& descriptor() const;
+  // The fault holds until the end of the run: its kind holds for the rest of the run
+  // (port_drop, rank_kill), or it is a held fault without `for`.
   bool Permanent() const;
-  // Offset at which the fault's effect is certainly over (for link_flap: the latest possible
-  // final "up" with jitter); nullopt when permanent. One-shot faults end where they start.
+  // Offset at which the fault's effect is certainly over (for a kind with its own schedule,
+  // link_flap: the latest possible final "up" with jitter); nullopt when permanent. One-shot
+  // faults end where they start.
   std::optional<int64_t> LatestEndNs() const;
 };
 
@@ -202,7 +187,8 @@ struct Scenario {
 // The names `requires:` accepts: "sch_netem" (the kernel's netem qdisc, for delay, jitter,
 // corrupt and reorder faults), "fault_hook" (ranks serving the fault-hook protocol,
 // injector/FAULT_HOOK.md, for conn_corrupt and qp_error) and "verbs" (ftccl's verbs
-// transport, for qp_error). Faults of those kinds imply theirs (requirements.h).
+// transport, for qp_error). A fault implies what its kind's descriptor names
+// (FaultDescriptor::requires_features; requirements.h).
 inline constexpr const char* kKnownRequirements[] = {"sch_netem", "fault_hook", "verbs"};
 
 // The keys a `matrix:` may vary and the scenario key each one sets.

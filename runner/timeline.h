@@ -3,9 +3,11 @@
 // the same actions, so a run is reproducible and the timeline is testable on its own.
 //
 // Each fault becomes an "apply" action at its `at` and, when it ends inside the run, a
-// "revert" action. A link_flap is expanded into `count` link_down apply/revert pairs whose
-// periods carry a seeded uniform jitter in [-jitter, +jitter] (the random stream is derived
-// from the seed and the fault id, so adding a fault never changes another fault's jitter).
+// "revert" action, with the parameters its kind's descriptor maps (runner/faults/). A kind
+// with its own schedule builds its actions itself: a link_flap is expanded into `count`
+// link_down apply/revert pairs whose periods carry a seeded uniform jitter in
+// [-jitter, +jitter] (the random stream is derived from the seed and the fault id, so adding
+// a fault never changes another fault's jitter).
 // Faults that last until the end of the run (port_drop, rank_kill, steady faults without
 // `for`) have no revert action: the executor heals them at the end of the run. One-shot
 // faults (conn_reset, conn_corrupt, qp_error, rank_kill) have only an apply. Thread-safe.
@@ -28,7 +30,7 @@ struct TimelineAction {
   int64_t nominal_ns = 0;  // the same without jitter
   ActionType type = ActionType::kApply;
   std::string fault_id;
-  FaultKind kind = FaultKind::kLinkDown;  // the scenario's kind
+  std::string kind = "link_down";  // the scenario's kind
   // The injector kind to create (registry name). A link_flap's cycles are link_down.
   std::string injector_kind;
   int cycle = 0;  // link_flap: 0-based cycle; otherwise 0

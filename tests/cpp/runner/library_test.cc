@@ -314,7 +314,7 @@ TEST(LinkLog, DmesgMlx5IceI40eIxgbe) {
   Scenario s = Imported(*r);
   ASSERT_EQ(s.faults.size(), 4u);
   EXPECT_EQ(s.faults[0].id, "eth2-down1");
-  EXPECT_EQ(s.faults[0].kind, FaultKind::kLinkDown);
+  EXPECT_EQ(s.faults[0].kind, "link_down");
   EXPECT_EQ(s.faults[0].at_ns, 2'000'000'000);  // --at default
   EXPECT_EQ(*s.faults[0].for_ns, 1'512'000'000);  // 8124.913877 - 8123.402113
   EXPECT_EQ(s.faults[0].target.host, 0);

@@ -35,7 +35,7 @@ class HistoryBuilder {
     for (int i = 0; i < n; ++i) Op(from_ms + i * d_ms, from_ms + (i + 1) * d_ms);
     return *this;
   }
-  HistoryBuilder& Fault(const std::string& id, FaultKind kind, int rail, int64_t applied_ms,
+  HistoryBuilder& Fault(const std::string& id, const std::string& kind, int rail, int64_t applied_ms,
                         std::optional<int64_t> reverted_ms) {
     FaultRecord f;
     f.id = id;
@@ -119,7 +119,7 @@ TEST(Metrics, FaultFreeRun) {
 History TransientHistory() {
   HistoryBuilder b;
   b.Ops(10, 0, 10).Op(100, 250).Ops(15, 250, 10).End(400);
-  b.Fault("f1", FaultKind::kLinkDown, 0, 100, 300);
+  b.Fault("f1", "link_down", 0, 100, 300);
   b.Event(90, EventKind::kPathDown, 0)      // before the fault: ignored
       .Event(120, EventKind::kPathDown, 1)  // another rail: ignored
       .Event(130, EventKind::kPathDown, 0)
@@ -167,13 +167,13 @@ TEST(Metrics, RecoveryJudgesRollingThroughputNotOneCollective) {
   // 0.77 Gbit/s, so the job recovered at 250 ms all the same.
   HistoryBuilder b;
   b.Ops(10, 0, 10).Op(100, 250).Ops(5, 250, 10).Op(300, 314).Ops(30, 314, 10).End(700);
-  b.Fault("f1", FaultKind::kLinkDown, 0, 100, 200);
+  b.Fault("f1", "link_down", 0, 100, 200);
   EXPECT_DOUBLE_EQ(*ComputeMetrics(b.h(), Opts(90, 300)).per_fault[0].values.recovery_ms, 150);
   // A real dip is not averaged away: four slow collectives (40 ms at a quarter of the rate)
   // keep every window that holds them below 90 %.
   HistoryBuilder c;
   c.Ops(10, 0, 10).Op(100, 250).Ops(5, 250, 10).Ops(4, 300, 40).Ops(40, 460, 10).End(900);
-  c.Fault("f1", FaultKind::kLinkDown, 0, 100, 200);
+  c.Fault("f1", "link_down", 0, 100, 200);
   EXPECT_DOUBLE_EQ(*ComputeMetrics(c.h(), Opts(90, 300)).per_fault[0].values.recovery_ms, 360);
 }
 
@@ -182,7 +182,7 @@ TEST(Metrics, RecoveryJudgesRollingThroughputNotOneCollective) {
 History PermanentHistory() {
   HistoryBuilder b;
   b.Ops(10, 0, 10).Op(100, 200).Ops(10, 200, 20).End(400);
-  b.Fault("drop", FaultKind::kPortDrop, 1, 100, std::nullopt);
+  b.Fault("drop", "port_drop", 1, 100, std::nullopt);
   return b.h();
 }
 
@@ -218,7 +218,7 @@ TEST(Metrics, PermanentFaultAgainstFullCapacityOrUnknownCapacityDoesNotRecover) 
 TEST(Metrics, FaultBeforeWarmupEndsLeavesNoBaseline) {
   HistoryBuilder b;
   b.Ops(10, 0, 10).Op(100, 250).Ops(15, 250, 10).End(400);
-  b.Fault("early", FaultKind::kLinkDown, 0, 50, 150);
+  b.Fault("early", "link_down", 0, 50, 150);
   b.Event(80, EventKind::kPathDown, 0);
   MetricsOptions o = Opts();
   o.warmup_ns = 200 * kMs;
@@ -252,7 +252,7 @@ TEST(Metrics, WarmupByCountExcludesTheFirstCollectives) {
 TEST(Metrics, NoCollectiveAfterTheFault) {
   HistoryBuilder b;
   b.Ops(10, 0, 10).End(500);
-  b.Fault("f1", FaultKind::kLinkDown, 0, 100, std::nullopt);
+  b.Fault("f1", "link_down", 0, 100, std::nullopt);
   MetricsOptions o = Opts();
   o.faults.push_back({"f1", true, 0.5});
   RunMetrics m = ComputeMetrics(b.h(), o);
@@ -293,8 +293,8 @@ TEST(Metrics, UnappliedFaultHasOnlyTheBaseline) {
 TEST(Metrics, OverallIsTheWorstOverFaults) {
   HistoryBuilder b;
   b.Ops(10, 0, 10).Op(100, 150).Ops(10, 150, 10).Op(250, 450).Ops(5, 450, 10).End(500);
-  b.Fault("a", FaultKind::kLinkDown, 0, 100, 150);
-  b.Fault("b", FaultKind::kLinkDown, 1, 250, 300);
+  b.Fault("a", "link_down", 0, 100, 150);
+  b.Fault("b", "link_down", 1, 250, 300);
   b.Event(110, EventKind::kPathDown, 0).Event(300, EventKind::kPathDown, 1);
   RunMetrics m = ComputeMetrics(b.h(), Opts(90, 30));
   EXPECT_DOUBLE_EQ(*m.per_fault[0].values.stall_ms, 40);
@@ -320,7 +320,7 @@ TEST(Metrics, WrongResultsCountDistinctCollectives) {
 History WithExits(std::vector<RankEnd> ends) {
   HistoryBuilder b;
   b.Ops(5, 0, 10).End(1000);
-  b.Fault("f", FaultKind::kLinkDown, 0, 100, std::nullopt);
+  b.Fault("f", "link_down", 0, 100, std::nullopt);
   b.h().ranks = std::move(ends);
   return b.h();
 }
@@ -357,8 +357,8 @@ TEST(Metrics, AbortBoundCountsFromTheLastFaultBeforeTheFirstError) {
   // errs within a second: an aborted_clean run, not one that hung for 12 s.
   HistoryBuilder b;
   b.Ops(5, 0, 10).End(20'000);
-  b.Fault("flap", FaultKind::kLinkDown, 0, 100, 400);
-  b.Fault("kill", FaultKind::kRankKill, 0, 12'000, std::nullopt);
+  b.Fault("flap", "link_down", 0, 100, 400);
+  b.Fault("kill", "rank_kill", 0, 12'000, std::nullopt);
   b.h().ranks = {{0, RankExit::kError, 12'200 * kMs, 0}, {1, RankExit::kError, 12'900 * kMs, 0}};
   EXPECT_EQ(ComputeMetrics(b.h(), Opts()).outcome, Outcome::kAbortedClean);
   // The first error before the later fault: the bound counts from the earlier one, and the
@@ -370,19 +370,19 @@ TEST(Metrics, AbortBoundCountsFromTheLastFaultBeforeTheFirstError) {
 TEST(Metrics, CapacityModel) {
   Topology t{2, 2, 2, 1.0};
   FaultSpec down;
-  down.kind = FaultKind::kLinkDown;
+  down.kind = "link_down";
   down.target.host = 0;
   down.target.rail = 1;
   EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&down}), 0.5);
   FaultSpec bw;
-  bw.kind = FaultKind::kBandwidth;
+  bw.kind = "bandwidth";
   bw.target.host = 1;
   bw.target.rail = 0;
   bw.params.rate_bps = 250'000'000;
   EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&bw}), 0.625);
   EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&bw, &down}), 0.5);
   FaultSpec loss;
-  loss.kind = FaultKind::kLoss;
+  loss.kind = "loss";
   loss.target.rail = 0;
   EXPECT_FALSE(CapacityLeft(t, {&loss}).has_value());
   EXPECT_DOUBLE_EQ(*CapacityLeft(t, {}), 1.0);
@@ -393,7 +393,7 @@ TEST(Metrics, CapacityModelPerRankPorts) {
   Topology t{2, 2, 2, 1.0, NicLayout::kPerRank};
   auto port_down = [](int host, int rank, int rail) {
     FaultSpec f;
-    f.kind = FaultKind::kPortDrop;
+    f.kind = "port_drop";
     f.target.host = host;
     f.target.rank = rank;
     f.target.rail = rail;
@@ -405,7 +405,7 @@ TEST(Metrics, CapacityModelPerRankPorts) {
   EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&a}), 0.75);     // 3 of host 0's 4 ports
   EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&a, &b}), 0.5);  // rank 1's NIC dead: relay over rank 0's
   FaultSpec bw = port_down(1, 0, 0);
-  bw.kind = FaultKind::kBandwidth;
+  bw.kind = "bandwidth";
   bw.params.rate_bps = 250'000'000;
   EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&bw}), 0.8125);    // (0.25 + 3) / 4
   EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&bw, &a}), 0.75);  // the weaker host
@@ -423,7 +423,7 @@ TEST(Metrics, CapacityModelPerRankPorts) {
 TEST(Metrics, PerRankPortFaultMatchesEventsOfItsRank) {
   HistoryBuilder b;
   b.Ops(10, 0, 10).Op(100, 150).Ops(10, 150, 10).End(300);
-  b.Fault("p", FaultKind::kLinkDown, 0, 100, 200);
+  b.Fault("p", "link_down", 0, 100, 200);
   History h = b.h();
   auto ev = [&](int64_t t_ms, EventKind kind, int rank, int path, int peer) {
     CclEvent e;

@@ -115,7 +115,7 @@ TEST(Report, KeysAndValuesOfV1) {
   h.run_start_ns = 1000 * kMs;
   FaultRecord f;
   f.id = "f1";
-  f.kind = FaultKind::kLinkDown;
+  f.kind = "link_down";
   f.target.host = 0;
   f.target.rail = 1;
   f.target.side = LinkSide::kSwitch;
@@ -185,11 +185,11 @@ TEST(Verdict, FaultNotReachedAfterACleanAbortExitsZeroAndJUnitAgrees) {
   History h;
   FaultRecord down;
   down.id = "down";
-  down.kind = FaultKind::kLinkDown;
+  down.kind = "link_down";
   down.applied_ns = 2000 * kMs;
   FaultRecord late;
   late.id = "late";
-  late.kind = FaultKind::kLinkDown;
+  late.kind = "link_down";
   late.scheduled_ns = 20000 * kMs;
   late.error = reports::kRanksEndedFirstError;
   h.faults = {down, late};

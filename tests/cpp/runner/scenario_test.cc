@@ -84,7 +84,7 @@ expect:
   EXPECT_EQ(s.workload.bytes, 16u << 20);
   EXPECT_EQ(s.workload.duration_ns, 8'000'000'000);
   ASSERT_EQ(s.faults.size(), 2u);
-  EXPECT_EQ(s.faults[0].kind, FaultKind::kLinkFlap);
+  EXPECT_EQ(s.faults[0].kind, "link_flap");
   EXPECT_EQ(s.faults[0].params.down_ns, 200'000'000);
   EXPECT_EQ(s.faults[0].params.up_ns, 300'000'000);
   EXPECT_EQ(s.faults[0].params.count, 3);
@@ -390,8 +390,8 @@ TEST(ScenarioFiles, DemoValidates) {
   EXPECT_EQ(s.topology.rails, 2);
   EXPECT_EQ(s.workload.op, CollOp::kAllReduce);
   ASSERT_EQ(s.faults.size(), 2u);
-  EXPECT_EQ(s.faults[0].kind, FaultKind::kLinkFlap);
-  EXPECT_EQ(s.faults[1].kind, FaultKind::kLinkDown);
+  EXPECT_EQ(s.faults[0].kind, "link_flap");
+  EXPECT_EQ(s.faults[1].kind, "link_down");
   EXPECT_EQ(s.faults[0].target.rail, s.faults[1].target.rail);
 }
 

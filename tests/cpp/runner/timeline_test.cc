@@ -37,7 +37,7 @@ TEST(Timeline, FlapWithoutJitterExpandsIntoExactDownUpPairs) {
     EXPECT_EQ(a.type, i % 2 == 0 ? ActionType::kApply : ActionType::kRevert) << i;
     EXPECT_EQ(a.cycle, static_cast<int>(i / 2));
     EXPECT_EQ(a.fault_id, "f1");
-    EXPECT_EQ(a.kind, FaultKind::kLinkFlap);
+    EXPECT_EQ(a.kind, "link_flap");
     EXPECT_EQ(a.injector_kind, "link_down");
     EXPECT_EQ(a.target.host, 1);
     EXPECT_EQ(a.target.rail, 0);

@@ -1,0 +1,160 @@
+#include "runner/faults/common.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+
+namespace faultline::runner::faults {
+
+std::vector<std::string> FaultKeys(const FaultDescriptor& d) {
+  std::vector<std::string> keys = {"id", "type", "at", "target"};
+  if (d.takes_for()) keys.push_back("for");
+  keys.insert(keys.end(), d.param_keys.begin(), d.param_keys.end());
+  return keys;
+}
+
+std::string TargetHint(TargetShape shape) {
+  return shape == TargetShape::kRank || shape == TargetShape::kRankPath
+             ? "add 'target: {host: 0, rank: 0}'"
+             : "add 'target: {host: 0, rail: 0}'";
+}
+
+bool ParseTarget(FaultYaml& y, const YAML::Node& n, TargetShape shape, FaultSpec* f) {
+  YamlReader& r = y.reader;
+  const std::string what = "target of fault '" + f->id + "'";
+  if (!r.ExpectMap(n, what)) return false;
+  const Scenario& s = y.scenario;
+  const bool rank_fault = shape == TargetShape::kRank || shape == TargetShape::kRankPath;
+  const bool path_fault = shape == TargetShape::kRankPath;
+  // With per-rank NICs a link fault hits one rank's port: {host, rank, rail, side}.
+  const bool port_fault = !rank_fault && s.topology.per_rank_nics();
+  std::vector<std::string> keys = {"host"};
+  if (rank_fault || port_fault) keys.push_back("rank");
+  if (!rank_fault || path_fault) keys.push_back("rail");
+  if (shape == TargetShape::kLink) keys.push_back("side");
+  r.CheckKeys(n, keys, what);
+  bool ok = true;
+  const Topology& t = s.topology;
+  auto index = [&](const char* key, int count, const char* plural) -> std::optional<int> {
+    if (!r.Required(n, key, what, std::string("add '") + key + ": 0'")) return std::nullopt;
+    auto v = r.Int(n[key], what + "." + key, 0, std::numeric_limits<int>::max());
+    if (!v) return std::nullopt;
+    if (y.topology_ok && *v >= count) {
+      r.Error(n[key],
+              std::string(key) + " " + std::to_string(*v) + " does not exist: the topology has " +
+                  std::to_string(count) + " " + plural,
+              std::string(key) + " must be in 0.." + std::to_string(count - 1));
+      return std::nullopt;
+    }
+    return static_cast<int>(*v);
+  };
+  if (auto h = index("host", t.hosts, "hosts")) {
+    f->target.host = *h;
+  } else {
+    ok = false;
+  }
+  if (rank_fault) {
+    if (auto rk = index("rank", t.ranks_per_host, "ranks per host")) {
+      f->target.rank = *rk;
+    } else {
+      ok = false;
+    }
+  }
+  if (port_fault) {
+    f->target.port = true;
+    if (!n["rank"]) {
+      r.Error(n, "missing required key 'rank' in " + what,
+              "with 'nics: per_rank' every rank has its own NIC: add 'rank: 0' to name whose "
+              "port on the rail is hit");
+      ok = false;
+    } else if (auto rk = index("rank", t.ranks_per_host, "ranks per host")) {
+      f->target.rank = *rk;
+    } else {
+      ok = false;
+    }
+  }
+  if (!rank_fault || path_fault) {
+    if (auto rl = index("rail", t.rails, "rails")) {
+      f->target.rail = *rl;
+    } else {
+      ok = false;
+    }
+  }
+  if (n["side"] && std::find(keys.begin(), keys.end(), "side") != keys.end()) {
+    if (auto v = r.Choice(n["side"], "side", {"host", "switch"})) {
+      f->target.side = *v == "switch" ? LinkSide::kSwitch : LinkSide::kHost;
+    } else {
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+void ReadDuration(FaultYaml& y, const char* key, bool required, int64_t* out, bool* ok) {
+  const YAML::Node& n = y.node;
+  if (!n[key]) {
+    if (required) {
+      y.reader.Error(n, "missing required key '" + std::string(key) + "' in " + y.what,
+                     "add '" + std::string(key) + ": 200ms'");
+      *ok = false;
+    }
+    return;
+  }
+  if (auto v = y.reader.Duration(n[key], y.what + "." + key)) {
+    *out = *v;
+  } else {
+    *ok = false;
+  }
+}
+
+void ReadPercent(FaultYaml& y, bool required, double* out, bool* ok) {
+  const YAML::Node& n = y.node;
+  if (!n["percent"]) {
+    if (required) {
+      y.reader.Error(n, "missing required key 'percent' in " + y.what, "add 'percent: 5%'");
+      *ok = false;
+    }
+    return;
+  }
+  if (auto v = y.reader.Percent(n["percent"], y.what + ".percent")) {
+    *out = *v;
+  } else {
+    *ok = false;
+  }
+}
+
+void ReadPeer(FaultYaml& y, const FaultSpec& f, int* out, bool* ok) {
+  const YAML::Node& n = y.node;
+  const Topology& t = y.scenario.topology;
+  if (!n["peer"]) {
+    y.reader.Error(n, "missing required key 'peer' in " + y.what,
+                   "add 'peer: N' (the global rank on the other end of the connection)");
+    *ok = false;
+    return;
+  }
+  auto v = y.reader.Int(n["peer"], y.what + ".peer", 0, std::numeric_limits<int>::max());
+  if (!v) {
+    *ok = false;
+    return;
+  }
+  *out = static_cast<int>(*v);
+  if (y.topology_ok && *out >= t.world_size()) {
+    y.reader.Error(n["peer"],
+                   y.what + ": peer rank " + std::to_string(*out) + " does not exist (world of " +
+                       std::to_string(t.world_size()) + " ranks)",
+                   "peer must be in 0.." + std::to_string(t.world_size() - 1));
+    *ok = false;
+  } else if (y.topology_ok && f.target.GlobalRank(t) == *out) {
+    y.reader.Error(n["peer"], y.what + ": peer is the target rank itself",
+                   "name the rank on the other end of the connection");
+    *ok = false;
+  }
+}
+
+nlohmann::json SideParams(const FaultSpec& f) { return {{"side", LinkSideString(f.target.side)}}; }
+
+double NoShareLeft(const FaultSpec&, double) { return 0; }
+
+}  // namespace faultline::runner::faults

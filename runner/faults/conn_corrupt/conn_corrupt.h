@@ -1,0 +1,13 @@
+// conn_corrupt: write one corrupt frame on a rank's connection to `peer` on a path, once, through
+// the rank's fault hook.
+// The runner's half of the kind (YAML keys, validation, injector parameters, metric class);
+// the injector's half is injector/conn_corrupt.cc.
+#pragma once
+
+#include "runner/faults/fault_descriptor.h"
+
+namespace faultline::runner::faults {
+
+const FaultDescriptor& ConnCorruptFault();
+
+}  // namespace faultline::runner::faults

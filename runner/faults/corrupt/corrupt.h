@@ -1,0 +1,12 @@
+// corrupt: corrupt `percent` of a rail port's egress packets (netem).
+// The runner's half of the kind (YAML keys, validation, injector parameters, metric class);
+// the injector's half is injector/netem.cc.
+#pragma once
+
+#include "runner/faults/fault_descriptor.h"
+
+namespace faultline::runner::faults {
+
+const FaultDescriptor& CorruptFault();
+
+}  // namespace faultline::runner::faults

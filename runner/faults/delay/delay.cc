@@ -1,0 +1,36 @@
+#include "runner/faults/delay/delay.h"
+
+#include "base/units.h"
+#include "runner/faults/common.h"
+
+namespace faultline::runner::faults {
+namespace {
+
+void Parse(FaultYaml& y, FaultSpec* f, bool* ok) {
+  ReadDuration(y, "delay", true, &f->params.delay_ns, ok);
+  ReadDuration(y, "jitter", false, &f->params.jitter_ns, ok);
+}
+
+nlohmann::json Params(const FaultSpec& f, uint64_t) {
+  return {{"delay", FormatDuration(f.params.delay_ns)},
+          {"jitter", FormatDuration(f.params.jitter_ns)}};
+}
+
+}  // namespace
+
+const FaultDescriptor& DelayFault() {
+  static const FaultDescriptor d = [] {
+    FaultDescriptor d;
+    d.name = "delay";
+    d.target = TargetShape::kLink;
+    d.hold = Hold::kFor;
+    d.param_keys = {"delay", "jitter"};
+    d.parse = Parse;
+    d.injector_params = Params;
+    d.capacity = CapacityEffect::kUnknown;
+    return d;
+  }();
+  return d;
+}
+
+}  // namespace faultline::runner::faults

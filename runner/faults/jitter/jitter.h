@@ -1,0 +1,12 @@
+// jitter: jitter a rail port's egress packet delay by `jitter` around `delay` (netem).
+// The runner's half of the kind (YAML keys, validation, injector parameters, metric class);
+// the injector's half is injector/netem.cc.
+#pragma once
+
+#include "runner/faults/fault_descriptor.h"
+
+namespace faultline::runner::faults {
+
+const FaultDescriptor& JitterFault();
+
+}  // namespace faultline::runner::faults
