@@ -32,8 +32,10 @@ Status AllReduceRing(const Ctx& ctx, const void* send, void* recv, size_t count,
   const size_t max_block = Block(count, n, 0).len;
   FTCCL_RETURN_IF_ERROR(CheckGeometry(ctx, max_block, se));
   const int steps = n - 1;
+  const bool in_place = in == out;
   // One receive area per reduce-scatter step, so every receive can be posted up front and
-  // data never waits in a staging copy.
+  // data never waits in a staging copy. A partial sum is reduced into the area it arrived in
+  // (still in the cache) and forwarded from there; only the last step writes `out`.
   uint8_t* tmp = ctx.scratch->Get(0, steps * max_block * es);
   auto tmp_at = [&](int s) { return tmp + s * max_block * es; };
 
@@ -48,11 +50,15 @@ Status AllReduceRing(const Ctx& ctx, const void* send, void* recv, size_t count,
       rs_recvs[s].push_back(ctx.Recv(prev, Tag(kReduceScatter, s, k), tmp_at(s) + sl.off * es, sl.len * es));
     }
   };
+  // Allgather step s receives block r-s into `out`. Out of place nothing else touches that
+  // block of `out` (reduce-scatter writes only block r+1 there), so every allgather receive is
+  // posted up front and early data lands in place. In place, block r-s is still input: step 0
+  // (block r) was sent from it and must be acknowledged first; step s > 0 waits until
+  // reduce-scatter step s-1 has read it.
   int ag_posted = 0;  // allgather receives are posted for steps < ag_posted
+  int rs_reduced = 0;  // reduce-scatter steps whose every slice has been reduced
   auto post_ag_recv = [&](int s) -> Status {
-    // This block was sent from `out` (or, in place, from `in`) during reduce-scatter step s:
-    // wait for those acknowledgements before it may be overwritten.
-    FTCCL_RETURN_IF_ERROR(ctx.WaitAll(rs_sends[s]));
+    if (in_place && s == 0) FTCCL_RETURN_IF_ERROR(ctx.WaitAll(rs_sends[0]));
     ag_posted = s + 1;
     Range b = Block(count, n, Mod(r - s, n));
     size_t ns = NumSlices(b.len, se);
@@ -62,12 +68,13 @@ Status AllReduceRing(const Ctx& ctx, const void* send, void* recv, size_t count,
     }
     return Status::Ok();
   };
-
   // Posts the allgather receives whose buffers are already free, without waiting.
-  // rs_sends[i] is complete (all slices posted) for i <= last_posted.
-  auto try_post_ag = [&](int last_posted) -> Status {
-    while (ag_posted < steps && ag_posted <= last_posted && ctx.AllDone(rs_sends[ag_posted])) {
-      FTCCL_RETURN_IF_ERROR(post_ag_recv(ag_posted));
+  auto try_post_ag = [&]() -> Status {
+    while (ag_posted < steps) {
+      const int s = ag_posted;
+      const bool ready = !in_place || (s == 0 ? ctx.AllDone(rs_sends[0]) : rs_reduced >= s);
+      if (!ready) break;
+      FTCCL_RETURN_IF_ERROR(post_ag_recv(s));
     }
     return Status::Ok();
   };
@@ -82,40 +89,46 @@ Status AllReduceRing(const Ctx& ctx, const void* send, void* recv, size_t count,
     }
   }
   for (int s = 0; s < steps; ++s) post_rs_recv(s);
+  FTCCL_RETURN_IF_ERROR(try_post_ag());
   for (int s = 0; s < steps; ++s) {
     Range b = Block(count, n, Mod(r - s - 1, n));
     size_t ns = NumSlices(b.len, se);
+    const bool last = s + 1 == steps;
     for (size_t k = 0; k < ns; ++k) {
       FTCCL_RETURN_IF_ERROR(ctx.Wait(rs_recvs[s][k]));
       Range sl = Slice(b.len, se, k);
-      uint8_t* dst = out + (b.off + sl.off) * es;
-      ReduceInto(dt, op, dst, in + (b.off + sl.off) * es, tmp_at(s) + sl.off * es, sl.len);
-      // Post allgather receives as early as their buffers are free, so that data arriving
-      // early lands in place instead of in a staging copy.
-      FTCCL_RETURN_IF_ERROR(try_post_ag(s));
-      if (s + 1 < steps) {
+      uint8_t* part = tmp_at(s) + sl.off * es;
+      uint8_t* dst = last ? out + (b.off + sl.off) * es : part;
+      ReduceInto(dt, op, dst, in + (b.off + sl.off) * es, part, sl.len);
+      if (!last) {
         rs_sends[s + 1].push_back(ctx.Send(next, Tag(kReduceScatter, s + 1, k), dst, sl.len * es));
       } else {
         // Fully reduced: this rank owns block r+1. Finish it and start the allgather.
         FinalizeReduce(dt, op, dst, sl.len, n);
         ag_sends[0].push_back(ctx.Send(next, Tag(kAllGather, 0, k), dst, sl.len * es));
       }
+      if (k + 1 == ns) rs_reduced = s + 1;
+      // In place, post allgather receives as early as their buffers are free, so that data
+      // arriving early lands in place instead of in a staging copy.
+      FTCCL_RETURN_IF_ERROR(try_post_ag());
     }
   }
-  FTCCL_RETURN_IF_ERROR(try_post_ag(steps - 1));
   for (int s = 0; s < steps; ++s) {
     if (ag_posted <= s) FTCCL_RETURN_IF_ERROR(post_ag_recv(s));
     Range b = Block(count, n, Mod(r - s, n));
     size_t ns = NumSlices(b.len, se);
     for (size_t k = 0; k < ns; ++k) {
       FTCCL_RETURN_IF_ERROR(ctx.Wait(ag_recvs[s][k]));
-      FTCCL_RETURN_IF_ERROR(try_post_ag(steps - 1));
+      FTCCL_RETURN_IF_ERROR(try_post_ag());
       if (s + 1 < steps) {
         Range sl = Slice(b.len, se, k);
         ag_sends[s + 1].push_back(ctx.Send(next, Tag(kAllGather, s + 1, k), out + (b.off + sl.off) * es, sl.len * es));
       }
     }
   }
+  // The receive areas are reused by the next collective: what was sent from them must be
+  // acknowledged first (it may have to be resent until then).
+  for (auto& v : rs_sends) FTCCL_RETURN_IF_ERROR(ctx.WaitAll(v));
   for (auto& v : ag_sends) FTCCL_RETURN_IF_ERROR(ctx.WaitAll(v));
   return Status::Ok();
 }
