@@ -48,6 +48,7 @@
 #include "transport/backend.h"
 #include "transport/engine/link_watch.h"
 #include "transport/engine/path_health.h"
+#include "transport/engine/staging_pool.h"
 #include "transport/engine/striping.h"
 #include "transport/fault_target.h"
 #include "transport/link.h"
@@ -123,7 +124,7 @@ class Engine final : public Transport, public FaultTarget {
     Signature sig;
     uint64_t len = 0;
     OpPtr recv;                          // the posted receive, if any yet
-    std::unique_ptr<uint8_t[]> staging;  // data that arrived before the receive was posted
+    StagingPool::Buffer staging;  // data that arrived before the receive was posted
     std::vector<std::pair<uint64_t, uint32_t>> staged;  // (offset, len) complete in staging
     uint64_t bytes_done = 0;
     bool any_chunk = false;
@@ -135,6 +136,7 @@ class Engine final : public Transport, public FaultTarget {
     bool in_payload = false;
     uint8_t* dst = nullptr;  // nullptr: discard
     size_t payload_got = 0;
+    uint32_t crc = 0;  // CRC32C of the payload received so far (into dst)
     std::shared_ptr<RxMsg> msg;
     bool into_staging = false;
     std::string text;  // a control payload (SACK ranges, abort reason)
@@ -142,6 +144,7 @@ class Engine final : public Transport, public FaultTarget {
       hdr_got = 0;
       in_payload = false;
       payload_got = 0;
+      crc = 0;
       dst = nullptr;
       msg.reset();
       text.clear();
@@ -345,6 +348,9 @@ class Engine final : public Transport, public FaultTarget {
   const std::unique_ptr<Backend> backend_;
   const char* const tag_;  // the backend's log prefix
 
+  // Buffers of messages that arrive before their receive; declared before everything that
+  // holds one (conns_, peers_), so it outlives them.
+  StagingPool staging_pool_{32u << 20};
   std::vector<Conn> conns_;
   std::vector<Peer> peers_;
   net::Fd epoll_;

@@ -119,6 +119,8 @@ void Engine::OnReadable(int ci) {
       rx.hdr_got += static_cast<size_t>(n);
       if (rx.hdr_got == kHdr) OnHeader(ci);
     } else {
+      // The payload's CRC as it lands, while those bytes are still in the cache.
+      if (rx.dst != nullptr) rx.crc = Crc32c(rx.dst + rx.payload_got, static_cast<size_t>(n), rx.crc);
       rx.payload_got += static_cast<size_t>(n);
       if (rx.payload_got == rx.hdr.length) OnPayloadDone(ci);
     }
@@ -153,6 +155,7 @@ void Engine::OnHeader(int ci) {
   c.rx.msg.reset();
   c.rx.text.clear();
   c.rx.payload_got = 0;
+  c.rx.crc = 0;
   const HeaderHandler handler =
       h.type < kHandlers.size() ? kHandlers[h.type] : &Engine::OnUnknownFrame;
   (this->*handler)(ci);
@@ -356,7 +359,7 @@ void Engine::OnData(int ci) {
       msg->key = key;
       msg->sig = sig;
       msg->len = h.msg_len;
-      if (h.msg_len > 0) msg->staging.reset(new uint8_t[h.msg_len]);
+      if (h.msg_len > 0) msg->staging = staging_pool_.Get(h.msg_len);
       LOG_DEBUG(tag_, "unexpected message from rank %d: collective #%lu tag %08x, %lu bytes",
                 c.peer, static_cast<unsigned long>(h.coll_seq), h.tag,
                 static_cast<unsigned long>(h.msg_len));
@@ -395,8 +398,8 @@ void Engine::OnDataDone(int ci) {
   const uint64_t seq = h.chunk_seq;
   p.inflight.erase(seq);
   st_frames_recv_++;
-  uint32_t crc = h.length ? Crc32c(dst, h.length) : 0;
-  if (crc != h.payload_crc) {
+  // Computed as the payload arrived (OnReadable); 0 for an empty one.
+  if (c.rx.crc != h.payload_crc) {
     st_crc_++;
     LOG_WARN(tag_, "CRC mismatch on chunk %lu from %s: dropped, asking for a resend",
              static_cast<unsigned long>(seq), Label(c).c_str());
