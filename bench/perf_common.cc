@@ -24,7 +24,7 @@
 #include <nlohmann/json.hpp>
 #include <type_traits>
 
-#include "runner/launcher.h"
+#include "runner/exec/launcher.h"
 
 namespace faultline::bench {
 namespace {

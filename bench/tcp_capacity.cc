@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "perf_common.h"
-#include "runner/launcher.h"
+#include "runner/exec/launcher.h"
 
 namespace faultline::bench {
 namespace {

@@ -15,7 +15,7 @@
 
 #include "base/clock.h"
 #include "injector/netns.h"
-#include "runner/topology.h"
+#include "runner/exec/topology.h"
 
 namespace {
 

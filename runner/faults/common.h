@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "runner/faults/fault_descriptor.h"
-#include "runner/scenario.h"
-#include "runner/yaml_reader.h"
+#include "runner/core/scenario.h"
+#include "runner/core/yaml_reader.h"
 
 namespace faultline::runner::faults {
 

@@ -14,8 +14,8 @@
 #include <string_view>
 #include <vector>
 
-#include "runner/scenario.h"
-#include "runner/timeline.h"
+#include "runner/core/scenario.h"
+#include "runner/core/timeline.h"
 
 namespace faultline::runner::faults {
 

@@ -6,7 +6,7 @@
 
 #include "base/units.h"
 #include "runner/faults/common.h"
-#include "runner/split_mix64.h"
+#include "runner/core/split_mix64.h"
 
 namespace faultline::runner::faults {
 namespace {

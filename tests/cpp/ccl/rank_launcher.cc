@@ -18,7 +18,7 @@
 #include <utility>
 
 #include "base/clock.h"
-#include "runner/launcher.h"
+#include "runner/exec/launcher.h"
 
 namespace ftccl::test {
 namespace {

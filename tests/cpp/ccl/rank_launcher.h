@@ -1,7 +1,7 @@
 // RankLauncher: runs the ranks of a test as real processes.
 //
 // LaunchRanks() starts one process per rank as a fork launch of the project's launcher
-// (runner/launcher.h: LocalNetnsLauncher::StartWorld with a body per rank), runs a body in
+// (runner/exec/launcher.h: LocalNetnsLauncher::StartWorld with a body per rank), runs a body in
 // each, and waits for all of them under a wall-clock bound. A rank that is still running when
 // the bound passes is killed with SIGKILL by the launcher's watchdog (WaitAll) and the launch
 // is marked timed out; no process outlives the call, and a rank also dies (PR_SET_PDEATHSIG)

@@ -2,7 +2,7 @@
 // codes and signals are reported, the watchdog kills hung ranks at the deadline, a whole world
 // starts at once (all or nothing), fork launches run a body with a channel to the parent, and
 // no process outlives the launcher.
-#include "runner/launcher.h"
+#include "runner/exec/launcher.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -15,7 +15,7 @@
 
 #include "base/clock.h"
 #include "injector/netns.h"
-#include "runner/topology.h"
+#include "runner/exec/topology.h"
 #include "tests/cpp/runner/net_test_util.h"
 
 namespace faultline::runner::testing {

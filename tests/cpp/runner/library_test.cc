@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "runner/link_log.h"
-#include "runner/requirements.h"
-#include "runner/scenario.h"
+#include "runner/core/link_log.h"
+#include "runner/exec/requirements.h"
+#include "runner/core/scenario.h"
 
 namespace faultline::runner {
 namespace {

@@ -3,7 +3,7 @@
 // Every history below has 2 ranks running allreduce on 1,000,000-byte messages. The busbw
 // factor of a 2-rank allreduce is 2(n-1)/n = 1, so a collective of D ms has busbw
 // 8e6 bit / (D x 1e6 ns) = 8/D Gbit/s: 10 ms -> 0.8, 20 ms -> 0.4, 100 ms -> 0.08.
-#include "runner/metrics.h"
+#include "runner/core/metrics.h"
 
 #include <gtest/gtest.h>
 

@@ -14,9 +14,9 @@
 #include <thread>
 #include <vector>
 
-#include "runner/launcher.h"
-#include "runner/worker.h"
-#include "runner/worker_log.h"
+#include "runner/exec/launcher.h"
+#include "runner/worker/worker.h"
+#include "runner/core/worker_log.h"
 #include "tests/cpp/runner/worker_group.h"
 
 namespace faultline::runner {

@@ -11,7 +11,7 @@
 #include <set>
 #include <string>
 
-#include "runner/topology.h"
+#include "runner/exec/topology.h"
 
 namespace faultline::runner::testing {
 

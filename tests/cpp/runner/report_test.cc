@@ -5,8 +5,8 @@
 
 #include "reports/junit.h"
 #include "reports/verdict.h"
-#include "runner/checks.h"
-#include "runner/report_json.h"
+#include "runner/core/checks.h"
+#include "runner/core/report_json.h"
 
 namespace faultline::runner {
 namespace {

@@ -1,13 +1,13 @@
 // `faultline run --only KEY=VALUE --seeds N`: which runs a file stands for after the
-// selection (runner/run_selection.h), on matrices expanded by the real parser.
-#include "runner/run_selection.h"
+// selection (runner/core/run_selection.h), on matrices expanded by the real parser.
+#include "runner/core/run_selection.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "runner/scenario.h"
+#include "runner/core/scenario.h"
 
 namespace faultline::runner {
 namespace {

@@ -1,6 +1,6 @@
 // Scenario schema: a valid file parses into the right values; every error class is reported
 // at its file:line:column with a hint, and all errors of a file come out at once.
-#include "runner/scenario.h"
+#include "runner/core/scenario.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Timeline: a pure function of scenario and seed; link_flap expansion with seeded jitter.
-#include "runner/timeline.h"
+#include "runner/core/timeline.h"
 
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "injector/journal.h"
-#include "runner/topology.h"
+#include "runner/exec/topology.h"
 #include "tests/cpp/runner/net_test_util.h"
 
 namespace faultline::runner::testing {

@@ -2,7 +2,7 @@
 // netlink code), real TCP connections between hosts over every rail and over management (the
 // client started by the launcher inside a host namespace), shaping measured by a transfer,
 // torn down without leftovers; and a topology of a SIGKILLed process removed by the journal.
-#include "runner/topology.h"
+#include "runner/exec/topology.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -14,7 +14,7 @@
 #include "injector/journal.h"
 #include "injector/netns.h"
 #include "injector/registry.h"
-#include "runner/launcher.h"
+#include "runner/exec/launcher.h"
 #include "tests/cpp/runner/net_test_util.h"
 
 namespace faultline::runner::testing {

@@ -1,4 +1,4 @@
-// How the worker tests wait for a worker rank started through the launcher (runner/launcher.h):
+// How the worker tests wait for a worker rank started through the launcher (runner/exec/launcher.h):
 // up to a limit, then SIGKILL, reporting how it ended and when.
 #pragma once
 
@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "base/clock.h"
-#include "runner/launcher.h"
+#include "runner/exec/launcher.h"
 
 namespace faultline::runner {
 

@@ -1,6 +1,6 @@
 // The worker log's reader: every line type round-trips, a log cut off by a killed rank still
 // loads, and anything else that is malformed is an error naming the line.
-#include "runner/worker_log.h"
+#include "runner/core/worker_log.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

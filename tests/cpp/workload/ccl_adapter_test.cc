@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "base/clock.h"
-#include "runner/launcher.h"
+#include "runner/exec/launcher.h"
 #include "workload/check_values.h"
 
 namespace faultline::workload::adapters {

@@ -2,7 +2,7 @@
 // one-shot faults on a port's sockets or on one rank's connection through its fault hook.
 #include <gtest/gtest.h>
 
-#include "runner/requirements.h"
+#include "runner/exec/requirements.h"
 #include "tests/cpp/runner/faults/fault_test_util.h"
 
 namespace faultline::runner::testing {

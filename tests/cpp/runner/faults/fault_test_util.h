@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "runner/scenario.h"
-#include "runner/timeline.h"
+#include "runner/core/scenario.h"
+#include "runner/core/timeline.h"
 
 namespace faultline::runner::testing {
 

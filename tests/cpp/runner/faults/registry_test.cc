@@ -11,7 +11,7 @@
 
 #include "injector/registry.h"
 #include "runner/faults/common.h"
-#include "runner/scenario.h"
+#include "runner/core/scenario.h"
 
 namespace faultline::runner::faults {
 namespace {

@@ -1,0 +1,48 @@
+// faultline cleanup: undo everything the journal records (after a crash or SIGKILL).
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "injector/journal.h"
+#include "injector/registry.h"
+#include "runner/cli/command.h"
+
+namespace faultline::cli {
+namespace {
+
+struct CleanupOptions {
+  std::string journal_dir = Journal::DefaultDir();
+  bool json = false;
+};
+
+int RunCleanup(const CleanupOptions& o) {
+  auto journal = Journal::Open(o.journal_dir);
+  if (!journal.ok()) {
+    std::fprintf(stderr, "faultline cleanup: %s\n", journal.status().ToString().c_str());
+    return kExitHarness;
+  }
+  CleanupReport report = CleanupJournal(**journal);
+  if (o.json) {
+    std::cout << report.ToJson().dump() << std::endl;
+  } else {
+    std::printf("cleanup: undid %d journal entr%s in %s\n", report.undone,
+                report.undone == 1 ? "y" : "ies", o.journal_dir.c_str());
+  }
+  for (const std::string& e : report.errors)
+    std::fprintf(stderr, "faultline cleanup: %s\n", e.c_str());
+  return report.failed == 0 ? kExitOk : kExitHarness;
+}
+
+}  // namespace
+
+void RegisterCleanup(CLI::App& app, Action* action) {
+  auto opts = std::make_shared<CleanupOptions>();
+  CLI::App* cmd = app.add_subcommand("cleanup", "Undo every journaled change (faults, namespaces)");
+  cmd->add_option("--journal", opts->journal_dir, "Journal directory (env FAULTLINE_JOURNAL_DIR)")
+      ->capture_default_str();
+  cmd->add_flag("--json", opts->json, "Print the result as JSON");
+  cmd->callback([opts, action] { *action = [opts] { return RunCleanup(*opts); }; });
+}
+
+}  // namespace faultline::cli

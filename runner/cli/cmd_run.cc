@@ -1,0 +1,68 @@
+// faultline run SCENARIO.yaml|FOLDER [--out DIR] [--seed N] [--seeds N] [--only KEY=VALUE]...
+//               [--ccl NAME] [--report-only] [--allow NETNS/DEV]...
+// A matrix file or a folder runs every run into its own subdirectory (runner/exec/suite.h).
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runner/cli/command.h"
+#include "runner/exec/run.h"
+#include "runner/exec/suite.h"
+
+namespace faultline::cli {
+
+void RegisterRun(CLI::App& app, Action* action) {
+  auto opts = std::make_shared<runner::RunOptions>();
+  auto seed = std::make_shared<uint64_t>(0);
+  auto ccl = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand(
+      "run", "run a scenario (every combination of its matrix), or every scenario of a folder");
+  cmd->add_option("scenario", opts->scenario_path, "scenario YAML file or a folder of them")
+      ->required();
+  cmd->add_option("--out", opts->out_dir, "output directory (default out/<name>-<run id>)");
+  auto* seed_opt = cmd->add_option("--seed", *seed, "override the scenario's seed");
+  cmd->add_option("--seeds", opts->selection.seeds,
+                  "run every combination with N seeds: the scenario's (or --seed) and the next "
+                  "N-1")
+      ->check(CLI::Range(1, 1000));
+  auto only = std::make_shared<std::vector<std::string>>();
+  cmd->add_option("--only", *only,
+                  "run only the matrix combinations with KEY=VALUE (a matrix key, the value as "
+                  "spelled in the file); repeatable");
+  cmd->add_flag("--report-only", opts->report_only,
+                "check and report expectations, but exit 0 when only expectations failed "
+                "(for a baseline expected to fail them)");
+  cmd->add_option("--ccl", *ccl, "override the scenario's ccl (ftccl|gloo|nccl)")
+      ->check(CLI::IsMember({"ftccl", "gloo", "nccl"}));
+  cmd->add_option("--allow", opts->allow, "extra injector allowlist entry NETNS/DEV");
+  cmd->add_option("--worker", opts->worker_path, "faultline-worker binary (default: beside this one)");
+  cmd->add_option("--op-timeout-ms", opts->op_timeout_ms, "deadline of one collective")
+      ->capture_default_str();
+  cmd->footer(
+      "Every ftccl rank serves the fault hook (injector/FAULT_HOOK.md) at OUT/ranks/rankN.hook, "
+      "or under /run/faultline/hooks when that path is too long for a Unix socket; report.json "
+      "lists them under environment.fault_hook. A run with conn_corrupt or qp_error faults is "
+      "skipped, with the reason, for a ccl that serves no hook (gloo, nccl).");
+  cmd->callback([=] {
+    *action = [=] {
+      runner::RunOptions o = *opts;
+      if (seed_opt->count() > 0) o.seed = *seed;
+      for (const auto& text : *only) {
+        std::pair<std::string, std::string> kv;
+        if (auto err = runner::ParseOnly(text, &kv)) {
+          std::fprintf(stderr, "faultline run: %s\n", err->c_str());
+          return 2;
+        }
+        o.selection.only.push_back(std::move(kv));
+      }
+      if (*ccl == "ftccl") o.ccl = runner::CclName::kFtccl;
+      if (*ccl == "gloo") o.ccl = runner::CclName::kGloo;
+      if (*ccl == "nccl") o.ccl = runner::CclName::kNccl;
+      return runner::RunScenarios(o);
+    };
+  });
+}
+
+}  // namespace faultline::cli

@@ -1,0 +1,29 @@
+// faultline: fault injection and resilience tests for collective communication libraries.
+#include <cstdio>
+
+#include "runner/cli/cmd_validate.h"
+#include "runner/cli/command.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"faultline: fault injection and resilience tests for collective libraries"};
+  app.require_subcommand(1);
+  faultline::cli::Action action;
+  faultline::cli::RegisterInject(app, &action);
+  faultline::cli::RegisterCleanup(app, &action);
+  faultline::cli::RegisterValidate(app, &action);
+  faultline::cli::RegisterRun(app, &action);
+  faultline::cli::RegisterImport(app, &action);
+  faultline::cli::RegisterReport(app, &action);
+  faultline::cli::RegisterCompare(app, &action);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? faultline::cli::kExitOk : faultline::cli::kExitBadInput;
+  }
+  if (!action) {
+    std::fprintf(stderr, "faultline: no command\n");
+    return faultline::cli::kExitBadInput;
+  }
+  return action();
+}

@@ -1,0 +1,32 @@
+// Checks: the scenario's expectations judged against the run's metrics. Pure; thread-safe.
+//
+// Each expectation present in the scenario gives one CheckResult. A metric that is null
+// (it could not be measured) fails its check: an expectation the run cannot show to hold does
+// not hold.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "runner/core/metrics.h"
+#include "runner/core/scenario.h"
+
+namespace faultline::runner {
+
+struct CheckResult {
+  std::string name;      // "outcome", "wrong_results", "stall_ms", "recovery_ms", ...
+  nlohmann::json limit;  // e.g. {"max": 500}, {"pct": 90, "within_ms": 1000}, "survived"
+  nlohmann::json value;  // the measured value; null when not measured
+  bool pass = false;
+  nlohmann::json ToJson() const;  // {name, limit, value, pass}
+};
+
+// In a fixed order: outcome, wrong_results, stall_ms, detection_ms, failover_latency_ms,
+// recovery_ms, degraded_ratio, goodput_loss_pct (only those the scenario sets).
+std::vector<CheckResult> CheckExpectations(const Expectations& expect, const RunMetrics& metrics);
+
+// The verdict and exit code of a run are not decided here: reports/verdict.h reads them from
+// the report.json these checks go into.
+
+}  // namespace faultline::runner

@@ -1,0 +1,93 @@
+// History: everything a run recorded, as plain values. The worker and the executor fill it;
+// metrics, checks and the report read it and nothing else. All times are CLOCK_MONOTONIC
+// nanoseconds (absolute; shared by every namespace on a host).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runner/core/scenario.h"
+
+namespace faultline::runner {
+
+// One collective as seen by one rank.
+struct OpRecord {
+  int rank = 0;
+  int64_t index = 0;  // 0-based, the same on every rank for the same collective
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  uint64_t bytes = 0;  // per-rank message size
+  bool ok = true;      // the call returned success
+  bool wrong = false;  // checked and the output differs from the known answer
+};
+
+enum class EventKind {
+  kPathDown,
+  kMigrated,
+  kResumed,  // the first chunk was acknowledged on a surviving path
+  kRebalanced,
+  kRelayOn,
+  kRelayOff,
+  kPathUp,
+  kFailback,
+  kAbort,
+};
+const char* EventKindName(EventKind k);  // "path_down", "migrated", ...
+std::optional<EventKind> ParseEventKind(const std::string& name);
+
+// A CCL event logged by one rank.
+struct CclEvent {
+  int64_t time_ns = 0;
+  int rank = 0;
+  EventKind kind = EventKind::kPathDown;
+  int path = -1;  // rail index; -1 when the event concerns no single path
+  std::string reason;
+  int peer = -1;  // global rank at the other end of the path; -1 when none or unknown
+};
+
+// What happened to one scenario fault. A link_flap is one record: applied is its first down,
+// reverted its last up.
+struct FaultRecord {
+  std::string id;
+  std::string kind = "link_down";  // the scenario fault's kind (runner/faults/registry.h)
+  FaultTarget target;
+  int64_t scheduled_ns = 0;
+  std::optional<int64_t> applied_ns;   // absent: the injector failed to apply it
+  std::optional<int64_t> reverted_ns;  // absent: held until the end of the run (or one-shot)
+  std::optional<int64_t> observed_ns;  // when the effect was read back from the kernel
+  nlohmann::json observed;             // the readings (Fault::Observe), null when none
+  std::string error;                   // the injector's error, if any
+};
+
+// How one rank's process ended.
+enum class RankExit {
+  kCompleted,  // every collective returned and the process exited 0
+  kError,      // a collective returned an error; the process exited cleanly
+  kKilled,     // killed by a rank_kill fault of the scenario
+  kCrashed,    // died otherwise (signal, non-zero exit without an error report)
+};
+
+struct RankEnd {
+  int rank = 0;
+  RankExit exit = RankExit::kCompleted;
+  std::optional<int64_t> first_error_ns;  // kError: when the first collective failed
+  int64_t end_ns = 0;
+};
+
+struct History {
+  int world_size = 0;
+  CollOp op = CollOp::kAllReduce;
+  int64_t run_start_ns = 0;       // the workload's time zero (scenario offsets count from here)
+  int64_t run_end_ns = 0;         // when the last rank finished (or the watchdog fired)
+  bool events_supported = false;  // the CCL emits events (ftccl); false: event metrics are null
+  std::vector<OpRecord> ops;
+  std::vector<CclEvent> events;
+  std::vector<FaultRecord> faults;
+  std::vector<RankEnd> ranks;
+  bool watchdog_fired = false;
+};
+
+}  // namespace faultline::runner

@@ -1,0 +1,46 @@
+// report.json (schema "faultline.report/v1"): a pure function of the scenario, the recorded
+// history, the metrics and the checks. Writes nothing itself; the caller stores the JSON.
+// Keys are those of DESIGN.md, "Report". Times of faults are seconds from the run start.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runner/core/checks.h"
+#include "runner/core/history.h"
+#include "runner/core/metrics.h"
+#include "runner/core/scenario.h"
+
+namespace faultline::runner {
+
+inline constexpr const char* kReportSchema = "faultline.report/v1";
+
+struct ReportFiles {
+  std::optional<std::string> timeseries;
+  std::optional<std::string> events;
+  std::optional<std::string> junit;
+  std::optional<std::string> html;
+};
+
+struct ReportInputs {
+  const Scenario* scenario = nullptr;
+  std::string scenario_file;
+  std::string scenario_sha256;  // of the file's bytes (Sha256Hex)
+  uint64_t seed = 0;            // the seed in force (the scenario's or --seed)
+  // {kernel, versions, knobs}: gathered by the caller; copied as given.
+  nlohmann::json environment = nlohmann::json::object();
+  const History* history = nullptr;
+  const RunMetrics* metrics = nullptr;
+  const std::vector<CheckResult>* checks = nullptr;
+  ReportFiles files;
+};
+
+// REQUIRES: scenario, history, metrics and checks are set.
+nlohmann::json BuildReportJson(const ReportInputs& in);
+
+// Lower-case hex SHA-256 of `data` (FIPS 180-4).
+std::string Sha256Hex(const std::string& data);
+
+}  // namespace faultline::runner

@@ -1,0 +1,214 @@
+#include "runner/core/worker_log.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <utility>
+
+namespace faultline::runner {
+namespace {
+
+using nlohmann::json;
+
+std::string Line(const json& j) { return j.dump() + "\n"; }
+
+template <typename T>
+std::optional<T> OptField(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  return it->get<T>();
+}
+
+WorkerHeader HeaderFrom(const json& j) {
+  WorkerHeader h;
+  h.rank = j.at("rank").get<int>();
+  h.size = j.at("size").get<int>();
+  h.ccl = j.at("ccl").get<std::string>();
+  h.op = j.at("op").get<std::string>();
+  h.dtype = j.at("dtype").get<std::string>();
+  h.redop = j.value("redop", std::string("none"));
+  h.root = j.value("root", 0);
+  h.bytes = j.at("bytes").get<uint64_t>();
+  h.count = j.at("count").get<uint64_t>();
+  h.busbw_factor = j.at("busbw_factor").get<double>();
+  h.rails = j.at("rails").get<std::vector<std::string>>();
+  h.pid = j.at("pid").get<int64_t>();
+  h.check = j.value("check", false);
+  h.events = j.value("events", false);
+  h.warmup = j.value("warmup", int64_t{0});
+  h.iters = OptField<int64_t>(j, "iters");
+  h.duration_ns = OptField<int64_t>(j, "duration_ns");
+  h.timeout_ms = j.value("timeout_ms", int64_t{0});
+  h.seed = j.value("seed", uint64_t{0});
+  return h;
+}
+
+// Applies one parsed line to `log`. Returns an error message, empty when fine.
+std::string Apply(const json& j, bool first, WorkerLog* log) {
+  if (!j.is_object()) return "not a JSON object";
+  const std::string type = j.value("type", std::string());
+  if (first != (type == "header"))
+    return first ? "the first line is not the header" : "a second header";
+  if (type == "header") {
+    if (j.value("schema", std::string()) != kWorkerLogSchema) {
+      return std::string("schema is not ") + kWorkerLogSchema;
+    }
+    log->header = HeaderFrom(j);
+    return "";
+  }
+  if (log->end) return "a line after the end line";
+  if (type == "op") {
+    OpRecord r;
+    r.rank = log->header.rank;
+    r.index = j.at("index").get<int64_t>();
+    r.start_ns = j.at("start_ns").get<int64_t>();
+    r.end_ns = j.at("end_ns").get<int64_t>();
+    r.bytes = j.at("bytes").get<uint64_t>();
+    r.ok = j.at("ok").get<bool>();
+    const std::optional<uint64_t> wrong = OptField<uint64_t>(j, "wrong");
+    r.wrong = wrong.value_or(0) > 0;
+    log->wrong_elements += wrong.value_or(0);
+    if (!r.ok && log->first_error.empty()) log->first_error = j.value("error", std::string("?"));
+    log->ops.push_back(r);
+    return "";
+  }
+  if (type == "event") {
+    CclEvent e;
+    e.rank = log->header.rank;
+    e.time_ns = j.at("t_ns").get<int64_t>();
+    const std::string kind = j.at("kind").get<std::string>();
+    const std::optional<EventKind> k = ParseEventKind(kind);
+    if (!k) return "unknown event kind '" + kind + "'";
+    e.kind = *k;
+    e.path = j.value("path", -1);
+    e.peer = j.value("peer", -1);
+    e.reason = j.value("reason", std::string());
+    log->events.push_back(std::move(e));
+    return "";
+  }
+  if (type == "end") {
+    const std::string status = j.at("status").get<std::string>();
+    if (status != "ok" && status != "error") return "unknown end status '" + status + "'";
+    RankEnd end;
+    end.rank = log->header.rank;
+    end.exit = status == "ok" ? RankExit::kCompleted : RankExit::kError;
+    end.end_ns = j.at("t_ns").get<int64_t>();
+    end.first_error_ns = OptField<int64_t>(j, "first_error_ns");
+    log->end = end;
+    log->end_message = j.value("message", std::string());
+    return "";
+  }
+  return "unknown line type '" + type + "'";
+}
+
+}  // namespace
+
+std::string WorkerHeaderLine(const WorkerHeader& h) {
+  json j;
+  j["type"] = "header";
+  j["schema"] = kWorkerLogSchema;
+  j["rank"] = h.rank;
+  j["size"] = h.size;
+  j["ccl"] = h.ccl;
+  j["op"] = h.op;
+  j["dtype"] = h.dtype;
+  j["redop"] = h.redop;
+  j["root"] = h.root;
+  j["bytes"] = h.bytes;
+  j["count"] = h.count;
+  j["busbw_factor"] = h.busbw_factor;
+  j["rails"] = h.rails;
+  j["pid"] = h.pid;
+  j["check"] = h.check;
+  j["events"] = h.events;
+  j["warmup"] = h.warmup;
+  j["iters"] = h.iters ? json(*h.iters) : json(nullptr);
+  j["duration_ns"] = h.duration_ns ? json(*h.duration_ns) : json(nullptr);
+  j["timeout_ms"] = h.timeout_ms;
+  j["seed"] = h.seed;
+  return Line(j);
+}
+
+std::string WorkerOpLine(const WorkerOp& op) {
+  json j;
+  j["type"] = "op";
+  j["index"] = op.index;
+  j["start_ns"] = op.start_ns;
+  j["end_ns"] = op.end_ns;
+  j["bytes"] = op.bytes;
+  j["ok"] = op.ok;
+  j["wrong"] = op.wrong ? json(*op.wrong) : json(nullptr);
+  j["warmup"] = op.warmup;
+  if (!op.ok) j["error"] = op.error;
+  return Line(j);
+}
+
+std::string WorkerEventLine(const CclEvent& e) {
+  json j;
+  j["type"] = "event";
+  j["t_ns"] = e.time_ns;
+  j["kind"] = EventKindName(e.kind);
+  j["path"] = e.path;
+  if (e.peer >= 0) j["peer"] = e.peer;
+  j["reason"] = e.reason;
+  return Line(j);
+}
+
+std::string WorkerEndLine(const WorkerEnd& end) {
+  json j;
+  j["type"] = "end";
+  j["status"] = end.ok ? "ok" : "error";
+  j["message"] = end.message;
+  j["t_ns"] = end.t_ns;
+  j["first_error_ns"] = end.first_error_ns ? json(*end.first_error_ns) : json(nullptr);
+  return Line(j);
+}
+
+Result<WorkerLog> ParseWorkerLog(std::string_view text, const std::string& name) {
+  WorkerLog log;
+  size_t pos = 0;
+  int line_no = 0;
+  while (pos < text.size()) {
+    ++line_no;
+    const size_t nl = text.find('\n', pos);
+    const bool last_unterminated = nl == std::string_view::npos;
+    const std::string_view line =
+        text.substr(pos, last_unterminated ? std::string_view::npos : nl - pos);
+    pos = last_unterminated ? text.size() : nl + 1;
+    const std::string where = name + ":" + std::to_string(line_no) + ": ";
+    if (line.empty()) {
+      if (last_unterminated) break;
+      return InvalidArgument(where + "empty line");
+    }
+    json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) {
+      if (last_unterminated) {  // the writer was killed in the middle of this line
+        log.truncated = true;
+        break;
+      }
+      return InvalidArgument(where + "not valid JSON");
+    }
+    std::string error;
+    try {
+      error = Apply(j, line_no == 1, &log);
+    } catch (const json::exception& e) {
+      error = std::string("missing or mistyped field: ") + e.what();
+    }
+    if (!error.empty()) return InvalidArgument(where + error);
+  }
+  if (line_no == 0 || (line_no == 1 && log.truncated)) {
+    return InvalidArgument(name + ": no header (the worker wrote nothing)");
+  }
+  return log;
+}
+
+Result<WorkerLog> LoadWorkerLog(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound("cannot read worker log " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return NotFound("cannot read worker log " + path);
+  return ParseWorkerLog(text.str(), path);
+}
+
+}  // namespace faultline::runner

@@ -1,0 +1,100 @@
+// The worker's per-rank log: JSON lines, one object per line, each written with one write(2)
+// so that a rank killed at any moment leaves a valid prefix (at worst a cut-off last line).
+//
+//   {"type":"header","schema":"faultline.worker/v1","rank","size","ccl","op","dtype","redop",
+//    "root","bytes","count","busbw_factor","rails":[...],"pid","check","events","warmup",
+//    "iters"|null,"duration_ns"|null,"timeout_ms","seed"}
+//   {"type":"op","index","start_ns","end_ns","bytes","ok","wrong"(elements; null unchecked),
+//    "warmup","error"(only when !ok)}
+//   {"type":"event","t_ns","kind","path","reason"}
+//   {"type":"end","status":"ok"|"error","message","t_ns","first_error_ns"|null}
+//
+// Times are absolute CLOCK_MONOTONIC nanoseconds. `bytes` is the nccl-tests size of the
+// collective (the larger buffer of one rank, workload::SizeLayout::bytes) and `count` its
+// element count argument. Op indices start at 0 with the warm-up and are the same on every
+// rank for the same collective.
+//
+// The line builders and the reader are pure (LoadWorkerLog only reads its file); thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "runner/core/history.h"
+
+namespace faultline::runner {
+
+inline constexpr char kWorkerLogSchema[] = "faultline.worker/v1";
+
+struct WorkerHeader {
+  int rank = 0;
+  int size = 0;
+  std::string ccl;    // "ftccl", "gloo"
+  std::string op;     // workload::CollName
+  std::string dtype;  // workload::DTypeName
+  std::string redop;  // workload::RedOpName ("none" for collectives without a reduction)
+  int root = 0;
+  uint64_t bytes = 0;
+  uint64_t count = 0;
+  double busbw_factor = 0;
+  std::vector<std::string> rails;
+  int64_t pid = 0;
+  bool check = false;
+  bool events = false;  // the CCL emits events; false: event metrics are null
+  int64_t warmup = 0;
+  std::optional<int64_t> iters;  // exactly one of iters / duration_ns
+  std::optional<int64_t> duration_ns;
+  int64_t timeout_ms = 0;
+  uint64_t seed = 0;
+};
+
+struct WorkerOp {
+  int64_t index = 0;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  uint64_t bytes = 0;
+  bool ok = true;
+  std::optional<uint64_t> wrong;  // wrong elements; absent when not checked (or failed)
+  bool warmup = false;
+  std::string error;  // when !ok
+};
+
+struct WorkerEnd {
+  bool ok = true;
+  std::string message;
+  int64_t t_ns = 0;
+  std::optional<int64_t> first_error_ns;  // when the first CCL call failed
+};
+
+// One line each, with the trailing newline.
+std::string WorkerHeaderLine(const WorkerHeader& h);
+std::string WorkerOpLine(const WorkerOp& op);
+std::string WorkerEventLine(const CclEvent& e);
+std::string WorkerEndLine(const WorkerEnd& end);
+
+// One rank's log as the runner's history types.
+struct WorkerLog {
+  WorkerHeader header;
+  std::vector<OpRecord> ops;     // in log order; rank filled from the header
+  std::vector<CclEvent> events;  // rank filled from the header
+  // Absent when the worker never wrote its end line (killed or crashed); the runner decides
+  // which from the process status.
+  std::optional<RankEnd> end;
+  std::string end_message;
+  std::string first_error;      // the error of the first failed op, if any
+  uint64_t wrong_elements = 0;  // summed over checked ops
+  bool truncated = false;       // the last line was cut off and ignored
+};
+
+// Parses a log's text; `name` names it in errors. A last line without its newline that is not
+// a complete JSON object is ignored (truncated = true); any other malformed line, a missing or
+// misplaced header, or an unknown line type is kInvalidArgument naming the line.
+Result<WorkerLog> ParseWorkerLog(std::string_view text, const std::string& name);
+// Reads and parses the file at `path` (kNotFound when it cannot be read).
+Result<WorkerLog> LoadWorkerLog(const std::string& path);
+
+}  // namespace faultline::runner

@@ -1,0 +1,81 @@
+#include "runner/exec/requirements.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "injector/netem.h"
+#include "runner/faults/registry.h"
+
+namespace faultline::runner {
+namespace {
+
+// "a, b and c": the kinds whose descriptors need `feature`, in registry order.
+std::string KindsNeeding(const std::string& feature) {
+  std::vector<std::string> names;
+  for (const faults::FaultDescriptor* d : faults::FaultDescriptors()) {
+    const auto& fs = d->requires_features;
+    if (std::find(fs.begin(), fs.end(), feature) != fs.end()) names.emplace_back(d->name);
+  }
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> RequiredFeatures(const Scenario& sc) {
+  std::vector<std::string> out = sc.requirements;
+  auto add = [&](const char* f) {
+    if (std::find(out.begin(), out.end(), f) == out.end()) out.push_back(f);
+  };
+  for (const auto& f : sc.faults) {
+    for (const std::string& feature : f.descriptor().requires_features) add(feature.c_str());
+  }
+  return out;
+}
+
+std::optional<std::string> RequirementChecker::Missing(const std::vector<std::string>& features,
+                                                       std::string_view ccl) {
+  for (const auto& f : features) {
+    if (f == "fault_hook" && ccl != "ftccl") {
+      return "ccl " + std::string(ccl) + " serves no fault hook (" + KindsNeeding("fault_hook") +
+             " need ranks that serve injector/FAULT_HOOK.md; only ftccl does)";
+    }
+    auto it = cache_.find(f);
+    if (it == cache_.end()) it = cache_.emplace(f, Probe(f)).first;
+    if (it->second) return it->second;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> RequirementChecker::Probe(const std::string& feature) {
+  if (feature == "sch_netem") {
+    Status st = ProbeNetem();
+    if (st.ok()) return std::nullopt;
+    if (st.code() == Code::kUnavailable) return std::string("kernel lacks sch_netem");
+    return "cannot tell whether the kernel has sch_netem: " + st.ToString();
+  }
+  if (feature == "fault_hook") {
+    const std::string cmd = "'" + worker_path_ + "' --help 2>&1";
+    FILE* p = ::popen(cmd.c_str(), "r");
+    if (p == nullptr) return "cannot run " + worker_path_ + " --help";
+    std::string help;
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) help.append(buf, n);
+    ::pclose(p);
+    if (help.find("--fault-hook") != std::string::npos) return std::nullopt;
+    return "ftccl ranks serve no fault hook (" + worker_path_ +
+           " has no --fault-hook option; see injector/FAULT_HOOK.md)";
+  }
+  if (feature == "verbs") {
+    return std::string(
+        "ftccl has no verbs transport yet (qp_error moves a verbs QP to the error state; a TCP "
+        "rank answers \"unsupported\")");
+  }
+  return "unknown requirement '" + feature + "'";
+}
+
+}  // namespace faultline::runner

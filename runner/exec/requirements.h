@@ -1,0 +1,43 @@
+// The features a scenario's `requires:` names (scenario.h kKnownRequirements), checked on this
+// machine before a run starts. A missing feature skips the run with the reason instead of
+// failing it halfway. Not thread-safe (the netem probe switches the calling thread's network
+// namespace for a moment).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runner/core/scenario.h"
+
+namespace faultline::runner {
+
+// What `sc` needs: its `requires:` and what its faults imply (conn_corrupt and qp_error need
+// fault_hook, qp_error also verbs), each once, `requires:` first.
+std::vector<std::string> RequiredFeatures(const Scenario& sc);
+
+class RequirementChecker final {
+ public:
+  // `worker_path`: the faultline-worker that would run the ranks.
+  explicit RequirementChecker(std::string worker_path) : worker_path_(std::move(worker_path)) {}
+
+  // nullopt when every feature is present for a run of `ccl` ("ftccl", "gloo", ...); else why
+  // the first missing one is missing, e.g. "kernel lacks sch_netem (...)". Each feature is
+  // probed once per checker.
+  //   sch_netem:  a netem qdisc can be created (a probe in a private network namespace).
+  //   fault_hook: the ranks serve the fault-hook protocol (injector/FAULT_HOOK.md): the ccl is
+  //               ftccl and the worker announces a --fault-hook option in its --help.
+  //   verbs:      ftccl's verbs transport (qp_error); this build has none.
+  std::optional<std::string> Missing(const std::vector<std::string>& features,
+                                     std::string_view ccl);
+
+ private:
+  std::optional<std::string> Probe(const std::string& feature);
+
+  std::string worker_path_;
+  std::map<std::string, std::optional<std::string>> cache_;
+};
+
+}  // namespace faultline::runner

@@ -1,0 +1,654 @@
+#include "runner/exec/run.h"
+
+#include <signal.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "base/clock.h"
+#include "injector/injection.h"
+#include "injector/journal.h"
+#include "injector/policy.h"
+#include "injector/realtime_scope.h"
+#include "injector/registry.h"
+#include "reports/verdict.h"
+#include "reports/write_reports.h"
+#include "runner/core/checks.h"
+#include "runner/faults/registry.h"
+#include "runner/core/history.h"
+#include "runner/exec/launcher.h"
+#include "runner/core/metrics.h"
+#include "runner/core/report_json.h"
+#include "runner/core/timeline.h"
+#include "runner/exec/topology.h"
+#include "runner/worker/worker.h"
+#include "runner/core/worker_log.h"
+
+namespace faultline::runner {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kBootstrapPort = 29500;
+std::atomic<bool> g_stop{false};
+
+void OnSignal(int) { g_stop = true; }
+
+// Restores the previous SIGINT/SIGTERM handlers when the run ends.
+class StopOnSignals final {
+ public:
+  StopOnSignals() {
+    g_stop = false;
+    struct sigaction sa{};
+    sa.sa_handler = OnSignal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~StopOnSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+
+ private:
+  struct sigaction old_int_{};
+  struct sigaction old_term_{};
+};
+
+std::string Fmt(const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), fmt, v);
+  return buf;
+}
+
+std::string Opt(const std::optional<double>& v, const char* unit) {
+  return v ? Fmt("%.1f", *v) + unit : "-";
+}
+
+std::string ExeDir() {
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "." : self.parent_path().string();
+}
+
+// One scenario fault as the executor tracks it.
+struct FaultState {
+  const FaultSpec* spec = nullptr;
+  FaultRecord record;
+  std::map<int, std::unique_ptr<Injection>> by_cycle;  // link_flap: one injection per cycle
+};
+
+nlohmann::json Environment(const Scenario& sc, const RunOptions& o, const std::string& run_id) {
+  utsname u{};
+  uname(&u);
+  nlohmann::json knobs = {{"op_timeout_ms", o.op_timeout_ms}, {"rail_gbps", sc.topology.rail_gbps}};
+  if (sc.topology.per_rank_nics()) knobs["nics"] = NicLayoutString(sc.topology.nics);
+  return {{"kernel", std::string(u.sysname) + " " + u.release},
+          {"machine", u.machine},
+          {"versions", {{"faultline", "0.1.0"}}},
+          {"run_id", run_id},
+          {"knobs", knobs}};
+}
+
+class Run final {
+ public:
+  Run(Scenario sc, RunOptions o) : sc_(std::move(sc)), o_(std::move(o)) {}
+  int Execute();
+
+ private:
+  Status Setup();
+  Status LaunchRanks();
+  void ChooseHookPaths();
+  void RemoveHookPaths();
+  void DriveTimeline();
+  void WaitRanks();
+  void HealAll();
+  int Finish();
+  Result<nlohmann::json> FaultParams(const TimelineAction& a) const;
+  void DoAction(const TimelineAction& a);
+  bool AllRanksExited();
+
+  Scenario sc_;
+  RunOptions o_;
+  std::string run_id_;
+  std::string out_;
+  std::unique_ptr<Journal> journal_;
+  std::optional<TargetPolicy> policy_;
+  std::unique_ptr<NetTopology> topo_;
+  std::unique_ptr<LocalNetnsLauncher> launcher_;
+  std::vector<int> handles_;  // by global rank
+  // Where each rank serves its fault hook (ftccl only; empty otherwise), by global rank, and
+  // what the report says about it.
+  std::vector<std::string> hook_paths_;
+  nlohmann::json hook_record_;
+  // How long before its time an action is prepared: arming a fault fsyncs the journal.
+  static constexpr int64_t kArmLeadNs = 30'000'000;
+  std::string timeline_scheduling_;
+  int64_t t0_ = 0;
+  int64_t run_end_ns_ = 0;
+  bool watchdog_fired_ = false;
+  std::vector<FaultState> faults_;
+  std::map<int, bool> killed_by_fault_;  // global rank -> killed by rank_kill
+  std::vector<std::string> harness_errors_;
+};
+
+Status Run::Setup() {
+  run_id_ = NewRunId();
+  out_ = o_.out_dir.empty() ? "out/" + sc_.name + "-" + run_id_ : o_.out_dir;
+  std::error_code ec;
+  fs::create_directories(out_ + "/ranks", ec);
+  if (ec) return Status(Code::kInvalidArgument, "cannot create " + out_ + ": " + ec.message());
+  fs::copy_file(o_.scenario_path, out_ + "/scenario.yaml", fs::copy_options::overwrite_existing, ec);
+  FL_ASSIGN_OR_RETURN(journal_, Journal::Open(Journal::DefaultDir()));
+  {
+    auto p = TargetPolicy::Create(o_.allow, journal_.get());
+    if (!p.ok()) return p.status();
+    policy_.emplace(std::move(p.value()));
+  }
+  auto topo = NetTopology::Build(TopologyOptionsFor(sc_.topology, run_id_, true));
+  if (!topo.ok()) return topo.status();
+  topo_ = std::move(topo.value());
+  for (const auto& f : sc_.faults) {
+    FaultState st;
+    st.spec = &f;
+    st.record.id = f.id;
+    st.record.kind = f.kind;
+    st.record.target = f.target;
+    st.record.error = reports::kRanksEndedFirstError;
+    faults_.push_back(std::move(st));
+  }
+  return Status();
+}
+
+Status Run::LaunchRanks() {
+  std::vector<std::string> netns;
+  for (int h = 0; h < topo_->hosts(); ++h) netns.push_back(topo_->host(h).netns);
+  auto l = LocalNetnsLauncher::Create(netns, out_ + "/ranks");
+  if (!l.ok()) return l.status();
+  launcher_ = std::move(l.value());
+  const std::string worker = o_.worker_path.empty() ? ExeDir() + "/faultline-worker" : o_.worker_path;
+  if (access(worker.c_str(), X_OK) != 0) {
+    return Status(Code::kNotFound, "worker binary " + worker + " not found (build faultline-worker)");
+  }
+  const Topology& t = sc_.topology;
+  const int world = t.world_size();
+  ChooseHookPaths();
+  // Every rank starts its workload at t0 (CLOCK_MONOTONIC is shared by all namespaces), which
+  // leaves time to join the group; scenario offsets count from there.
+  t0_ = MonoNow() + 2'000'000'000LL + 50'000'000LL * world;
+  for (auto& f : faults_) f.record.scheduled_ns = t0_ + f.spec->at_ns;
+  const Workload& w = sc_.workload;
+  std::error_code ec;
+  // The rendezvous directory of the CCLs that need one (Gloo's file store, NCCL's unique id):
+  // always fresh, so nothing of an earlier run in the same --out is picked up.
+  fs::remove_all(out_ + "/store", ec);
+  fs::create_directories(out_ + "/store", ec);
+  std::vector<LaunchSpec> specs;
+  for (int h = 0; h < t.hosts; ++h) {
+    for (int l = 0; l < t.ranks_per_host; ++l) {
+      const int g = h * t.ranks_per_host + l;
+      std::string rails;
+      // The rank's rail addresses in rail order: its own NIC's ports with per-rank NICs.
+      for (const auto& a : topo_->RankRailAddrs(h, l)) rails += (rails.empty() ? "" : ",") + a;
+      std::vector<std::string> argv = {
+          worker,
+          "--ccl", CclNameString(sc_.ccl),
+          "--rank", std::to_string(g),
+          "--size", std::to_string(world),
+          "--bootstrap", NetTopology::MgmtAddress(0) + ":" + std::to_string(kBootstrapPort),
+          "--rails", rails,
+          "--store-dir", fs::absolute(out_ + "/store").string(),
+          "--op", CollOpName(w.op),
+          "--dtype", w.dtype,
+          "--root", std::to_string(w.root),
+          "--bytes", std::to_string(w.bytes) + "B",
+          "--warmup", std::to_string(w.warmup_iters),
+          "--timeout", std::to_string(o_.op_timeout_ms) + "ms",
+          "--log", fs::absolute(out_ + "/ranks/rank" + std::to_string(g) + ".jsonl").string(),
+          "--seed", std::to_string(sc_.seed),
+          "--start-at", std::to_string(t0_),
+      };
+      if (w.op == CollOp::kAllReduce || w.op == CollOp::kReduceScatter || w.op == CollOp::kReduce) {
+        argv.insert(argv.end(), {"--redop", w.reduce});
+      }
+      if (w.duration_ns) {
+        argv.insert(argv.end(), {"--duration", std::to_string(*w.duration_ns / 1000000) + "ms"});
+      } else {
+        argv.insert(argv.end(), {"--iters", std::to_string(w.iters.value_or(1))});
+      }
+      if (w.check) argv.push_back("--check");
+      if (!hook_paths_[g].empty()) argv.insert(argv.end(), {"--fault-hook", hook_paths_[g]});
+      LaunchSpec spec;
+      spec.argv = std::move(argv);
+      spec.placement = {h, l, g};
+      spec.name = "rank" + std::to_string(g);
+      specs.push_back(std::move(spec));
+    }
+  }
+  auto handles = launcher_->StartWorld(specs);
+  if (!handles.ok()) return handles.status();
+  handles_ = std::move(handles).value();
+  return Status();
+}
+
+void Run::ChooseHookPaths() {
+  // Every ftccl rank serves the fault hook (conn_corrupt, qp_error; also `faultline inject` by
+  // hand during a run) at out/ranks/rankN.hook. A Unix socket path holds at most 107 bytes;
+  // under a deep --out the sockets go to /run/faultline/hooks instead, and the report says so.
+  const int world = sc_.topology.world_size();
+  hook_paths_.assign(world, "");
+  if (sc_.ccl != CclName::kFtccl) {
+    hook_record_ = {
+        {"served", false},
+        {"why", std::string("ccl ") + CclNameString(sc_.ccl) + " serves no fault hook"}};
+    return;
+  }
+  constexpr size_t kSunPathMax = 107;
+  const std::string ranks_dir = fs::absolute(out_ + "/ranks").lexically_normal().string();
+  const std::string fallback_dir = "/run/faultline/hooks";
+  std::string why;
+  for (int g = 0; g < world; ++g) {
+    std::string p = ranks_dir + "/rank" + std::to_string(g) + ".hook";
+    if (p.size() > kSunPathMax) {
+      why = "'" + p + "' is " + std::to_string(p.size()) + " bytes, more than a Unix socket path " +
+            "holds (" + std::to_string(kSunPathMax) + ")";
+      p = fallback_dir + "/" + run_id_ + "-rank" + std::to_string(g) + ".hook";
+    }
+    hook_paths_[g] = p;
+  }
+  if (!why.empty()) {
+    std::error_code ec;
+    fs::create_directories(fallback_dir, ec);
+    fs::permissions(fallback_dir, fs::perms::owner_all, fs::perm_options::replace, ec);
+    std::printf("faultline run: fault hooks under %s: %s\n", fallback_dir.c_str(), why.c_str());
+  }
+  hook_record_ = {{"served", true}, {"paths", hook_paths_}};
+  if (!why.empty()) hook_record_["fallback"] = why;
+}
+
+void Run::RemoveHookPaths() {
+  // A rank removes its socket when it ends; one that was killed leaves it behind.
+  for (const auto& p : hook_paths_) {
+    std::error_code ec;
+    if (!p.empty() && fs::is_socket(fs::symlink_status(p, ec))) fs::remove(p, ec);
+  }
+}
+
+Result<nlohmann::json> Run::FaultParams(const TimelineAction& a) const {
+  nlohmann::json p = a.params;
+  const int h = a.target.host;
+  switch (faults::DescriptorOf(a.kind).target) {
+    case faults::TargetShape::kRankPath: {
+      auto g = a.target.GlobalRank(sc_.topology);
+      if (!g) return Status(Code::kInvalidArgument, "fault " + a.fault_id + ": no rank target");
+      if (*g >= static_cast<int>(hook_paths_.size()) || hook_paths_[*g].empty()) {
+        return Status(Code::kUnavailable, "fault " + a.fault_id + ": ccl " +
+                                              CclNameString(sc_.ccl) + " serves no fault hook (" +
+                                              a.kind + " needs one; only ftccl ranks serve it)");
+      }
+      p["hook"] = hook_paths_[*g];
+      return p;
+    }
+    case faults::TargetShape::kRank: {
+      auto g = a.target.GlobalRank(sc_.topology);
+      if (!g) return Status(Code::kInvalidArgument, "fault " + a.fault_id + ": no rank target");
+      auto pid = launcher_->LocalPid(handles_[*g]);
+      if (!pid) return Status(Code::kNotFound, "rank " + std::to_string(*g) + " has no local pid");
+      p["pid"] = *pid;
+      p["netns"] = topo_->host(h).netns;
+      return p;
+    }
+    case faults::TargetShape::kSocketLink: {
+      p["netns"] = topo_->host(h).netns;
+      // The sockets of the rail's port: the host's, or with per-rank NICs the target rank's.
+      if (a.target.rail && !p.contains("src")) {
+        const int l = topo_->per_rank_nics() ? a.target.rank.value_or(0) : 0;
+        const auto& addrs = topo_->RankRailAddrs(h, l);
+        if (*a.target.rail < 0 || *a.target.rail >= static_cast<int>(addrs.size())) {
+          return Status(Code::kInvalidArgument, "fault " + a.fault_id + ": rail out of range");
+        }
+        p["src"] = addrs[*a.target.rail];
+      }
+      return p;
+    }
+    case faults::TargetShape::kLink:
+      break;
+  }
+  // The injector takes the NIC port (host side) and finds the switch port itself when the
+  // fault's side is "switch", so both ends are read back in its observation.
+  if (!a.target.rail) return Status(Code::kInvalidArgument, "fault " + a.fault_id + ": no rail");
+  FaultTarget host_side = a.target;
+  host_side.side = LinkSide::kHost;
+  auto link = topo_->Resolve(host_side);
+  if (!link.ok()) return link.status();
+  p["netns"] = link->netns;
+  p["dev"] = link->dev;
+  return p;
+}
+
+bool Run::AllRanksExited() {
+  for (int h : handles_) {
+    if (launcher_->status(h).running()) {
+      auto st = launcher_->Wait(h, MonoNow());
+      if (!st.ok() || st->running()) return false;
+    }
+  }
+  return true;
+}
+
+void Run::DoAction(const TimelineAction& a) {
+  auto it = std::find_if(faults_.begin(), faults_.end(),
+                         [&](const FaultState& f) { return f.record.id == a.fault_id; });
+  if (it == faults_.end()) return;
+  FaultState& f = *it;
+  const int64_t when = t0_ + a.at_ns;
+  if (a.type == ActionType::kApply) {
+    if (f.record.error.rfind("not applied", 0) == 0) f.record.error.clear();
+    auto params = FaultParams(a);
+    if (!params.ok()) {
+      if (f.record.error.empty()) f.record.error = params.status().ToString();
+      return;
+    }
+    auto fault = CreateFault(a.injector_kind, params.value());
+    if (!fault.ok()) {
+      if (f.record.error.empty()) f.record.error = fault.status().ToString();
+      return;
+    }
+    auto inj = Injection::Arm(std::move(fault.value()), journal_.get(), *policy_);
+    if (!inj.ok()) {
+      if (f.record.error.empty()) f.record.error = inj.status().ToString();
+      return;
+    }
+    if (faults::DescriptorOf(a.kind).kills_rank) {
+      if (auto g = a.target.GlobalRank(sc_.topology)) killed_by_fault_[*g] = true;
+    }
+    Status st = inj.value()->ApplyAt(when);
+    const StepTiming& t = inj.value()->apply_timing();
+    if (!f.record.applied_ns && inj.value()->applied()) {
+      f.record.applied_ns = t.applied;
+      f.record.observed_ns = t.observed;
+      f.record.observed = t.observation;
+    }
+    if (!st.ok() && f.record.error.empty()) f.record.error = st.ToString();
+    f.by_cycle[a.cycle] = std::move(inj.value());
+  } else {
+    auto c = f.by_cycle.find(a.cycle);
+    if (c == f.by_cycle.end() || !c->second->applied()) return;
+    Status st = c->second->RevertAt(when);
+    if (c->second->reverted()) f.record.reverted_ns = c->second->revert_timing().applied;
+    if (!st.ok() && f.record.error.empty()) f.record.error = "revert: " + st.ToString();
+    // A port that was down lost its table route with per-rank NICs; put it back.
+    if (topo_->per_rank_nics() && !faults::DescriptorOf(a.kind).rank_target()) {
+      Status rt = topo_->RestorePortRoutes(a.target.host);
+      if (!rt.ok() && f.record.error.empty()) f.record.error = "revert: " + rt.ToString();
+    }
+  }
+}
+
+void Run::DriveTimeline() {
+  Timeline tl = BuildTimeline(sc_, sc_.seed);
+  // The ranks keep every core busy; a fault must still start within a few ms of its time.
+  RealtimeScope priority;
+  timeline_scheduling_ = priority.description();
+  for (const auto& a : tl.actions) {
+    const int64_t when = t0_ + a.at_ns;
+    // Coarse wait that notices a stop request or the end of every rank. It ends early enough
+    // for the fault to be armed (its undo journalled and fsynced) before its time; the
+    // injection then sleeps precisely to that time.
+    while (!g_stop && MonoNow() < when - kArmLeadNs) {
+      if (AllRanksExited()) return;
+      SleepUntil(std::min(when - kArmLeadNs, MonoNow() + 20'000'000), &g_stop);
+    }
+    if (g_stop) return;
+    DoAction(a);
+  }
+}
+
+void Run::WaitRanks() {
+  const Workload& w = sc_.workload;
+  // The watchdog: the workload's own length plus every deadline a worker may still be waiting
+  // out, then some slack for joining and leaving the group.
+  int64_t budget = w.duration_ns ? *w.duration_ns : 0;
+  budget += 2 * o_.op_timeout_ms * 1'000'000 + 15'000'000'000LL;
+  if (w.iters) budget += *w.iters * o_.op_timeout_ms * 1'000'000 / 10;
+  const int64_t deadline = t0_ + budget;
+  while (!g_stop && MonoNow() < deadline && !AllRanksExited()) {
+    SleepUntil(std::min(deadline, MonoNow() + 50'000'000), &g_stop);
+  }
+  WaitAllReport r = launcher_->WaitAll(g_stop ? MonoNow() : deadline);
+  watchdog_fired_ = r.hung() && !g_stop;
+  run_end_ns_ = MonoNow();
+}
+
+void Run::HealAll() {
+  // Jepsen-style heal: every fault still in force is reverted, whatever happened before.
+  for (auto& f : faults_) {
+    for (auto& [cycle, inj] : f.by_cycle) {
+      if (inj->applied() && !inj->reverted()) {
+        Status st = inj->RevertAt(0);
+        if (inj->reverted()) f.record.reverted_ns = inj->revert_timing().applied;
+        if (!st.ok()) harness_errors_.push_back("healing fault " + f.record.id + ": " + st.ToString());
+      }
+    }
+    f.by_cycle.clear();
+  }
+}
+
+int Run::Finish() {
+  // Collect the history from the rank logs and the process statuses.
+  History h;
+  h.world_size = sc_.topology.world_size();
+  h.op = sc_.workload.op;
+  h.run_start_ns = t0_;
+  h.run_end_ns = run_end_ns_;
+  h.watchdog_fired = watchdog_fired_;
+  for (int g = 0; g < static_cast<int>(handles_.size()); ++g) {
+    const std::string path = out_ + "/ranks/rank" + std::to_string(g) + ".jsonl";
+    RankEnd end;
+    end.rank = g;
+    end.end_ns = run_end_ns_;
+    ExitStatus es = launcher_ ? launcher_->status(handles_[g]) : ExitStatus{};
+    auto log = LoadWorkerLog(path);
+    if (log.ok()) {
+      h.ops.insert(h.ops.end(), log->ops.begin(), log->ops.end());
+      h.events.insert(h.events.end(), log->events.begin(), log->events.end());
+      h.events_supported = h.events_supported || log->header.events;
+    }
+    if (killed_by_fault_.count(g) && es.state == ExitStatus::State::kSignaled) {
+      end.exit = RankExit::kKilled;
+    } else if (log.ok() && log->end) {
+      end = *log->end;
+      end.rank = g;
+      if (es.state != ExitStatus::State::kExited ||
+          (es.code != kWorkerExitOk && es.code != kWorkerExitCclError)) {
+        end.exit = RankExit::kCrashed;
+      }
+    } else {
+      end.exit = RankExit::kCrashed;
+    }
+    h.ranks.push_back(end);
+  }
+  for (auto& f : faults_) h.faults.push_back(f.record);
+
+  RunMetrics m = ComputeMetrics(h, MetricsOptionsFor(sc_));
+  std::vector<CheckResult> checks = CheckExpectations(sc_.expect, m);
+
+  // Files.
+  ReportFiles files;
+  files.timeseries = "timeseries.csv";
+  files.events = "events.jsonl";
+  {
+    std::ofstream ts(out_ + "/timeseries.csv");
+    ts << "index,start_s,end_s,duration_ms,bytes,busbw_gbps\n";
+    for (const auto& op : CompleteOps(h)) {
+      ts << op.index << "," << Fmt("%.6f", (op.start_ns - t0_) / 1e9) << ","
+         << Fmt("%.6f", (op.end_ns - t0_) / 1e9) << ","
+         << Fmt("%.3f", (op.end_ns - op.start_ns) / 1e6) << "," << op.bytes << ","
+         << Fmt("%.4f", op.busbw_gbps) << "\n";
+    }
+  }
+  {
+    std::ofstream ev(out_ + "/events.jsonl");
+    for (const auto& f : h.faults) {
+      nlohmann::json j = {{"type", "fault"}, {"id", f.id}, {"kind", f.kind},
+                          {"target", f.target.ToJson()}};
+      j["scheduled_s"] = (f.scheduled_ns - t0_) / 1e9;
+      j["applied_s"] = f.applied_ns ? nlohmann::json((*f.applied_ns - t0_) / 1e9) : nullptr;
+      j["reverted_s"] = f.reverted_ns ? nlohmann::json((*f.reverted_ns - t0_) / 1e9) : nullptr;
+      if (!f.error.empty()) j["error"] = f.error;
+      ev << j.dump() << "\n";
+    }
+    for (const auto& e : h.events) {
+      ev << nlohmann::json{{"type", "ccl_event"}, {"t_s", (e.time_ns - t0_) / 1e9}, {"rank", e.rank},
+                           {"kind", EventKindName(e.kind)}, {"path", e.path}, {"reason", e.reason}}
+                .dump()
+         << "\n";
+    }
+  }
+  std::string scenario_text;
+  {
+    std::ifstream in(o_.scenario_path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    scenario_text = ss.str();
+  }
+  ReportInputs in;
+  in.scenario = &sc_;
+  in.scenario_file = o_.scenario_path;
+  in.scenario_sha256 = Sha256Hex(scenario_text);
+  in.seed = sc_.seed;
+  in.environment = Environment(sc_, o_, run_id_);
+  in.environment["topology"] = topo_ ? topo_->ToJson() : nlohmann::json();
+  in.environment["fault_hook"] = hook_record_;
+  in.environment["timeline_scheduling"] = timeline_scheduling_;
+  in.history = &h;
+  in.metrics = &m;
+  in.checks = &checks;
+  in.files = files;
+  nlohmann::json report = BuildReportJson(in);
+  if (!harness_errors_.empty()) report["harness_errors"] = harness_errors_;
+  std::ofstream(out_ + "/report.json") << report.dump(2) << "\n";
+  // junit.xml, report.html and summary.md from the files just written; report.json then names
+  // them under "files". A failure is the harness's: exit 3, said on stderr below.
+  if (Status st = reports::WriteReports(out_); !st.ok()) {
+    harness_errors_.push_back("writing the reports: " + st.ToString());
+    report["harness_errors"] = harness_errors_;
+  }
+
+  // Summary.
+  std::printf("\nfaultline run: %s  (ccl %s, seed %llu, run %s)\n", sc_.name.c_str(),
+              CclNameString(sc_.ccl), static_cast<unsigned long long>(sc_.seed), run_id_.c_str());
+  std::printf("  collectives completed: %lld, wrong results: %lld, baseline busbw: %s\n",
+              static_cast<long long>(m.completed_ops), static_cast<long long>(m.wrong_results),
+              Opt(m.overall.baseline_busbw_gbps, " Gbps").c_str());
+  std::printf("  %-8s %-12s %-14s %10s %10s %10s %10s %10s %9s\n", "fault", "kind", "target",
+              "applied_s", "stall", "detect", "failover", "recovery", "degraded");
+  for (size_t i = 0; i < h.faults.size(); ++i) {
+    const FaultRecord& f = h.faults[i];
+    const MetricValues& v = i < m.per_fault.size() ? m.per_fault[i].values : MetricValues{};
+    std::string target = "h" + std::to_string(f.target.host);
+    if (f.target.rail) target += "/r" + std::to_string(*f.target.rail);
+    if (f.target.rank) target += (f.target.port ? "/n" : "/k") + std::to_string(*f.target.rank);
+    if (f.target.side == LinkSide::kSwitch) target += "/sw";
+    std::printf("  %-8s %-12s %-14s %10s %10s %10s %10s %10s %9s\n", f.id.c_str(),
+                f.kind.c_str(), target.c_str(),
+                f.applied_ns ? Fmt("%.3f", (*f.applied_ns - t0_) / 1e9).c_str() : "FAILED",
+                Opt(v.stall_ms, "ms").c_str(), Opt(v.detection_ms, "ms").c_str(),
+                Opt(v.failover_latency_ms, "ms").c_str(), Opt(v.recovery_ms, "ms").c_str(),
+                v.degraded_ratio ? Fmt("%.3f", *v.degraded_ratio).c_str() : "-");
+    if (!f.error.empty()) std::printf("           error: %s\n", f.error.c_str());
+  }
+  std::printf("  outcome: %s (%s)\n", OutcomeName(m.outcome), m.outcome_reason.c_str());
+  for (const auto& c : checks) {
+    std::printf("  %s %-20s limit %-28s value %s\n", c.pass ? "PASS" : "FAIL", c.name.c_str(),
+                c.limit.dump().c_str(), c.value.dump().c_str());
+  }
+  // The exit code is the verdict of the report just written (reports/verdict.h), so that it
+  // and junit.xml, report.html and summary.md cannot disagree.
+  const reports::Verdict verdict = reports::VerdictOf(report);
+  for (const auto& e : harness_errors_) std::fprintf(stderr, "faultline run: %s\n", e.c_str());
+  if (!reports::FaultErrors(report).empty()) {
+    std::fprintf(stderr, "faultline run: a fault could not be injected (see above)\n");
+  }
+  const int code = reports::VerdictExitCode(verdict);
+  std::printf("  verdict: %s (exit %d); report: %s/report.json\n", reports::VerdictName(verdict),
+              code, out_.c_str());
+  std::fflush(stdout);
+  return code;
+}
+
+int Run::Execute() {
+  StopOnSignals signals;
+  Status st = Setup();
+  if (st.ok()) st = LaunchRanks();
+  if (!st.ok()) {
+    std::fprintf(stderr, "faultline run: %s\n", st.ToString().c_str());
+    launcher_.reset();
+    RemoveHookPaths();
+    if (topo_) (void)topo_->Teardown();
+    return st.code() == Code::kInvalidArgument ? 2 : 3;
+  }
+  DriveTimeline();
+  WaitRanks();
+  HealAll();
+  // The runner stopped the ranks itself: say so in the report, or a reader would take the
+  // outcome (the stopped ranks look crashed) for the CCL's.
+  if (g_stop) harness_errors_.push_back("interrupted by a signal: the ranks were stopped early");
+  int code = Finish();
+  // Ranks first (a live process keeps its namespace alive), then the network.
+  launcher_.reset();
+  RemoveHookPaths();
+  Status td = topo_->Teardown();
+  if (!td.ok()) {
+    std::fprintf(stderr, "faultline run: tearing down the topology: %s\n", td.ToString().c_str());
+    code = 3;
+  }
+  if (g_stop) {
+    std::fprintf(stderr, "faultline run: interrupted; every fault healed and the topology removed\n");
+    return 3;
+  }
+  return code;
+}
+
+}  // namespace
+
+int RunScenario(const RunOptions& options) {
+  ParseOutcome parsed = ParseScenarioFile(options.scenario_path);
+  if (!parsed.ok()) {
+    for (const auto& d : parsed.diagnostics) std::fprintf(stderr, "%s\n", d.ToString().c_str());
+    if (parsed.diagnostics.empty()) {
+      std::fprintf(stderr, "%s: not a valid scenario\n", options.scenario_path.c_str());
+    }
+    return 2;
+  }
+  return RunParsedScenario(std::move(*parsed.scenario), options);
+}
+
+bool RunInterrupted() { return g_stop; }
+
+int RunParsedScenario(Scenario sc, const RunOptions& options) {
+  if (options.seed) sc.seed = *options.seed;
+  if (options.ccl) sc.ccl = *options.ccl;
+  if (sc.ccl == CclName::kNccl) {
+    std::fprintf(stderr, "%s: ccl nccl needs NCCL and CUDA, which this build does not have\n",
+                 options.scenario_path.c_str());
+    return 2;
+  }
+  if (geteuid() != 0) {
+    std::fprintf(stderr, "faultline run: needs root (network namespaces, netlink, nftables)\n");
+    return 3;
+  }
+  Run run(std::move(sc), options);
+  return run.Execute();
+}
+
+}  // namespace faultline::runner

@@ -1,0 +1,44 @@
+// `faultline run`: one scenario end to end. Parses and validates the scenario (nothing starts
+// on a bad file), builds the namespace topology, launches one worker per rank inside its host
+// namespace, drives the fault timeline through the injector at its absolute times, waits for
+// the ranks under a watchdog, heals every fault and tears the topology down (also on SIGINT or
+// SIGTERM; after a SIGKILL, `faultline cleanup` undoes the journal), then computes the metrics,
+// checks the expectations and writes report.json, timeseries.csv and events.jsonl.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runner/core/run_selection.h"
+#include "runner/core/scenario.h"
+
+namespace faultline::runner {
+
+struct RunOptions {
+  std::string scenario_path;
+  std::string out_dir;              // empty: out/<scenario name>-<run id>
+  std::optional<uint64_t> seed;     // overrides the scenario's seed
+  std::optional<CclName> ccl;       // overrides the scenario's ccl
+  std::vector<std::string> allow;   // extra allowlist entries (NETNS/DEV) for the injector
+  std::string worker_path;          // empty: faultline-worker next to this executable
+  int64_t op_timeout_ms = 10000;    // deadline of one collective in the workers
+  RunSelection selection;           // --only, --seeds (matrix and folder runs, runner/exec/suite.h)
+  // --report-only: expectations are checked and reported as usual, but a failed one does not
+  // make the exit code 1 (for a baseline that is expected to fail them); 2 and 3 still count.
+  bool report_only = false;
+};
+
+// Returns the exit code of DESIGN.md: 0 all expectations hold, 1 one failed, 2 bad input,
+// 3 the harness itself failed (and said why on stderr).
+int RunScenario(const RunOptions& options);
+
+// The same for a scenario already parsed (e.g. one combination of a matrix): the report names
+// options.scenario_path as its file; options.seed and options.ccl still override.
+int RunParsedScenario(Scenario scenario, const RunOptions& options);
+
+// True when the last run was stopped by SIGINT or SIGTERM.
+bool RunInterrupted();
+
+}  // namespace faultline::runner

@@ -1,0 +1,422 @@
+#include "runner/exec/suite.h"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "reports/junit.h"
+#include "runner/exec/requirements.h"
+#include "runner/core/run_selection.h"
+#include "runner/core/scenario.h"
+
+namespace faultline::runner {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kOk = 0;
+constexpr int kBadInput = 2;
+constexpr int kHarness = 3;
+
+int Severity(int code) {
+  switch (code) {
+    case 0:
+      return 0;
+    case 1:
+      return 1;
+    case 2:
+      return 2;
+    default:
+      return 3;  // 3 and anything unexpected
+  }
+}
+
+// One run of the suite as the index and the JUnit file show it.
+struct Entry {
+  std::string name;  // the scenario's name (with its matrix label)
+  std::string dir;   // relative to the output directory
+  int code = kOk;
+  bool skipped = false;
+  std::string skip_reason;
+  double seconds = 0;
+  nlohmann::json report;
+};
+
+std::string DirPart(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    const bool keep = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' ||
+                      c == '-' || c == '=' || c == ',' || c == '+';
+    out += keep ? c : '_';
+  }
+  if (out.empty() || out == "." || out == "..") out = "_" + out;
+  return out;
+}
+
+std::string Timestamp() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+std::string HtmlEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+// A relative path as a URL path: unreserved characters and '/', '=', ',' kept.
+std::string UrlPath(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '/' || c == '.' || c == '_' || c == '-' || c == '=' ||
+        c == ',' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      char buf[4];
+      std::snprintf(buf, sizeof(buf), "%%%02X", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+std::optional<nlohmann::json> ReadReport(const fs::path& p) {
+  std::ifstream in(p);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto j = nlohmann::json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  return j;
+}
+
+// The report of a run that produced none (not run, or the harness stopped before it):
+// enough of faultline.report/v1 for the JUnit writer, with the reason as a harness error.
+nlohmann::json StandInReport(const std::string& name, const std::string& file, uint64_t seed,
+                             const std::string& ccl, const std::string& outcome,
+                             const std::vector<std::string>& errors) {
+  nlohmann::json r = {{"schema", "faultline.report/v1"},
+                      {"scenario", {{"name", name}, {"file", file}, {"seed", seed}}},
+                      {"ccl", ccl},
+                      {"outcome", outcome},
+                      {"correctness", {{"checked", false}, {"wrong", nullptr}}},
+                      {"faults", nlohmann::json::array()},
+                      {"metrics", nlohmann::json::object()},
+                      {"per_fault", nlohmann::json::array()},
+                      {"expectations", nlohmann::json::array()},
+                      {"files", nlohmann::json::object()}};
+  if (!errors.empty()) r["harness_errors"] = errors;
+  return r;
+}
+
+void WriteFileAtomic(const fs::path& path, const std::string& text) {
+  const fs::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+}
+
+std::string VerdictText(const Entry& e) {
+  if (e.skipped) return "SKIPPED";
+  switch (e.code) {
+    case 0:
+      return "PASS";
+    case 1:
+      return "FAIL";
+    case 2:
+      return "BAD INPUT";
+    default:
+      return "HARNESS ERROR";
+  }
+}
+
+std::string IndexHtml(const std::string& title, const std::vector<Entry>& entries, int code,
+                      double seconds, const fs::path& root) {
+  int pass = 0, fail = 0, skipped = 0, other = 0;
+  for (const auto& e : entries) {
+    if (e.skipped) {
+      ++skipped;
+    } else if (e.code == 0) {
+      ++pass;
+    } else if (e.code == 1) {
+      ++fail;
+    } else {
+      ++other;
+    }
+  }
+  std::ostringstream h;
+  h << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>faultline: "
+    << HtmlEscape(title) << "</title>\n<style>\n"
+    << "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+    << "td,th{border:1px solid #ccc;padding:4px 10px;text-align:left}"
+    << ".PASS{background:#d7f5d7}.FAIL{background:#f8d0d0}.SKIPPED{background:#eee}"
+    << ".BAD_INPUT,.HARNESS_ERROR{background:#f7e3b0}\n</style></head><body>\n";
+  h << "<h1>faultline: " << HtmlEscape(title) << "</h1>\n";
+  char buf[128];
+  std::snprintf(buf, sizeof(buf), "%.0f", seconds);
+  h << "<p>" << entries.size() << " runs: " << pass << " passed, " << fail << " failed, "
+    << skipped << " skipped, " << other << " not judged (bad input or harness error); exit code "
+    << code << "; " << buf << " s. <a href=\"junit.xml\">junit.xml</a></p>\n";
+  h << "<table>\n<tr><th>run</th><th>verdict</th><th>outcome</th><th>time</th><th>reports</th>"
+       "<th>note</th></tr>\n";
+  for (const auto& e : entries) {
+    std::string verdict = VerdictText(e);
+    std::string cls = verdict;
+    std::replace(cls.begin(), cls.end(), ' ', '_');
+    std::string links;
+    for (const char* f : {"report.html", "report.json"}) {
+      if (fs::exists(root / e.dir / f)) {
+        links += std::string(links.empty() ? "" : " ") + "<a href=\"" + UrlPath(e.dir + "/" + f) +
+                 "\">" + f + "</a>";
+      }
+    }
+    std::string note;
+    if (e.skipped) {
+      note = "skipped: " + e.skip_reason;
+    } else if (e.report.contains("harness_errors") && e.report["harness_errors"].is_array() &&
+               !e.report["harness_errors"].empty()) {
+      note = e.report["harness_errors"][0].is_string()
+                 ? e.report["harness_errors"][0].get<std::string>()
+                 : e.report["harness_errors"][0].dump();
+    }
+    std::snprintf(buf, sizeof(buf), "%.1f s", e.seconds);
+    h << "<tr class=\"" << cls << "\"><td>" << HtmlEscape(e.name) << "</td><td>" << verdict
+      << "</td><td>" << HtmlEscape(e.report.value("outcome", std::string("-"))) << "</td><td>"
+      << buf << "</td><td>" << (links.empty() ? "-" : links) << "</td><td>" << HtmlEscape(note)
+      << "</td></tr>\n";
+  }
+  h << "</table>\n</body></html>\n";
+  return h.str();
+}
+
+std::string ExeDir() {
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "." : self.parent_path().string();
+}
+
+}  // namespace
+
+int WorseExitCode(int a, int b) { return Severity(b) > Severity(a) ? b : a; }
+
+int RunScenarios(const RunOptions& given) {
+  // --seeds sets every run's seed during the selection below; --seed is its base then.
+  RunOptions options = given;
+  if (options.selection.seeds > 1) options.seed.reset();
+  const auto started = std::chrono::steady_clock::now();
+  std::error_code ec;
+  const bool folder = fs::is_directory(options.scenario_path, ec);
+  std::vector<std::string> files;
+  if (folder) {
+    for (const auto& de : fs::directory_iterator(options.scenario_path, ec)) {
+      if (de.is_regular_file() && de.path().extension() == ".yaml") {
+        files.push_back(de.path().string());
+      }
+    }
+    std::sort(files.begin(), files.end());
+    if (files.empty()) {
+      std::fprintf(stderr, "faultline run: no *.yaml scenario in %s\n",
+                   options.scenario_path.c_str());
+      return kBadInput;
+    }
+  } else {
+    files.push_back(options.scenario_path);
+  }
+  const std::string worker =
+      options.worker_path.empty() ? ExeDir() + "/faultline-worker" : options.worker_path;
+  RequirementChecker requirements(worker);
+
+  // Expand (and so validate) everything before the first run starts.
+  struct Planned {
+    std::string file;
+    ExpandOutcome expanded;
+  };
+  std::vector<Planned> plan;
+  RunSelection selection = given.selection;
+  selection.base_seed = given.seed;
+  for (const auto& f : files) {
+    ExpandOutcome expanded = ExpandScenarioFile(f);
+    if (expanded.ok()) {
+      if (auto err = SelectRuns(selection, &expanded.runs)) {
+        expanded.diagnostics.push_back({f, {}, *err, ""});
+      } else if (expanded.runs.empty()) {
+        continue;  // --only matched none of this file's combinations
+      }
+    }
+    for (const auto& d : expanded.diagnostics) std::fprintf(stderr, "%s\n", d.ToString().c_str());
+    plan.push_back({f, std::move(expanded)});
+  }
+  if (plan.empty()) {
+    std::fprintf(stderr, "faultline run: no run of %s matches", options.scenario_path.c_str());
+    for (const auto& [k, v] : selection.only) {
+      std::fprintf(stderr, " --only %s=%s", k.c_str(), v.c_str());
+    }
+    std::fprintf(stderr, "\n");
+    return kBadInput;
+  }
+  // A single scenario without a matrix: exactly `faultline run FILE`, unless it is skipped.
+  if (!folder) {
+    ExpandOutcome& e = plan.front().expanded;
+    if (!e.ok()) {
+      if (e.diagnostics.empty()) {
+        std::fprintf(stderr, "%s: not a valid scenario\n", options.scenario_path.c_str());
+      }
+      return kBadInput;
+    }
+    if (e.runs.size() == 1 && e.runs[0].matrix.empty()) {
+      if (auto why = requirements.Missing(RequiredFeatures(e.runs[0]),
+                                          CclNameString(options.ccl.value_or(e.runs[0].ccl)))) {
+        std::printf("faultline run: %s skipped: %s\n", e.runs[0].name.c_str(), why->c_str());
+        return kOk;
+      }
+      const int c = RunParsedScenario(std::move(e.runs[0]), options);
+      if (options.report_only && c == 1) {
+        std::printf("faultline run: expectations failed; reported, not judged (--report-only)\n");
+        return kOk;
+      }
+      return c;
+    }
+  }
+
+  fs::path input = fs::absolute(options.scenario_path).lexically_normal();
+  if (input.filename().empty()) input = input.parent_path();  // "dir/"
+  const std::string root_name = folder ? input.filename().string() : input.stem().string();
+  const fs::path root =
+      options.out_dir.empty() ? fs::path("out") / (DirPart(root_name) + "-" + Timestamp())
+                              : fs::path(options.out_dir);
+  fs::create_directories(root, ec);
+  if (ec) {
+    std::fprintf(stderr, "faultline run: cannot create %s: %s\n", root.c_str(),
+                 ec.message().c_str());
+    return kBadInput;
+  }
+
+  std::vector<Entry> entries;
+  int code = kOk;
+  bool interrupted = false;
+  for (auto& p : plan) {
+    const std::string file_dir = folder ? DirPart(fs::path(p.file).stem().string()) : "";
+    if (!p.expanded.ok()) {
+      Entry e;
+      e.name = fs::path(p.file).stem().string();
+      e.dir = file_dir;
+      e.code = kBadInput;
+      std::vector<std::string> errors;
+      for (const auto& d : p.expanded.diagnostics) errors.push_back("bad input: " + d.ToString());
+      if (errors.empty()) errors.push_back("bad input: " + p.file + " is not a valid scenario");
+      e.report = StandInReport(e.name, p.file, 0, "", "not_run", errors);
+      fs::create_directories(root / e.dir, ec);
+      WriteFileAtomic(root / e.dir / "report.json", e.report.dump(2) + "\n");
+      code = WorseExitCode(code, e.code);
+      entries.push_back(std::move(e));
+      continue;
+    }
+    for (auto& sc : p.expanded.runs) {
+      Entry e;
+      e.name = sc.name;
+      const std::string label = sc.matrix.empty() ? "" : DirPart(sc.MatrixLabel());
+      e.dir = file_dir.empty() ? label : (label.empty() ? file_dir : file_dir + "/" + label);
+      if (interrupted) break;
+      const fs::path dir = root / e.dir;
+      fs::remove_all(dir, ec);  // nothing of an earlier run in the same --out may be read back
+      fs::create_directories(dir, ec);
+      const auto t0 = std::chrono::steady_clock::now();
+      if (auto why = requirements.Missing(RequiredFeatures(sc),
+                                          CclNameString(options.ccl.value_or(sc.ccl)))) {
+        e.skipped = true;
+        e.skip_reason = *why;
+        std::printf("\nfaultline run: %s skipped: %s\n", sc.name.c_str(), why->c_str());
+        e.report = StandInReport(sc.name, p.file, options.seed.value_or(sc.seed),
+                                 CclNameString(options.ccl.value_or(sc.ccl)), "skipped", {});
+        e.report["skipped"] = *why;
+        WriteFileAtomic(dir / "report.json", e.report.dump(2) + "\n");
+      } else {
+        std::printf("\nfaultline run: %s -> %s\n", sc.name.c_str(), dir.c_str());
+        std::fflush(stdout);
+        RunOptions o = options;
+        o.scenario_path = p.file;
+        o.out_dir = dir.string();
+        const std::string name = sc.name;
+        const uint64_t seed = options.seed.value_or(sc.seed);
+        const std::string ccl = CclNameString(options.ccl.value_or(sc.ccl));
+        e.code = RunParsedScenario(std::move(sc), o);
+        if (auto r = ReadReport(dir / "report.json")) {
+          e.report = std::move(*r);
+        } else {
+          e.report = StandInReport(
+              name, p.file, seed, ccl, "not_run",
+              {"faultline run ended with exit code " + std::to_string(e.code) +
+               " before it wrote a report (see its output)"});
+          WriteFileAtomic(dir / "report.json", e.report.dump(2) + "\n");
+        }
+        interrupted = RunInterrupted();
+      }
+      e.seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      code = WorseExitCode(code, options.report_only && e.code == 1 ? kOk : e.code);
+      entries.push_back(std::move(e));
+    }
+  }
+
+  std::vector<nlohmann::json> reports;
+  for (const auto& e : entries) reports.push_back(e.report);
+  WriteFileAtomic(root / "junit.xml", reports::JUnitXml(reports));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  WriteFileAtomic(root / "index.html",
+                  IndexHtml(options.scenario_path, entries, code, seconds, root));
+
+  std::printf("\nfaultline run: %zu runs of %s in %.0f s\n", entries.size(),
+              options.scenario_path.c_str(), seconds);
+  for (const auto& e : entries) {
+    std::printf("  %-13s %-60s %6.1f s  %s\n", VerdictText(e).c_str(), e.name.c_str(), e.seconds,
+                e.skipped ? ("(" + e.skip_reason + ")").c_str() : e.dir.c_str());
+  }
+  if (options.report_only) {
+    const auto failed = std::count_if(entries.begin(), entries.end(),
+                                      [](const Entry& e) { return !e.skipped && e.code == 1; });
+    std::printf("  --report-only: %zd runs failed an expectation; reported, not judged\n",
+                static_cast<ssize_t>(failed));
+  }
+  std::printf("  exit %d; %s/index.html, %s/junit.xml\n", code, root.c_str(), root.c_str());
+  std::fflush(stdout);
+  if (interrupted) {
+    std::fprintf(stderr, "faultline run: interrupted; the remaining runs were not started\n");
+    return WorseExitCode(code, kHarness);
+  }
+  return code;
+}
+
+}  // namespace faultline::runner
