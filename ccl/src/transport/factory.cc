@@ -27,8 +27,7 @@ Result<std::unique_ptr<engine::Engine>> Connect(
       verbs::UpgradeConn u;
       u.tcp_fd = c.fd.get();
       u.local_ip = rail_ips[c.rail];
-      u.label = "rank " + std::to_string(c.peer) + " rail " + std::to_string(c.rail) +
-                " channel " + std::to_string(c.channel);
+      u.label = ConnLabel(c.peer, c.rail, c.channel);
       want.push_back(std::move(u));
     }
     auto links = verbs::Upgrade(want, options, deadline);

@@ -14,4 +14,9 @@ std::string Signature::ToString() const {
   return s + ")";
 }
 
+std::string ConnLabel(int peer, int rail, int channel) {
+  return "rank " + std::to_string(peer) + " rail " + std::to_string(rail) + " channel " +
+         std::to_string(channel);
+}
+
 }  // namespace ftccl::transport

@@ -69,6 +69,9 @@ struct Op {
 };
 using OpPtr = std::shared_ptr<Op>;
 
+// "rank P rail R channel C": how logs and errors name one connection.
+std::string ConnLabel(int peer, int rail, int channel);
+
 class Transport {
  public:
   virtual ~Transport() = default;

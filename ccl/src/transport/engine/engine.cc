@@ -16,9 +16,6 @@
 namespace ftccl::transport::engine {
 namespace {
 
-constexpr uint32_t kMaxFrame = 64u << 20;
-constexpr size_t kDiscardBytes = 1u << 20;
-constexpr auto kTick = std::chrono::milliseconds(10);
 // Ids in the progress thread's epoll besides the connections (whose id is their index).
 constexpr uint64_t kWakeId = UINT64_MAX;
 constexpr uint64_t kLinkWatchId = UINT64_MAX - 1;
@@ -506,8 +503,7 @@ Status Engine::MismatchStatus(uint64_t coll_seq, int peer, const Signature& mine
 
 std::string Engine::Label(const Conn& c) const {
   if (c.relay) return "rank " + std::to_string(c.peer) + " relay";
-  return "rank " + std::to_string(c.peer) + " rail " + std::to_string(c.rail) + " channel " +
-         std::to_string(c.channel);
+  return ConnLabel(c.peer, c.rail, c.channel);
 }
 
 }  // namespace ftccl::transport::engine

@@ -224,6 +224,16 @@ class Engine final : public Transport, public FaultTarget {
   };
   using HeaderHandler = void (Engine::*)(int ci);
 
+  // Shared by the engine's files; each is one rule.
+  static constexpr size_t kHdr = sizeof(wire::FrameHeader);
+  static constexpr uint32_t kMaxFrame = 64u << 20;  // largest payload a frame may announce
+  static constexpr size_t kDiscardBytes = 1u << 20;  // where unwanted payload is read to
+  // The progress thread's timer period: CheckTimers runs at most this often, and a thread that
+  // did not get to run for 5 ticks does not judge silence (it may be its own).
+  static constexpr auto kTick = std::chrono::milliseconds(10);
+  // The rail field of a relay connection's hello (its path is rail num_rails, channel 0).
+  static constexpr uint32_t kRelayHelloRail = 0xFFFF;
+
   // engine.cc: the progress loop, commands, completion and failure.
   void Loop();
   void RunCommands();

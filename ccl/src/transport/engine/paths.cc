@@ -10,7 +10,6 @@
 
 namespace ftccl::transport::engine {
 namespace {
-constexpr auto kTick = std::chrono::milliseconds(10);
 // A suspect connection whose probes stay unanswered this long is connected afresh.
 constexpr auto kRedialAfter = std::chrono::seconds(1);
 // A rail that comes back after a link-down this long (longer than TCP's minimum retransmission

@@ -9,8 +9,6 @@
 
 namespace ftccl::transport::engine {
 namespace {
-// The rail field of a relay connection's hello (its path is rail num_rails, channel 0).
-constexpr uint32_t kRelayHelloRail = 0xFFFF;
 // A reconnect attempt waits for its handshake at least this long, at most kConnectTimeout.
 constexpr auto kConnectFloor = std::chrono::milliseconds(200);
 constexpr auto kConnectTimeout = std::chrono::seconds(1);

@@ -1,15 +1,12 @@
 // The intra-host relay path (see ccl/README.md, "Intra-host relay"): when every rail of this
 // rank is down, its traffic to a peer goes through a rank of the same host, over a stream the
 // backend opens (tcp/relay.h). The chunk protocol runs end to end over it.
-#include <sys/socket.h>
 
 #include "log.h"
 #include "transport/engine/engine.h"
 
 namespace ftccl::transport::engine {
 namespace {
-// The rail field of a relay connection's hello (its path is rail num_rails, channel 0).
-constexpr uint32_t kRelayHelloRail = 0xFFFF;
 // A relay that is no longer needed is closed once its data is acknowledged, or after this.
 constexpr auto kRelayDrain = std::chrono::milliseconds(500);
 }  // namespace

@@ -12,10 +12,7 @@
 
 namespace ftccl::transport::engine {
 namespace {
-constexpr size_t kHdr = sizeof(wire::FrameHeader);
-constexpr uint32_t kMaxFrame = 64u << 20;
 constexpr size_t kReadBudget = 4u << 20;
-constexpr size_t kDiscardBytes = 1u << 20;
 }  // namespace
 
 void Engine::PostRecv(const OpPtr& op) {

@@ -10,10 +10,6 @@
 #include "transport/engine/engine.h"
 
 namespace ftccl::transport::engine {
-namespace {
-constexpr size_t kHdr = sizeof(wire::FrameHeader);
-}  // namespace
-
 void Engine::PostSend(const OpPtr& op) {
   if (Dead(op->key.coll_seq)) {
     Complete(op, error());

@@ -12,6 +12,7 @@
 
 #include "log.h"
 #include "transport/tcp/link.h"
+#include "transport/transport.h"
 
 namespace ftccl::transport::tcp {
 namespace {
@@ -24,11 +25,6 @@ constexpr uint64_t kDialId = 1ull << 32;     // + slot: a dial in progress
 constexpr uint64_t kListenId = 2ull << 32;   // + rail: the rail's listener
 constexpr uint64_t kPendingId = 3ull << 32;  // + n: an accepted socket waiting for its hello
 constexpr uint64_t kInboxId = UINT64_MAX;    // relays for this rank from the relay service
-
-std::string ConnLabel(int peer, int rail, int channel) {
-  return "rank " + std::to_string(peer) + " rail " + std::to_string(rail) + " channel " +
-         std::to_string(channel);
-}
 
 }  // namespace
 
