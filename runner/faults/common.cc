@@ -6,6 +6,8 @@
 #include <limits>
 #include <optional>
 
+#include "base/units.h"
+
 namespace faultline::runner::faults {
 
 std::vector<std::string> FaultKeys(const FaultDescriptor& d) {
@@ -154,6 +156,11 @@ void ReadPeer(FaultYaml& y, const FaultSpec& f, int* out, bool* ok) {
 }
 
 nlohmann::json SideParams(const FaultSpec& f) { return {{"side", LinkSideString(f.target.side)}}; }
+
+nlohmann::json DelayJitterParams(const FaultSpec& f, uint64_t) {
+  return {{"delay", FormatDuration(f.params.delay_ns)},
+          {"jitter", FormatDuration(f.params.jitter_ns)}};
+}
 
 double NoShareLeft(const FaultSpec&, double) { return 0; }
 

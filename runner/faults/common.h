@@ -50,6 +50,8 @@ void ReadPeer(FaultYaml& y, const FaultSpec& f, int* out, bool* ok);
 
 // {"side": "host"|"switch"} of a link fault.
 nlohmann::json SideParams(const FaultSpec& f);
+// {"delay", "jitter"} of the netem delay kinds (delay, jitter): their injector parameters.
+nlohmann::json DelayJitterParams(const FaultSpec& f, uint64_t seed);
 // port_share of a fault that takes its port out entirely.
 double NoShareLeft(const FaultSpec& f, double port_bps);
 

@@ -1,6 +1,5 @@
 #include "runner/faults/delay/delay.h"
 
-#include "base/units.h"
 #include "runner/faults/common.h"
 
 namespace faultline::runner::faults {
@@ -9,11 +8,6 @@ namespace {
 void Parse(FaultYaml& y, FaultSpec* f, bool* ok) {
   ReadDuration(y, "delay", true, &f->params.delay_ns, ok);
   ReadDuration(y, "jitter", false, &f->params.jitter_ns, ok);
-}
-
-nlohmann::json Params(const FaultSpec& f, uint64_t) {
-  return {{"delay", FormatDuration(f.params.delay_ns)},
-          {"jitter", FormatDuration(f.params.jitter_ns)}};
 }
 
 }  // namespace
@@ -26,7 +20,7 @@ const FaultDescriptor& DelayFault() {
     d.hold = Hold::kFor;
     d.param_keys = {"delay", "jitter"};
     d.parse = Parse;
-    d.injector_params = Params;
+    d.injector_params = DelayJitterParams;
     d.capacity = CapacityEffect::kUnknown;
     return d;
   }();

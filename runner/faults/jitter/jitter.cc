@@ -2,7 +2,6 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "base/units.h"
 #include "runner/faults/common.h"
 
 namespace faultline::runner::faults {
@@ -12,11 +11,6 @@ void Parse(FaultYaml& y, FaultSpec* f, bool* ok) {
   ReadDuration(y, "jitter", true, &f->params.jitter_ns, ok);
   ReadDuration(y, "delay", false, &f->params.delay_ns, ok);
   if (!y.node["delay"]) f->params.delay_ns = f->params.jitter_ns;  // the injector's default
-}
-
-nlohmann::json Params(const FaultSpec& f, uint64_t) {
-  return {{"delay", FormatDuration(f.params.delay_ns)},
-          {"jitter", FormatDuration(f.params.jitter_ns)}};
 }
 
 }  // namespace
@@ -29,7 +23,7 @@ const FaultDescriptor& JitterFault() {
     d.hold = Hold::kFor;
     d.param_keys = {"delay", "jitter"};
     d.parse = Parse;
-    d.injector_params = Params;
+    d.injector_params = DelayJitterParams;
     d.capacity = CapacityEffect::kUnknown;
     return d;
   }();
