@@ -1,5 +1,6 @@
 #include "injector/sock_diag.h"
 
+#include <optional>
 #include <arpa/inet.h>
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
@@ -25,7 +26,11 @@ struct DiagRequest {
 };
 
 Result<UniqueFd> OpenDiag(std::string_view netns) {
-  FL_ASSIGN_OR_RETURN(ScopedNetns in, ScopedNetns::Enter(netns));
+  std::optional<ScopedNetns> in;  // "": the caller's own namespace
+  if (!netns.empty()) {
+    FL_ASSIGN_OR_RETURN(ScopedNetns entered, ScopedNetns::Enter(netns));
+    in.emplace(std::move(entered));
+  }
   int fd = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
   if (fd < 0) return ErrnoStatus("socket(NETLINK_SOCK_DIAG)", errno);
   return UniqueFd(fd);

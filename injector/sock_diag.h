@@ -35,7 +35,7 @@ struct TcpFilter {
   bool Matches(const TcpSocketInfo& s) const;
 };
 
-// Connection sockets (every state but LISTEN and TIME_WAIT) in `netns`.
+// Connection sockets (every state but LISTEN and TIME_WAIT) in `netns` ("": the caller's own).
 Result<std::vector<TcpSocketInfo>> ListTcpConnections(std::string_view netns);
 // Destroys each socket; returns how many were destroyed (ones that vanished meanwhile are
 // skipped). Unavailable when the kernel lacks SOCK_DESTROY.

@@ -1,5 +1,6 @@
 #include "ftccl/communicator.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -16,39 +17,12 @@
 namespace ftccl {
 namespace {
 
-class RequestImpl final : public Request {
- public:
-  explicit RequestImpl(Clock::time_point deadline) : deadline_(deadline) {}
+// How long Wait() gives a running collective past its deadline before it fails the
+// communicator itself: the collective thread enforces the deadline, so this only matters when
+// that thread is late (an overloaded host), never in the normal course.
+constexpr auto kWaitGrace = std::chrono::seconds(5);
 
-  bool Test() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return done_;
-  }
-  Status Wait() override {
-    // The collective thread enforces the deadline itself; the grace covers its reaction time.
-    return WaitUntil(deadline_ + std::chrono::seconds(5));
-  }
-  Status WaitUntil(Clock::time_point deadline) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!cv_.wait_until(lock, deadline, [&] { return done_; })) {
-      return Timeout("operation did not complete before the deadline");
-    }
-    return status_;
-  }
-  void Finish(Status st) {
-    std::lock_guard<std::mutex> lock(mu_);
-    status_ = std::move(st);
-    done_ = true;
-    cv_.notify_all();
-  }
-
- private:
-  const Clock::time_point deadline_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  Status status_;
-};
+class RequestImpl;
 
 struct Task {
   transport::Signature sig;
@@ -68,9 +42,13 @@ class Communicator::Impl {
   Status Init();
   RequestPtr Submit(transport::Signature sig, Millis timeout, Status invalid,
                     std::function<Status(const algo::Ctx&)> run);
-  void Abort(const std::string& reason) {
-    transport_->Fail(Aborted("aborted by the application: " + reason), next_seq_);
-  }
+  void Abort(const std::string& reason);
+  // A request's Wait reached its deadline and `req` is still queued: it is taken out and fails
+  // (and with it the communicator, as the ranks' sequences of collectives now differ).
+  void DropQueued(const RequestImpl* req);
+  // A request's Wait reached its deadline plus the grace and `req` is still running: the
+  // communicator fails, which ends the collective at once.
+  void InterruptRunning(const RequestImpl* req);
   CommStats Stats() const { return transport_->Stats(); }
   std::vector<Event> DrainEvents() { return transport_->DrainEvents(); }
   Status InjectQpError(int peer, int rail) { return transport_->InjectQpError(peer, rail); }
@@ -80,6 +58,7 @@ class Communicator::Impl {
   CommOptions options_;
   uint64_t comm_id_ = 0;
   int num_rails_ = 0;
+  std::weak_ptr<Impl> self_;  // handed to requests
 
  private:
   void WorkerLoop();
@@ -91,9 +70,70 @@ class Communicator::Impl {
   std::condition_variable cv_;
   std::deque<Task> queue_;
   bool stop_ = false;
-  uint64_t next_seq_ = 0;  // worker thread
+  uint64_t next_seq_ = 0;                   // the sequence number the next task starts with
+  const RequestImpl* running_ = nullptr;    // the task the worker runs, if any
+  uint64_t running_seq_ = 0;
   algo::Scratch scratch_;  // worker thread
 };
+
+namespace {
+
+class RequestImpl final : public Request {
+ public:
+  RequestImpl(Clock::time_point deadline, std::weak_ptr<Communicator::Impl> comm)
+      : deadline_(deadline), comm_(std::move(comm)) {}
+
+  bool Test() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return done_;
+  }
+  // Returns only once the operation is over: the communicator then holds no pointer into its
+  // buffers. At the deadline a task that has not started is dropped; a running one gets the
+  // grace to end on its own (its thread enforces the same deadline), then the communicator
+  // fails, which ends it at once.
+  Status Wait() override {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto done = [&] { return done_; };
+    if (!cv_.wait_until(lock, deadline_, done)) {
+      lock.unlock();
+      if (auto comm = comm_.lock()) comm->DropQueued(this);
+      lock.lock();
+      if (!cv_.wait_until(lock, deadline_ + kWaitGrace, done)) {
+        lock.unlock();
+        if (auto comm = comm_.lock()) comm->InterruptRunning(this);
+        lock.lock();
+        // A failed communicator ends the collective within its thread's reaction time, and a
+        // destroyed one has finished every request.
+        cv_.wait(lock, done);
+      }
+    }
+    return status_;
+  }
+  Status WaitUntil(Clock::time_point deadline) override {
+    if (deadline >= deadline_) return Wait();
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!cv_.wait_until(lock, deadline, [&] { return done_; })) {
+      return Timeout("operation still running at the caller's deadline (its buffers are still in use)");
+    }
+    return status_;
+  }
+  void Finish(Status st) {
+    std::lock_guard<std::mutex> lock(mu_);
+    status_ = std::move(st);
+    done_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  const Clock::time_point deadline_;
+  const std::weak_ptr<Communicator::Impl> comm_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  Status status_;
+};
+
+}  // namespace
 
 Status Communicator::Impl::Init() {
   const CommOptions& o = options_;
@@ -170,7 +210,7 @@ RequestPtr Communicator::Impl::Submit(transport::Signature sig, Millis timeout, 
   task.sig = sig;
   task.deadline = Clock::now() + timeout;
   task.run = std::move(run);
-  task.req = std::make_shared<RequestImpl>(task.deadline);
+  task.req = std::make_shared<RequestImpl>(task.deadline, self_);
   task.invalid = std::move(invalid);
   RequestPtr req = task.req;
   std::lock_guard<std::mutex> lock(mu_);
@@ -186,20 +226,31 @@ RequestPtr Communicator::Impl::Submit(transport::Signature sig, Millis timeout, 
 void Communicator::Impl::WorkerLoop() {
   for (;;) {
     Task task;
+    uint64_t seq;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
       if (queue_.empty()) return;
       task = std::move(queue_.front());
       queue_.pop_front();
+      seq = next_seq_++;
+      running_ = task.req.get();
+      running_seq_ = seq;
     }
-    const uint64_t seq = next_seq_++;
-    Status st = transport_->error();
+    // Not the communicator's error in general: one that concerns only a later collective (a
+    // peer ahead aborted it) leaves this one to run, as the other ranks need it to.
+    Status st = transport_->ErrorFor(seq);
     if (st.ok() && !task.invalid.ok()) {
       // A bad argument on one rank: fail the communicator so the others learn it at once
       // instead of waiting for their deadline.
       st = task.invalid.WithContext("rank " + std::to_string(options_.rank) + ", collective #" +
                                     std::to_string(seq) + " " + task.sig.ToString());
+      transport_->Fail(st, seq);
+    } else if (st.ok() && Clock::now() >= task.deadline) {
+      // Its wait has given up or is about to: it must not start on buffers the caller may
+      // already have freed.
+      st = Timeout("collective #" + std::to_string(seq) + " " + task.sig.ToString() +
+                   " did not start before its deadline (the collectives before it took the time)");
       transport_->Fail(st, seq);
     } else if (st.ok()) {
       algo::Ctx ctx;
@@ -214,17 +265,61 @@ void Communicator::Impl::WorkerLoop() {
       transport_->Begin(seq, task.sig);
       st = task.run(ctx);
       if (!st.ok()) {
-        Status sticky = transport_->error();
+        Status sticky = transport_->ErrorFor(seq);
         if (sticky.ok()) {
           st = st.WithContext("collective #" + std::to_string(seq) + " " + task.sig.ToString());
-          transport_->Fail(st, seq);
-        } else {
-          st = sticky;
         }
+        // Always, also when the communicator already failed (a peer ahead of this rank aborted
+        // a later collective): only this makes the transport let go of this collective's
+        // buffers before the caller gets them back.
+        transport_->Fail(st, seq);
+        if (!sticky.ok()) st = sticky;
       }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      running_ = nullptr;
     }
     task.req->Finish(st);
   }
+}
+
+void Communicator::Impl::DropQueued(const RequestImpl* req) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (stop_) return;  // Close finishes every queued request
+  auto it = std::find_if(queue_.begin(), queue_.end(),
+                         [&](const Task& t) { return t.req.get() == req; });
+  if (it == queue_.end()) return;
+  const uint64_t seq = next_seq_ + static_cast<uint64_t>(it - queue_.begin());
+  Task task = std::move(*it);
+  queue_.erase(it);
+  lock.unlock();
+  Status st = Timeout("collective #" + std::to_string(seq) + " " + task.sig.ToString() +
+                      " did not start before its deadline (the collectives before it took the time)");
+  transport_->Fail(st, seq);
+  task.req->Finish(st);
+}
+
+void Communicator::Impl::InterruptRunning(const RequestImpl* req) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (stop_ || running_ != req) return;
+  const uint64_t seq = running_seq_;
+  lock.unlock();
+  LOG_WARN("COLL", "collective #%lu is still running %ld s past its deadline: failing the communicator",
+           static_cast<unsigned long>(seq), static_cast<long>(kWaitGrace.count()));
+  transport_->Fail(Timeout("collective #" + std::to_string(seq) +
+                           " did not end within its deadline"), seq);
+}
+
+void Communicator::Impl::Abort(const std::string& reason) {
+  uint64_t seq;
+  {
+    // The running collective, or the next one when none runs: it and every later one fail, on
+    // this rank and (told by abort frames) on the others.
+    std::lock_guard<std::mutex> lock(mu_);
+    seq = running_ != nullptr ? running_seq_ : next_seq_;
+  }
+  transport_->Fail(Aborted("aborted by the application: " + reason), seq);
 }
 
 void Communicator::Impl::Close() {
@@ -253,14 +348,16 @@ void Communicator::Impl::Close() {
 Result<std::unique_ptr<Communicator>> Communicator::Create(CommOptions options) {
   Status env = ApplyEnvOverrides(&options);
   if (!env.ok()) return env;
-  auto impl = std::make_unique<Impl>(std::move(options));
+  auto impl = std::make_shared<Impl>(std::move(options));
+  impl->self_ = impl;
   Status st = impl->Init();
   if (!st.ok()) return st;
   return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
 }
 
-Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Communicator::~Communicator() = default;
+Communicator::Communicator(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+// Closed here, not when the last reference goes: a request's Wait may hold one for a moment.
+Communicator::~Communicator() { impl_->Close(); }
 
 int Communicator::rank() const { return impl_->options_.rank; }
 int Communicator::size() const { return impl_->options_.size; }

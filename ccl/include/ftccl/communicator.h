@@ -13,6 +13,13 @@
 // order they were issued. Buffers passed to an operation must stay valid and unmodified (send)
 // or untouched (recv) until the operation completes.
 //
+// Buffer lifetime: once a blocking collective returns, or Request::Wait() returns (success,
+// failure, timeout or abort), or Test() returns true, the library holds no pointer into that
+// operation's buffers and never touches them again: the caller may free them. An operation
+// that fails on one rank never reads or writes its buffers after that, even while peers still
+// send, resend or relay its data. The only exception is WaitUntil() returning kTimeout before
+// the operation's own deadline: the operation is still running and its buffers still lent.
+//
 // After an operation fails, the communicator is in a sticky error state: later operations fail
 // fast with the same Status. It can always be destroyed; the destructor aborts pending work,
 // joins its threads and closes every socket within a bounded time.
@@ -163,10 +170,15 @@ class Request {
   virtual ~Request() = default;
   // True once the operation has completed (successfully or not). Never blocks.
   virtual bool Test() = 0;
-  // Waits until completion or the operation's own deadline; returns its Status.
+  // Waits until the operation is over and returns its Status; then its buffers are the
+  // caller's again. Bounded by the operation's deadline: an operation still queued behind
+  // others at its deadline is dropped (kTimeout) and never starts; one still running then is
+  // ended by its own deadline, or a few seconds later by failing the communicator. Either
+  // failure is sticky, as any failed collective: the ranks' sequences of collectives differ.
   virtual Status Wait() = 0;
-  // Waits until completion or `deadline`, whichever is first. On timeout returns kTimeout and
-  // the operation keeps running until its own deadline.
+  // Waits until completion or `deadline`, whichever is first. A `deadline` at or past the
+  // operation's own is Wait(). On an earlier timeout returns kTimeout and the operation keeps
+  // running, its buffers still in use: call Wait() (or Abort()) before freeing them.
   virtual Status WaitUntil(Clock::time_point deadline) = 0;
 };
 using RequestPtr = std::shared_ptr<Request>;
@@ -222,7 +234,12 @@ class Communicator final {
                            Millis timeout = Millis(0));
   RequestPtr BarrierAsync(Millis timeout = Millis(0));
 
-  // Aborts every pending and future operation with kAborted and tells the peers.
+  // Aborts the running collective, every queued one and every later one with kAborted, and
+  // tells the peers, whose matching collectives then fail with kAborted too (at once where a
+  // path to them works; otherwise by their own abort_timeout or deadline). Thread-safe; may be
+  // called while another thread waits on a collective, and more than once (the first reason
+  // wins). The waiting calls return within the collective thread's reaction time (no longer
+  // than the slice in hand); the buffer-lifetime guarantee above holds for them.
   void Abort(const std::string& reason);
 
   CommStats Stats() const;
@@ -239,8 +256,8 @@ class Communicator final {
   class Impl;
 
  private:
-  explicit Communicator(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  explicit Communicator(std::shared_ptr<Impl> impl);
+  std::shared_ptr<Impl> impl_;
 };
 
 }  // namespace ftccl

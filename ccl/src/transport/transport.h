@@ -95,6 +95,10 @@ class Transport {
   // and every peer is told to abort collective `coll_seq`. The first call wins.
   virtual void Fail(const Status& why, uint64_t coll_seq) = 0;
   virtual Status error() const = 0;
+  // The sticky error where it concerns collective `coll_seq` (the failed collective or a later
+  // one), else Ok: a collective before the failed one still runs (a peer that is ahead may
+  // abort its next collective while this rank has yet to take part in the current one).
+  virtual Status ErrorFor(uint64_t coll_seq) const = 0;
 
   virtual CommStats Stats() const = 0;
   // The data path's events since the last call (see ftccl::Event).

@@ -144,6 +144,7 @@ Status Engine::Start() {
   }
   started_ = true;
   thread_ = std::thread([this] { Loop(); });
+  progress_id_ = thread_.get_id();
   return Status::Ok();
 }
 
@@ -208,11 +209,8 @@ Status Engine::Wait(const OpPtr& op, Clock::time_point deadline) {
   if (op->done.load(std::memory_order_acquire)) return op->status;
   if (dead()) {
     // The caller may free the operation's buffers once this returns: wait until the progress
-    // thread has let go of every buffer of the failed operations (FailLocked ran). It never
-    // blocks, so the wait is short; the bound guards against a thread that is gone.
-    if (started_ && std::this_thread::get_id() != thread_.get_id()) {
-      cv_.wait_for(lock, std::chrono::seconds(5), [&] { return fail_done_; });
-    }
+    // thread has let go of every buffer of the failed collectives.
+    AwaitReleased(lock, op->key.coll_seq);
     return error_;
   }
   return Timeout("no progress on " +
@@ -227,18 +225,36 @@ void Engine::Fail(const Status& why, uint64_t coll_seq) {
   if (coll_seq < fail_from_) fail_from_ = coll_seq;
   failed_ = true;
   cv_.notify_all();
-  if (!started_ || std::this_thread::get_id() == thread_.get_id()) return;
+  if (!ElsewhereThanProgress()) return;
+  // Every call has the progress thread release the failed collectives' buffers, also when an
+  // earlier failure (of a later collective: a peer that is ahead) already did so for others.
+  if (released_from_ <= coll_seq) return;
   lock.unlock();
   Post([this, why, coll_seq] { FailLocked(why, coll_seq); });
-  // Return only once the progress thread has let go of every buffer of the failed ops, so the
-  // caller may free them. The progress thread never blocks, so this wait is short.
   lock.lock();
-  cv_.wait_for(lock, std::chrono::seconds(5), [&] { return fail_done_; });
+  AwaitReleased(lock, coll_seq);
+}
+
+void Engine::AwaitReleased(std::unique_lock<std::mutex>& lock, uint64_t coll_seq) {
+  if (!ElsewhereThanProgress()) return;
+  // The progress thread never blocks: it runs the posted FailLocked within a tick, or has
+  // ended (then released_from_ is 0). No deadline: returning earlier would break the promise
+  // that a failed operation's buffers are no longer touched.
+  auto released = [&] { return released_from_ <= coll_seq; };
+  while (!cv_.wait_for(lock, std::chrono::seconds(5), released)) {
+    LOG_WARN(tag_, "still waiting for the progress thread to release collective #%lu's buffers",
+             static_cast<unsigned long>(coll_seq));
+  }
 }
 
 Status Engine::error() const {
   std::lock_guard<std::mutex> lock(mu_);
   return error_;
+}
+
+Status Engine::ErrorFor(uint64_t coll_seq) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return coll_seq >= fail_from_ ? error_ : Status::Ok();
 }
 
 CommStats Engine::Stats() const {
@@ -290,7 +306,7 @@ void Engine::Shutdown() {
   if (serving_relays_) backend_->StopRelays(kRelayGrace);
   std::lock_guard<std::mutex> lock(mu_);
   if (error_.ok()) error_ = Aborted("communicator destroyed");
-  fail_done_ = true;  // the progress thread is gone: no buffer is touched any more
+  released_from_ = 0;  // the progress thread is gone: no buffer is touched any more
   cv_.notify_all();
 }
 
@@ -364,6 +380,10 @@ void Engine::Loop() {
       if (!open || now >= stop_by) break;
     }
   }
+  // Nothing runs the posted commands any more, and no buffer is touched again.
+  std::lock_guard<std::mutex> lock(mu_);
+  released_from_ = 0;
+  cv_.notify_all();
 }
 
 void Engine::RunCommands() {
@@ -399,6 +419,7 @@ void Engine::Complete(const OpPtr& op, Status st) {
 }
 
 void Engine::FailLocked(const Status& why, uint64_t coll_seq) {
+  fail_handled_ = true;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (error_.ok()) error_ = why;
@@ -470,7 +491,7 @@ void Engine::FailLocked(const Status& why, uint64_t coll_seq) {
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
-  fail_done_ = true;
+  released_from_ = std::min(released_from_, from);
   cv_.notify_all();
 }
 

@@ -86,6 +86,7 @@ class Engine final : public Transport, public FaultTarget {
   Status Wait(const OpPtr& op, Clock::time_point deadline) override;
   void Fail(const Status& why, uint64_t coll_seq) override;
   Status error() const override;
+  Status ErrorFor(uint64_t coll_seq) const override;
   CommStats Stats() const override;
   std::vector<Event> DrainEvents() override;
   void Shutdown() override;
@@ -240,6 +241,14 @@ class Engine final : public Transport, public FaultTarget {
   void Post(std::function<void()> fn);
   // Runs `fn` on the progress thread and waits for its Status (bounded).
   Status RunOnProgress(std::function<Status()> fn);
+  // Waits (holding `lock` on mu_) until the progress thread has released the buffers of every
+  // operation of collective `coll_seq` and later. Returns at once on the progress thread.
+  void AwaitReleased(std::unique_lock<std::mutex>& lock, uint64_t coll_seq);
+  // The progress thread was started and this is another thread.
+  bool ElsewhereThanProgress() const {
+    const std::thread::id id = progress_id_.load();
+    return id != std::thread::id() && id != std::this_thread::get_id();
+  }
   void Complete(const OpPtr& op, Status st);
   void FailLocked(const Status& why, uint64_t coll_seq);
   void Emit(EventKind kind, int peer, int rail, int channel, std::string reason);
@@ -367,6 +376,8 @@ class Engine final : public Transport, public FaultTarget {
   net::Fd wake_;
   std::thread thread_;
   bool started_ = false;
+  // The progress thread, once started (never reset, so other threads may read it at any time).
+  std::atomic<std::thread::id> progress_id_{};
   bool stopping_ = false;  // progress thread: shutdown requested
   bool begun_ = false;     // progress thread: a collective has begun
   uint64_t cur_seq_ = 0;   // progress thread: the collective begun last
@@ -389,7 +400,10 @@ class Engine final : public Transport, public FaultTarget {
   // normally (a peer that is ahead may abort the next collective while this rank completes
   // the current one). Guarded by mu_ for writers; read by the progress thread.
   std::atomic<uint64_t> fail_from_{UINT64_MAX};
-  bool fail_done_ = false;   // guarded by mu_: FailLocked ran
+  // Guarded by mu_, written by the progress thread: the buffers of every operation of the
+  // collectives from this one on are released (FailLocked ran for them, or the thread ended).
+  uint64_t released_from_ = UINT64_MAX;
+  bool fail_handled_ = false;  // progress thread: FailLocked ran
   bool abort_sent_ = false;  // progress thread
 
   // Statistics (written by the progress thread).

@@ -96,10 +96,10 @@ void Engine::OnHello(SetupEvent ev) {
   }
   if (relayed) {
     // A relay from this host's service after this communicator failed or began to close.
-    if (ev.rail < 0 && (stopping_ || (failed_ && fail_done_))) return;
+    if (ev.rail < 0 && (stopping_ || (fail_handled_))) return;
     if (conns_[slot].alive)
       RelayFailed(slot, "replaced by a new relay from rank " + std::to_string(peer));
-    if (failed_ && fail_done_) return;
+    if (fail_handled_) return;
     AcceptRelay(peer, std::move(ev.link), ev.rail < 0);
     return;
   }
@@ -107,7 +107,7 @@ void Engine::OnHello(SetupEvent ev) {
   if (conns_[slot].alive && conns_[slot].health.suspect) DropQuietly(slot);
   if (conns_[slot].alive)
     ConnFailed(slot, "replaced by a new connection from rank " + std::to_string(peer));
-  if (failed_ && fail_done_) return;
+  if (fail_handled_) return;
   backend_->CancelDial(slot);
   Install(slot, std::move(ev.link), ev.conn_port);
 }

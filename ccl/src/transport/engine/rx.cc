@@ -54,7 +54,7 @@ void Engine::OnBegin(uint64_t coll_seq, const Signature& sig) {
   begun_ = true;
   cur_seq_ = coll_seq;
   cur_sig_ = sig;
-  if (failed_) return;
+  if (Dead(coll_seq)) return;
   for (int peer = 0; peer < size_; ++peer) {
     Peer& p = peers_[peer];
     for (const auto& [key, msg] : p.rx) {
