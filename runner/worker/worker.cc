@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -181,15 +182,22 @@ class Watchdog final {
 };
 
 struct AlignedBuffer {
-  explicit AlignedBuffer(size_t bytes) {
-    const size_t rounded = std::max<size_t>(4096, (bytes + 4095) / 4096 * 4096);
+  explicit AlignedBuffer(size_t bytes)
+      : rounded(std::max<size_t>(4096, (bytes + 4095) / 4096 * 4096)) {
     data = std::aligned_alloc(4096, rounded);
     if (data != nullptr) std::memset(data, 0, rounded);  // touch every page before the loop
   }
-  ~AlignedBuffer() { std::free(data); }
+  ~AlignedBuffer() {
+    if (revoked) mprotect(data, rounded, PROT_READ | PROT_WRITE);
+    std::free(data);
+  }
   AlignedBuffer(const AlignedBuffer&) = delete;
   AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+  // Any later access is a SIGSEGV (until the destructor gives the pages back to the heap).
+  void Revoke() { revoked = data != nullptr && mprotect(data, rounded, PROT_NONE) == 0; }
+  const size_t rounded;
   void* data = nullptr;
+  bool revoked = false;
 };
 
 int64_t ToNs(std::chrono::milliseconds d) { return static_cast<int64_t>(d.count()) * 1000000; }
@@ -348,6 +356,12 @@ class Worker final {
       if (!st.ok()) {
         op.ok = false;
         op.error = st.ToString();
+        // The library's promise, checked: from here on, until the communicator is gone, any
+        // touch of the failed collective's buffers crashes this rank.
+        if (adapter_->ReleasesBuffersOnReturn()) {
+          send_->Revoke();
+          recv_->Revoke();
+        }
         log_.Write(WorkerOpLine(op));
         return Fail("collective " + std::to_string(op.index) + ": " + st.ToString(), op.end_ns);
       }

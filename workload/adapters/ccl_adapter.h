@@ -88,6 +88,11 @@ class CclAdapter {
   virtual bool EmitsEvents() const = 0;
   // Events since the last call, oldest first. Default: none.
   virtual std::vector<CclEvent> DrainEvents() { return {}; }
+  // Whether the library promises that a collective's buffers are never touched again once Run
+  // returned, failed or not (ftccl does). The worker then revokes access to them after a
+  // failure, so that a library breaking the promise crashes the rank instead of corrupting
+  // memory silently. Default: no promise.
+  virtual bool ReleasesBuffersOnReturn() const { return false; }
   // The library's cumulative counters (name, value), where it keeps any. Default: none.
   virtual std::vector<std::pair<std::string, uint64_t>> Stats() const { return {}; }
 };

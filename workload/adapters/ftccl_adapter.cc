@@ -81,6 +81,7 @@ class FtcclAdapter final : public CclAdapter {
   }
 
   bool EmitsEvents() const override { return true; }
+  bool ReleasesBuffersOnReturn() const override { return true; }
 
   std::vector<CclEvent> DrainEvents() override {
     std::vector<CclEvent> out;

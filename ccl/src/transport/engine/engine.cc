@@ -306,6 +306,9 @@ void Engine::Shutdown() {
   if (serving_relays_) backend_->StopRelays(kRelayGrace);
   std::lock_guard<std::mutex> lock(mu_);
   if (error_.ok()) error_ = Aborted("communicator destroyed");
+  // Every collective still waiting ends now, not at its deadline: the destructor joins it.
+  fail_from_ = 0;
+  failed_ = true;
   released_from_ = 0;  // the progress thread is gone: no buffer is touched any more
   cv_.notify_all();
 }
