@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <ostream>
 #include <sstream>
 #include <string>
@@ -247,6 +248,44 @@ INSTANTIATE_TEST_SUITE_P(All, FaultLifetimeTest,
                            PrintTo(info.param, &os);
                            return os.str();
                          });
+
+// Destroying the communicator while a collective waits (a peer never calls it) ends that
+// collective with kAborted at once; the destructor does not wait for the collective's
+// deadline, and the buffers are not touched after the request completed.
+TEST(BufferLifetimeTest, DestroyMidCollectiveEndsItAtOnce) {
+  CommLaunch launch;
+  launch.size = 2;
+  launch.op_timeout = Millis(30000);
+  launch.wall_limit = std::chrono::seconds(60);
+  LaunchResult result = LaunchWithOptions(launch, [&](const CommOptions& o, RankReporter& rep) {
+    auto created = Communicator::Create(o);
+    if (!created.ok()) {
+      rep.Fail("Create: " + created.status().ToString());
+      return 1;
+    }
+    std::unique_ptr<Communicator> comm = std::move(created.value());
+    if (o.rank == 1) {
+      usleep(3000 * 1000);  // never calls; stays until rank 0 is done
+      return 0;
+    }
+    Buffers buf(1 << 16);
+    if (!buf.ok()) return 1;
+    RequestPtr req = comm->AllReduceAsync(buf.send.floats(), buf.recv.floats(), buf.count,
+                                          DataType::kF32, ReduceOp::kSum);
+    usleep(200 * 1000);
+    const Clock::time_point start = Clock::now();
+    comm.reset();
+    const int64_t destroy_ms = MillisSince(start);
+    if (!req->Test()) rep.Fail("the request is not complete after the destructor");
+    Status st = req->Wait();
+    if (!buf.Revoke()) return 1;
+    rep.Value("destroy_ms", destroy_ms);
+    if (st.code() != Code::kAborted) rep.Fail("expected kAborted, got " + st.ToString());
+    if (destroy_ms > 2000) rep.Fail("the destructor took " + std::to_string(destroy_ms) + " ms");
+    return 0;
+  });
+  EXPECT_TRUE(result.AllOk()) << result.Describe();
+}
 
 // --- Abort() -------------------------------------------------------------------------------------
 
