@@ -46,6 +46,7 @@
 #include "bootstrap.h"
 #include "net.h"
 #include "transport/backend.h"
+#include "transport/engine/frame_check.h"
 #include "transport/engine/link_watch.h"
 #include "transport/engine/path_health.h"
 #include "transport/engine/staging_pool.h"
@@ -204,6 +205,7 @@ class Engine final : public Transport, public FaultTarget {
   struct Peer {
     std::vector<int> conns;
     uint64_t next_seq = 0;
+    uint64_t sent_end = 0;  // every data chunk written to the peer so far is below this
     std::map<uint64_t, TxChunk> unacked;
     std::deque<uint64_t> ready;
     uint64_t cum = 0;
@@ -277,6 +279,10 @@ class Engine final : public Transport, public FaultTarget {
   void OnBegin(uint64_t coll_seq, const Signature& sig);
   void OnReadable(int ci);
   void OnHeader(int ci);
+  // What this rank knows that frames from `peer` are checked against (frame_check.h).
+  FrameContext FrameCtx(int peer) const;
+  // A frame from `ci` lies (`why`, frame_check.h): the connection fails, the rest goes on.
+  void RefuseFrame(int ci, const Status& why);
   void OnPayloadDone(int ci);
   void OnAck(int ci);
   void OnPing(int ci);
