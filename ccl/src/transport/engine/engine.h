@@ -19,6 +19,7 @@
 //   fault_hook.cc   the FaultTarget operations (conn_corrupt, qp_error, path state)
 //   path_health.h   a path's RTT, suspicion and damping (pure, unit-tested)
 //   striping.h      a path's measured rate, window and the striping shares (pure, unit-tested)
+//   frame_check.h   what a received frame may claim; a lie fails its connection (pure, tested)
 //   link_watch.h    the rails' link state from netlink
 // The backend (transport/backend.h: tcp/ or verbs/) owns connection setup; the engine knows a
 // connection only as a Link.
