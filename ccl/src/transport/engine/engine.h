@@ -19,6 +19,7 @@
 //   fault_hook.cc   the FaultTarget operations (conn_corrupt, qp_error, path state)
 //   path_health.h   a path's RTT, suspicion and damping (pure, unit-tested)
 //   striping.h      a path's measured rate, window and the striping shares (pure, unit-tested)
+//   frame_check.h   what a received frame may claim; a lie fails its connection (pure, tested)
 //   link_watch.h    the rails' link state from netlink
 // The backend (transport/backend.h: tcp/ or verbs/) owns connection setup; the engine knows a
 // connection only as a Link.
@@ -46,6 +47,7 @@
 #include "bootstrap.h"
 #include "net.h"
 #include "transport/backend.h"
+#include "transport/engine/frame_check.h"
 #include "transport/engine/link_watch.h"
 #include "transport/engine/path_health.h"
 #include "transport/engine/staging_pool.h"
@@ -205,6 +207,7 @@ class Engine final : public Transport, public FaultTarget {
   struct Peer {
     std::vector<int> conns;
     uint64_t next_seq = 0;
+    uint64_t sent_end = 0;  // every data chunk written to the peer so far is below this
     std::map<uint64_t, TxChunk> unacked;
     std::deque<uint64_t> ready;
     uint64_t cum = 0;
@@ -286,6 +289,10 @@ class Engine final : public Transport, public FaultTarget {
   void OnBegin(uint64_t coll_seq, const Signature& sig);
   void OnReadable(int ci);
   void OnHeader(int ci);
+  // What this rank knows that frames from `peer` are checked against (frame_check.h).
+  FrameContext FrameCtx(int peer) const;
+  // A frame from `ci` lies (`why`, frame_check.h): the connection fails, the rest goes on.
+  void RefuseFrame(int ci, const Status& why);
   void OnPayloadDone(int ci);
   void OnAck(int ci);
   void OnPing(int ci);

@@ -142,10 +142,16 @@ void Engine::OnHeader(int ci) {
   Conn& c = conns_[ci];
   c.rx.hdr_got = 0;
   const wire::FrameHeader& h = c.rx.hdr;
-  if (!wire::HeaderValid(h) || h.comm_id != comm_id_ || h.length > kMaxFrame) {
+  const FrameContext ctx = FrameCtx(c.peer);
+  if (Status st = CheckHeader(h, ctx); !st.ok()) {
     st_crc_++;
-    LOG_WARN(tag_, "corrupt frame header from %s: dropping the connection", Label(c).c_str());
-    ConnFailed(ci, "corrupt frame header");
+    RefuseFrame(ci, st);
+    return;
+  }
+  // A header with a valid CRC may still lie about its fields: refused before any handler
+  // acts on them.
+  if (Status st = CheckFrame(h, ctx); !st.ok()) {
+    RefuseFrame(ci, st);
     return;
   }
   c.rx.dst = nullptr;
@@ -156,6 +162,23 @@ void Engine::OnHeader(int ci) {
   const HeaderHandler handler =
       h.type < kHandlers.size() ? kHandlers[h.type] : &Engine::OnUnknownFrame;
   (this->*handler)(ci);
+}
+
+FrameContext Engine::FrameCtx(int peer) const {
+  FrameContext ctx;
+  ctx.comm_id = comm_id_;
+  ctx.max_frame = kMaxFrame;
+  ctx.size = size_;
+  ctx.begun = begun_;
+  ctx.cur_seq = cur_seq_;
+  ctx.sent_end = peers_[peer].sent_end;
+  return ctx;
+}
+
+void Engine::RefuseFrame(int ci, const Status& why) {
+  LOG_WARN(tag_, "refusing a frame from %s: %s; dropping the connection",
+           Label(conns_[ci]).c_str(), why.message().c_str());
+  ConnFailed(ci, why.message());
 }
 
 void Engine::OnPayloadDone(int ci) {
@@ -175,18 +198,19 @@ void Engine::OnPayloadDone(int ci) {
 }
 
 void Engine::OnUnknownFrame(int ci) {
-  ConnFailed(ci, "unexpected frame type " + std::to_string(conns_[ci].rx.hdr.type));
+  // CheckFrame refuses these first; kept so that a new type without a handler fails cleanly.
+  RefuseFrame(ci, Status(Code::kCorrupt, "unexpected " + FrameTypeName(conns_[ci].rx.hdr.type) +
+                                             " frame"));
 }
 
 void Engine::OnAck(int ci) {
   Conn& c = conns_[ci];
   const wire::FrameHeader& h = c.rx.hdr;
+  // CheckFrame bounded the values by what was sent and the ranges' length.
   HandleAck(c.peer, h.chunk_seq, h.offset, ci);
-  if (h.length > 0 && h.length <= wire::kMaxSackRanges * 16) {
+  if (h.length > 0 && c.alive) {
     c.rx.text.assign(h.length, '\0');  // the selective ranges, read as a payload
     c.rx.in_payload = true;
-  } else if (h.length > 0) {
-    ConnFailed(ci, "malformed acknowledgement");
   }
 }
 
@@ -195,6 +219,11 @@ void Engine::OnAckRanges(int ci) {
   const wire::FrameHeader& h = c.rx.hdr;
   Peer& p = peers_[c.peer];
   if (Crc32c(c.rx.text.data(), h.length) == h.payload_crc) {
+    if (Status st = CheckSackRanges(c.rx.text.data(), h.length, p.sent_end); !st.ok()) {
+      c.rx.text.clear();
+      RefuseFrame(ci, st);
+      return;
+    }
     std::vector<uint64_t> r(h.length / 8);
     std::memcpy(r.data(), c.rx.text.data(), r.size() * 8);
     for (size_t i = 0; i + 1 < r.size(); i += 2) {
@@ -317,13 +346,18 @@ void Engine::OnData(int ci) {
   Conn& c = conns_[ci];
   Peer& p = peers_[c.peer];
   const wire::FrameHeader& h = c.rx.hdr;
-  if (h.offset + h.length > h.msg_len) {
-    st_crc_++;
-    ConnFailed(ci, "data frame outside its message");
-    return;
-  }
+  // CheckFrame (CheckData) has bounded the signature, the collective and the geometry: the
+  // payload lies within [0, msg_len) of its message.
   const uint64_t seq = h.chunk_seq;
   bool dup = seq < p.cum || p.above.count(seq) > 0;
+  if (!dup && !Dead(h.coll_seq) && h.msg_len > 0 &&
+      p.rx.find(MsgKey{h.coll_seq, h.tag}) == p.rx.end()) {
+    // A message that arrives before its receive is staged: within the staging budget only.
+    if (Status st = CheckStaging(h.msg_len, staging_pool_.live_bytes()); !st.ok()) {
+      RefuseFrame(ci, st);
+      return;
+    }
+  }
   if (!dup && p.inflight.count(seq) > 0) {
     // An earlier copy is still being read on another connection, typically one stalled on a
     // broken path: this copy takes over and the rest of the old one goes to the discard buffer

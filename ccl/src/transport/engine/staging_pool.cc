@@ -36,14 +36,17 @@ StagingPool::Buffer StagingPool::Get(size_t bytes) {
     idle_bytes_ -= b.capacity_;
     idle_[best] = std::move(idle_.back());
     idle_.pop_back();
+    live_bytes_ += b.capacity_;
     return b;
   }
   b.data_.reset(new uint8_t[bytes]);
   b.capacity_ = bytes;
+  live_bytes_ += bytes;
   return b;
 }
 
 void StagingPool::Put(std::unique_ptr<uint8_t[]> data, size_t capacity) {
+  live_bytes_ -= capacity;
   if (idle_bytes_ + capacity > max_idle_bytes_) return;  // freed here
   idle_bytes_ += capacity;
   idle_.emplace_back(capacity, std::move(data));

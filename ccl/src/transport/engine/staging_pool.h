@@ -46,12 +46,15 @@ class StagingPool {
   Buffer Get(size_t bytes);
 
   size_t idle_bytes() const { return idle_bytes_; }
+  // Bytes of the buffers handed out and not yet returned.
+  size_t live_bytes() const { return live_bytes_; }
 
  private:
   void Put(std::unique_ptr<uint8_t[]> data, size_t capacity);
 
   const size_t max_idle_bytes_;
   size_t idle_bytes_ = 0;
+  size_t live_bytes_ = 0;
   std::vector<std::pair<size_t, std::unique_ptr<uint8_t[]>>> idle_;
 };
 

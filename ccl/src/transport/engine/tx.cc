@@ -197,6 +197,7 @@ size_t Engine::Flush(int ci, size_t max_new_chunks) {
           ch->second.sent_at = Clock::now();
           ch->second.tx_count++;
         }
+        p.sent_end = std::max(p.sent_end, it.seq + 1);
         st_frames_sent_++;
         st_rail_bytes_[c.rail] += it.len;
       }

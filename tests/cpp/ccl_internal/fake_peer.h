@@ -1,0 +1,116 @@
+// FakePeer: a real chunk engine (rank 0 of 2) whose peer, rank 1, is the test itself, at the
+// other end of socket pairs. The test writes raw frames (sealed with wire::Seal, or not at all)
+// and sees what the engine does with them; a background thread answers the engine's probes
+// and notices when the engine closes a connection. Used by the hostile-peer tests and the
+// frame fuzz target.
+//
+// The engine is built as the factory builds it (transport/factory.cc), with the TCP backend
+// and SocketLinks, only over already connected socket pairs instead of the TCP mesh.
+//
+// GuardedBuffer: a receive buffer that ends where an inaccessible page begins (trap mode) or
+// is framed by canary bytes on both sides (canary mode), so a write outside it is seen.
+//
+// Thread-safety: one test thread; the probe thread is internal.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "transport/engine/engine.h"
+#include "wire.h"
+
+namespace ftccl::testing {
+
+class GuardedBuffer final {
+ public:
+  // `len` bytes; trap: a PROT_NONE page right behind the last byte and before the first page.
+  GuardedBuffer(size_t len, bool trap);
+  ~GuardedBuffer();
+  GuardedBuffer(const GuardedBuffer&) = delete;
+  GuardedBuffer& operator=(const GuardedBuffer&) = delete;
+
+  uint8_t* data() const { return data_; }
+  size_t size() const { return len_; }
+  // Whether every byte around the buffer still holds its canary.
+  bool Intact() const;
+
+ private:
+  uint8_t* map_ = nullptr;
+  size_t map_len_ = 0;
+  uint8_t* data_ = nullptr;
+  size_t len_ = 0;
+  bool trap_ = false;
+};
+
+class FakePeer final {
+ public:
+  static constexpr uint64_t kCommId = 0x5eedf00dull;
+
+  // An engine with `conns` connections to rank 1 (rail 0, channels 0..conns-1), started.
+  // Returns null (with the reason in *why) when it could not be built.
+  static std::unique_ptr<FakePeer> Start(int conns, std::string* why);
+  ~FakePeer();
+  FakePeer(const FakePeer&) = delete;
+  FakePeer& operator=(const FakePeer&) = delete;
+
+  transport::engine::Engine& engine() { return *engine_; }
+
+  // Writes header `h` and `payload` on connection `conn`; `seal` fills both CRCs first (only
+  // the header's without a payload: then the header alone is written, whatever its length).
+  // Returns false once the engine has closed the connection.
+  bool WriteFrame(int conn, wire::FrameHeader h, const void* payload, bool seal = true);
+  bool WriteRaw(int conn, const void* data, size_t len);
+  // A data frame of `key`/`sig` carrying [offset, offset + len) of a message of `msg_len`.
+  static wire::FrameHeader DataHeader(const transport::MsgKey& key,
+                                      const transport::Signature& sig, uint64_t chunk_seq,
+                                      uint64_t offset, uint32_t len, uint64_t msg_len);
+  // Sends `data` as one message in chunks of `chunk` bytes, chunk_seq from `*seq` on.
+  bool SendMessage(int conn, const transport::MsgKey& key, const transport::Signature& sig,
+                   const uint8_t* data, size_t len, size_t chunk, uint64_t* seq);
+
+  // Whether the engine has closed connection `conn` (waits up to `wait`).
+  bool Closed(int conn, std::chrono::milliseconds wait);
+  // Waits until the engine has read everything written on `conn` (or it closed), up to `wait`.
+  void Drain(int conn, std::chrono::milliseconds wait);
+  // The events so far (kept across calls).
+  const std::vector<Event>& Events();
+  // The path_down event of `conn`, or null (waits up to `wait` for it).
+  const Event* PathDown(int conn, std::chrono::milliseconds wait);
+  // Frames of `type` the engine wrote so far.
+  size_t FramesSeen(wire::FrameType type) const;
+  // Stops the engine (orderly close); idempotent.
+  void Stop();
+
+ private:
+  struct End {
+    int fd = -1;
+    std::mutex write_mu;
+    std::atomic<bool> closed{false};
+    // Reading the engine's frames.
+    wire::FrameHeader hdr{};
+    size_t got = 0;
+    std::vector<uint8_t> payload;
+    size_t payload_got = 0;
+  };
+  FakePeer() = default;
+  void Pump();
+  void OnFrame(int conn);
+  bool WriteAll(int conn, const void* a, size_t alen, const void* b, size_t blen);
+
+  std::unique_ptr<transport::engine::Engine> engine_;
+  std::vector<std::unique_ptr<End>> ends_;
+  std::thread pump_;
+  std::atomic<bool> stop_pump_{false};
+  std::vector<Event> events_;
+  mutable std::mutex seen_mu_;
+  std::vector<size_t> seen_ = std::vector<size_t>(16, 0);
+};
+
+}  // namespace ftccl::testing
