@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 namespace ftccl {
 namespace {
@@ -31,9 +32,22 @@ struct Max {
   }
 };
 
+// The caller's buffers may sit at any address (the API takes unaligned ones): elements are
+// read and written through memcpy, which compiles to plain unaligned moves.
+template <typename T>
+T Load(const T* p, size_t i) {
+  T v;
+  std::memcpy(&v, p + i, sizeof(T));
+  return v;
+}
+template <typename T>
+void Store(T* p, size_t i, T v) {
+  std::memcpy(p + i, &v, sizeof(T));
+}
+
 template <typename Op, typename T>
 void Loop(T* dst, const T* a, const T* b, size_t n) {
-  for (size_t i = 0; i < n; ++i) dst[i] = Op::Apply(a[i], b[i]);
+  for (size_t i = 0; i < n; ++i) Store(dst, i, Op::Apply(Load(a, i), Load(b, i)));
 }
 
 // u8 arithmetic must wrap: compute in unsigned int and truncate.
@@ -50,7 +64,7 @@ template <typename Op, typename S, typename U>
 void LoopInt(S* dst, const S* a, const S* b, size_t n) {
   if constexpr (std::is_same_v<Op, Sum> || std::is_same_v<Op, Prod>) {
     for (size_t i = 0; i < n; ++i) {
-      dst[i] = static_cast<S>(Op::Apply(static_cast<U>(a[i]), static_cast<U>(b[i])));
+      Store(dst, i, static_cast<S>(Op::Apply(static_cast<U>(Load(a, i)), static_cast<U>(Load(b, i)))));
     }
   } else {
     Loop<Op>(dst, a, b, n);
@@ -59,7 +73,9 @@ void LoopInt(S* dst, const S* a, const S* b, size_t n) {
 
 template <typename Op, uint16_t (*ToBits)(float), float (*FromBits)(uint16_t)>
 void LoopHalf(uint16_t* dst, const uint16_t* a, const uint16_t* b, size_t n) {
-  for (size_t i = 0; i < n; ++i) dst[i] = ToBits(Op::Apply(FromBits(a[i]), FromBits(b[i])));
+  for (size_t i = 0; i < n; ++i) {
+    Store(dst, i, ToBits(Op::Apply(FromBits(Load(a, i)), FromBits(Load(b, i)))));
+  }
 }
 
 template <typename Op>
@@ -123,32 +139,36 @@ void FinalizeReduce(DataType dt, ReduceOp op, void* buf, size_t n, int nranks) {
   switch (dt) {
     case DataType::kF32: {
       auto* p = static_cast<float*>(buf);
-      for (size_t i = 0; i < n; ++i) p[i] /= static_cast<float>(nranks);
+      for (size_t i = 0; i < n; ++i) Store(p, i, Load(p, i) / static_cast<float>(nranks));
       break;
     }
     case DataType::kF64: {
       auto* p = static_cast<double*>(buf);
-      for (size_t i = 0; i < n; ++i) p[i] /= static_cast<double>(nranks);
+      for (size_t i = 0; i < n; ++i) Store(p, i, Load(p, i) / static_cast<double>(nranks));
       break;
     }
     case DataType::kF16: {
       auto* p = static_cast<uint16_t*>(buf);
-      for (size_t i = 0; i < n; ++i) p[i] = FloatToHalf(HalfToFloat(p[i]) / static_cast<float>(nranks));
+      for (size_t i = 0; i < n; ++i) {
+        Store(p, i, FloatToHalf(HalfToFloat(Load(p, i)) / static_cast<float>(nranks)));
+      }
       break;
     }
     case DataType::kBF16: {
       auto* p = static_cast<uint16_t*>(buf);
-      for (size_t i = 0; i < n; ++i) p[i] = FloatToBF16(BF16ToFloat(p[i]) / static_cast<float>(nranks));
+      for (size_t i = 0; i < n; ++i) {
+        Store(p, i, FloatToBF16(BF16ToFloat(Load(p, i)) / static_cast<float>(nranks)));
+      }
       break;
     }
     case DataType::kI32: {
       auto* p = static_cast<int32_t*>(buf);
-      for (size_t i = 0; i < n; ++i) p[i] /= nranks;
+      for (size_t i = 0; i < n; ++i) Store(p, i, static_cast<int32_t>(Load(p, i) / nranks));
       break;
     }
     case DataType::kI64: {
       auto* p = static_cast<int64_t*>(buf);
-      for (size_t i = 0; i < n; ++i) p[i] /= nranks;
+      for (size_t i = 0; i < n; ++i) Store(p, i, static_cast<int64_t>(Load(p, i) / nranks));
       break;
     }
     case DataType::kU8: {

@@ -269,7 +269,9 @@ using MismatchParam = std::tuple<Mismatch, int>;
 class MismatchTest : public ::testing::TestWithParam<MismatchParam> {};
 
 TEST_P(MismatchTest, EveryRankGetsAnError) {
-  const auto [mismatch, ranks] = GetParam();
+  // Plain variables: the rank body captures them (clang before 16 cannot capture a binding).
+  const Mismatch mismatch = std::get<0>(GetParam());
+  const int ranks = std::get<1>(GetParam());
   CommLaunch launch;
   launch.size = ranks;
   launch.op_timeout = kOpTimeout;

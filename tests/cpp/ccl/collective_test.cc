@@ -119,7 +119,11 @@ using CollParam = std::tuple<CollKind, int, SizeClass>;
 class CollectiveTest : public ::testing::TestWithParam<CollParam> {};
 
 TEST_P(CollectiveTest, MatchesReference) {
-  const auto [kind, ranks, size] = GetParam();
+  // Plain variables, not a structured binding: the rank body captures them (clang before 16
+  // cannot capture a binding).
+  const CollKind kind = std::get<0>(GetParam());
+  const int ranks = std::get<1>(GetParam());
+  const SizeClass size = std::get<2>(GetParam());
   const std::vector<CollCase> cases = CasesFor(kind, ranks, size);
   CommLaunch launch;
   launch.size = ranks;

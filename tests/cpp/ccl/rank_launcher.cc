@@ -15,10 +15,19 @@
 #include <exception>
 #include <memory>
 #include <sstream>
+#include <thread>
 #include <utility>
+
+#include <gtest/gtest.h>
 
 #include "base/clock.h"
 #include "runner/exec/launcher.h"
+
+// Present when a sanitizer runtime is linked in (scripts/sanitize), null otherwise.
+extern "C" {
+void __sanitizer_set_death_callback(void (*callback)()) __attribute__((weak));
+int __lsan_do_recoverable_leak_check() __attribute__((weak));
+}
 
 namespace ftccl::test {
 namespace {
@@ -27,6 +36,7 @@ namespace {
 constexpr char kFail = 'F';
 constexpr char kProgress = 'P';
 constexpr char kValue = 'V';
+constexpr char kSanitizer = 'S';  // a sanitizer reported an error in the rank (its stderr)
 constexpr size_t kHeader = 5;
 constexpr size_t kMaxText = 8192;
 constexpr int kMaxFailuresSent = 50;
@@ -53,7 +63,10 @@ void ParseFrames(std::string* buffer, RankOutcome* out) {
     char kind = (*buffer)[pos];
     std::string text = buffer->substr(pos + kHeader, len);
     pos += kHeader + len;
-    if (kind == kFail) {
+    if (kind == kSanitizer) {
+      out->sanitizer_report = true;
+      out->failures.push_back(std::move(text));
+    } else if (kind == kFail) {
       out->failures.push_back(std::move(text));
     } else if (kind == kProgress) {
       out->last_progress = std::move(text);
@@ -67,9 +80,55 @@ void ParseFrames(std::string* buffer, RankOutcome* out) {
   buffer->erase(0, pos);
 }
 
+// A rank leaves with _exit(), so neither the sanitizer's exit code after a report nor its
+// leak check at exit reaches the test: the rank tells the test itself, on its channel.
+constexpr char kSanitizerText[] = "a sanitizer reported an error in this rank (see its stderr)";
+char sanitizer_frame[kHeader + sizeof(kSanitizerText) - 1];
+int sanitizer_channel = -1;
+
+// The sanitizer's death callback: runs in the rank just before it aborts after a report.
+void SanitizerDied() {
+  if (sanitizer_channel < 0) return;
+  ssize_t n = write(sanitizer_channel, sanitizer_frame, sizeof(sanitizer_frame));
+  (void)n;
+}
+
+void WatchForSanitizerReports(int channel_fd) {
+  const uint32_t len = sizeof(kSanitizerText) - 1;
+  sanitizer_frame[0] = kSanitizer;
+  std::memcpy(sanitizer_frame + 1, &len, sizeof(len));
+  std::memcpy(sanitizer_frame + kHeader, kSanitizerText, len);
+  sanitizer_channel = channel_fd;
+  if (__sanitizer_set_death_callback != nullptr) __sanitizer_set_death_callback(SanitizerDied);
+}
+
+// Under LeakSanitizer: the leaks of this rank's process (memory the body lost), as a report.
+void CheckLeaks() {
+  if (__lsan_do_recoverable_leak_check == nullptr) return;
+  if (__lsan_do_recoverable_leak_check() != 0) {
+    WriteAll(sanitizer_channel, sanitizer_frame, sizeof(sanitizer_frame));
+  }
+}
+
+// ThreadSanitizer starts a thread of its own at a process's first pthread_create and keeps it.
+// Started here, before the body counts its threads, it is not taken for a thread the
+// communicator left behind.
+void StartSanitizerThread() {
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+  const int before = ThreadCount();
+  std::thread([] {}).join();
+  // The joined thread's /proc entry goes a moment after the join.
+  for (int i = 0; i < 100 && ThreadCount() > before + 1; ++i) usleep(10000);
+#endif
+#endif
+}
+
 // A rank's process: the body with its reporter on the launcher's channel.
 int RunRank(int rank, int channel_fd, const RankBody& body) {
   signal(SIGPIPE, SIG_IGN);
+  WatchForSanitizerReports(channel_fd);
+  StartSanitizerThread();
   int code = 1;
   RankReporter reporter(channel_fd);
   try {
@@ -80,6 +139,8 @@ int RunRank(int rank, int channel_fd, const RankBody& body) {
     reporter.Fail("uncaught exception of unknown type");
   }
   if (code == 0 && reporter.failed()) code = 1;
+  CheckLeaks();
+  sanitizer_channel = -1;
   close(channel_fd);
   return code;
 }
@@ -250,7 +311,13 @@ LaunchResult LaunchRanks(int size, std::chrono::milliseconds wall_limit, const R
       break;
     }
   }
-  for (size_t i = 0; i < n; ++i) Record(l.status((*handles)[i]), &result.ranks[i]);
+  for (size_t i = 0; i < n; ++i) {
+    Record(l.status((*handles)[i]), &result.ranks[i]);
+    // Whatever the test expects of this rank, a sanitizer report fails the test.
+    if (result.ranks[i].sanitizer_report) {
+      ADD_FAILURE() << "rank " << i << ": a sanitizer reported an error (its report is above)";
+    }
+  }
   result.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
   return result;
 }

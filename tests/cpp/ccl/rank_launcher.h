@@ -7,7 +7,11 @@
 // is marked timed out; no process outlives the call, and a rank also dies (PR_SET_PDEATHSIG)
 // if the test process itself is killed. Each rank reports failures, progress notes and named
 // numbers to the test through its launcher channel; they are written as they happen, so what
-// a rank said before it hung or crashed still reaches the test.
+// a rank said before it hung or crashed still reaches the test. In a sanitized build a rank
+// also reports a sanitizer's error (and, under LeakSanitizer, the leaks it has when its body
+// returns) on that channel, and LaunchRanks fails the current test for it whatever the test
+// expects of that rank: a rank leaves with _exit(), so the sanitizer's exit code and leak
+// check at exit would not otherwise reach the test.
 //
 // LaunchCommunicators() and LaunchWithOptions() add the ftccl setup on top: the test process
 // binds a bootstrap listener on 127.0.0.1:0 and hands it to rank 0 (bootstrap_listen_fd); every
@@ -67,6 +71,8 @@ struct RankOutcome {
   std::vector<std::string> failures;  // texts passed to RankReporter::Fail
   std::string last_progress;
   std::map<std::string, int64_t> values;
+  // A sanitizer (in a sanitized build) reported an error or a leak in this rank.
+  bool sanitizer_report = false;
 
   bool ok() const { return exited && exit_code == 0 && failures.empty(); }
   int64_t value(const std::string& key, int64_t fallback = -1) const;

@@ -41,7 +41,10 @@ void Engine::PostRecv(const OpPtr& op) {
     FailLocked(MismatchStatus(op->key.coll_seq, op->peer, op->sig, msg.sig), op->key.coll_seq);
     return;
   }
-  for (auto [off, len] : msg.staged) std::memcpy(op->buf + off, msg.staging.get() + off, len);
+  // A zero-length message stages one empty chunk and has no staging buffer.
+  for (auto [off, len] : msg.staged) {
+    if (len > 0) std::memcpy(op->buf + off, msg.staging.get() + off, len);
+  }
   msg.staged.clear();
   msg.recv = op;
   if (msg.any_chunk && msg.bytes_done == msg.len) {
