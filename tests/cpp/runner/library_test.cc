@@ -119,6 +119,29 @@ workload: {bytes: 2MiB, duration: 8s}
   EXPECT_EQ(d.find("missing required key 'op'"), std::string::npos) << d;
 }
 
+// A matrix whose file lacks the section a key lands in (workload, topology): the missing
+// section is reported with its line, not a YAML exception out of the matrix handling.
+TEST(Matrix, MissingOrMisspelledSectionIsADiagnostic) {
+  for (const char* text : {R"(name: no-workload
+topology: {hosts: 2, ranks_per_host: 1, rails: 2}
+matrix: {op: [allreduce, allgather], bytes: [1MiB, 4MiB]}
+)",
+                           R"(name: misspelled
+topology: {hosts: 2, ranks_per_host: 1, rails: 2}
+matrix: {op: [allreduce], hosts: [2, 3]}
+wrkload: {bytes: 1MiB, duration: 2s}
+)",
+                           R"(name: bad-matrix
+matrix: {op: [allreduce, allreduce], rails: [2]}
+)"}) {
+    ExpandOutcome e = ExpandScenario(text, "m.yaml");
+    EXPECT_FALSE(e.ok());
+    const std::string d = Diags(e.diagnostics);
+    EXPECT_NE(d.find("missing required key"), std::string::npos) << d;
+    for (const auto& diag : e.diagnostics) EXPECT_GT(diag.loc.line, 0) << d;
+  }
+}
+
 TEST(Matrix, KeySetTwiceIsAnError) {
   ExpandOutcome e = ExpandScenario(R"(name: twice
 seed: 4
