@@ -130,14 +130,19 @@ Status CheckReport(const nlohmann::json& report) {
   return Status::Ok();
 }
 
+Result<nlohmann::json> ParseReport(std::string_view text, const std::string& dir) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return InvalidArgument(dir + "/report.json: not valid JSON");
+  FL_RETURN_IF_ERROR(CheckReport(j).WithContext(dir));
+  return j;
+}
+
 Result<RunData> LoadRunDir(const std::string& dir) {
   const fs::path root(dir);
   RunData run;
   auto text = ReadFile(root / "report.json");
   if (!text.ok()) return text.status().WithContext("run directory " + dir);
-  run.report = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (run.report.is_discarded()) return InvalidArgument(dir + "/report.json: not valid JSON");
-  FL_RETURN_IF_ERROR(CheckReport(run.report).WithContext(dir));
+  FL_ASSIGN_OR_RETURN(run.report, ParseReport(*text, dir));
 
   auto csv = ReadFile(root / "timeseries.csv");
   if (csv.ok()) {

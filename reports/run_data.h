@@ -58,6 +58,10 @@ Result<std::vector<EventRow>> ParseEventsJsonl(std::string_view text);
 // (schema, scenario, outcome, faults, metrics, per_fault, expectations).
 Status CheckReport(const nlohmann::json& report);
 
+// Parses the text of DIR/report.json and checks it (CheckReport); `dir` names it in errors.
+// kInvalidArgument for text that is not JSON or not a report. Pure; never throws.
+Result<nlohmann::json> ParseReport(std::string_view text, const std::string& dir);
+
 // Reads DIR/report.json (required: kNotFound / kInvalidArgument when missing or malformed)
 // and whatever of timeseries.csv, events.jsonl and scenario.yaml exists.
 Result<RunData> LoadRunDir(const std::string& dir);
