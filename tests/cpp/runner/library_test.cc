@@ -543,3 +543,24 @@ TEST(LinkLog, NothingMappedAndBadMappings) {
 
 }  // namespace
 }  // namespace faultline::runner
+
+namespace faultline::runner {
+namespace {
+
+// Times out of range (a year past 2200, 23-digit microseconds, 44-digit uptime) are not
+// timestamps: the lines parse without one instead of overflowing or throwing.
+TEST(LinkLog, OutOfRangeTimesAreIgnored) {
+  const std::vector<LinkEvent> events = ParseLinkLog(
+      "[9999-03-05T10:15:02.100000] 3: eth2: <NO-CARRIER,BROADCAST> mtu 9000 state DOWN\n"
+      "Timestamp: Tue Mar  5 10:15:02 2024 99999999999999999999999 usec\n"
+      "[99999999999999999999999999999999999999999999.5] mlx5_core 0000:08:00.0 eth3: Link down\n",
+      "x.log");
+  ASSERT_FALSE(events.empty());
+  for (const LinkEvent& e : events) {
+    EXPECT_FALSE(e.wall_ns.has_value()) << e.text;
+    EXPECT_FALSE(e.kernel_s.has_value()) << e.text;
+  }
+}
+
+}  // namespace
+}  // namespace faultline::runner
