@@ -55,7 +55,8 @@ Result<std::vector<SeriesPoint>> ParseTimeseriesCsv(std::string_view text);
 Result<std::vector<EventRow>> ParseEventsJsonl(std::string_view text);
 
 // Checks that `report` is a faultline.report/v1 object with the keys the writers read
-// (schema, scenario, outcome, faults, metrics, per_fault, expectations).
+// (schema, scenario, outcome, faults, metrics, per_fault, expectations; each expectation an
+// object with a boolean "pass").
 Status CheckReport(const nlohmann::json& report);
 
 // Parses the text of DIR/report.json and checks it (CheckReport); `dir` names it in errors.
