@@ -4,7 +4,7 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test demo bench clean format
+.PHONY: all deps configure build test fuzz demo bench clean format
 
 all: build
 
@@ -19,6 +19,13 @@ build: configure
 
 test: build
 	@./scripts/run-tests $(BUILD_DIR)
+
+# The libFuzzer targets (tests/fuzz), FUZZ_SECONDS each, in the shared sanitized build
+# build-asan, then the mutated-scenario stress of `faultline validate` (10000 copies).
+FUZZ_SECONDS ?= 60
+fuzz: build
+	@./scripts/fuzz --seconds $(FUZZ_SECONDS)
+	@FAULTLINE_BUILD=$(abspath $(BUILD_DIR)) tests/fuzz/mutate-scenarios --count 10000
 
 # Only what scripts/demo runs (the CMake target demo-deps), not the tests and benchmarks.
 demo: configure

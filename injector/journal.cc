@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "base/clock.h"
@@ -129,6 +130,28 @@ Status Journal::Remove(std::string_view id) {
   return SyncDir();
 }
 
+Result<JournalEntry> ParseJournalEntry(std::string_view text, std::string id,
+                                       const std::string& path) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("kind") || !j["kind"].is_string() ||
+      !j.contains("undo") || !j["undo"].is_object()) {
+    return Internal("corrupt journal entry " + path);
+  }
+  JournalEntry e;
+  e.id = std::move(id);
+  e.kind = j["kind"].get<std::string>();
+  e.undo = j["undo"];
+  // json::value() throws on a value of another type; a hand-edited entry must not end cleanup.
+  if (const auto& pid = j["pid"]; pid.is_number_integer()) {
+    const int64_t v = pid.get<int64_t>();
+    if (v > 0 && v <= std::numeric_limits<int>::max()) e.pid = static_cast<int>(v);
+  }
+  if (const auto& t = j["created_mono_ns"]; t.is_number_integer()) {
+    e.created_mono_ns = t.get<int64_t>();
+  }
+  return e;
+}
+
 Result<std::vector<JournalEntry>> Journal::List() const {
   DIR* d = ::opendir(dir_.c_str());
   if (d == nullptr) return ErrnoStatus("open journal directory " + dir_, errno);
@@ -146,16 +169,9 @@ Result<std::vector<JournalEntry>> Journal::List() const {
     std::string path = dir_ + "/" + n;
     std::ifstream in(path);
     if (!in) continue;  // removed concurrently
-    nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("kind") || !j.contains("undo")) {
-      return Internal("corrupt journal entry " + path);
-    }
-    JournalEntry e;
-    e.id = n.substr(0, n.size() - 5);
-    e.kind = j.value("kind", "");
-    e.undo = j["undo"];
-    e.pid = j.value("pid", 0);
-    e.created_mono_ns = j.value("created_mono_ns", int64_t{0});
+    std::stringstream text;
+    text << in.rdbuf();
+    FL_ASSIGN_OR_RETURN(JournalEntry e, ParseJournalEntry(text.str(), n.substr(0, n.size() - 5), path));
     out.push_back(std::move(e));
   }
   return out;
@@ -165,7 +181,9 @@ bool Journal::RecordsNetns(std::string_view name) const {
   auto entries = List();
   if (!entries.ok()) return false;
   for (const JournalEntry& e : *entries) {
-    if (e.kind == "netns" && e.undo.value("netns", "") == name) return true;
+    if (e.kind != "netns") continue;
+    auto ns = e.undo.find("netns");
+    if (ns != e.undo.end() && ns->is_string() && ns->get<std::string>() == name) return true;
   }
   return false;
 }

@@ -27,6 +27,12 @@ struct JournalEntry {
   int64_t created_mono_ns = 0;
 };
 
+// Parses the text of one entry file (`id` is its name without ".json"). kInternal, naming
+// `path`, for anything that is not a JSON object with a "kind" string and an "undo" object; a
+// "pid" or "created_mono_ns" of the wrong type reads as 0. Pure; never throws.
+Result<JournalEntry> ParseJournalEntry(std::string_view text, std::string id,
+                                       const std::string& path);
+
 class Journal final {
  public:
   // $FAULTLINE_JOURNAL_DIR, else /run/faultline/journal.

@@ -108,13 +108,23 @@ Status UndoJournalEntry(std::string_view kind, const nlohmann::json& undo) {
   if (info == nullptr)
     return InvalidArgument("journal entry of unknown kind '" + std::string(kind) + "'");
   // A namespace that no longer exists took everything in it along.
-  if (undo.is_object() && undo.contains("netns") && info->undo != UndoNetns) {
+  if (undo.is_object() && undo.contains("netns") && undo["netns"].is_string() &&
+      (!undo.contains("park_netns") || undo["park_netns"].is_string()) &&
+      info->undo != UndoNetns) {
     std::string ns = undo.value("netns", "");
     if (!ns.empty() && !NetnsExists(ns) && undo.value("park_netns", "").empty()) {
       return Status::Ok();
     }
   }
-  Status st = info->undo(undo);
+  // An entry edited by hand may hold a field of the wrong type; the undo functions read
+  // fields with json::value(), which throws then. That is this entry's error, not cleanup's end.
+  Status st;
+  try {
+    st = info->undo(undo);
+  } catch (const nlohmann::json::exception& e) {
+    return InvalidArgument("journal entry of kind '" + std::string(kind) +
+                           "' has a malformed undo: " + e.what());
+  }
   return IsGone(st) ? Status::Ok() : st;
 }
 

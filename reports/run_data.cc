@@ -88,7 +88,7 @@ Result<std::vector<EventRow>> ParseEventsJsonl(std::string_view text) {
       if (last && text.back() != '\n') break;  // cut off mid-line
       return InvalidArgument("events.jsonl: line " + std::to_string(i + 1) + ": not JSON");
     }
-    if (!j.is_object() || j.value("type", "") != "ccl_event") continue;
+    if (!j.is_object() || !j.contains("type") || j["type"] != "ccl_event") continue;
     if (!j.contains("t_s") || !j["t_s"].is_number() || !j.contains("kind") ||
         !j["kind"].is_string()) {
       return InvalidArgument("events.jsonl: line " + std::to_string(i + 1) +
@@ -127,7 +127,20 @@ Status CheckReport(const nlohmann::json& report) {
   if (!report["scenario"].contains("name") || !report["scenario"]["name"].is_string()) {
     return InvalidArgument("report.json: scenario.name is missing");
   }
+  // Every reader of an expectation (verdict, junit, html, markdown) takes "pass" as a bool.
+  for (const auto& e : report["expectations"]) {
+    if (!e.is_object() || !e.contains("pass") || !e["pass"].is_boolean()) {
+      return InvalidArgument("report.json: an expectation is not an object with a boolean \"pass\"");
+    }
+  }
   return Status::Ok();
+}
+
+Result<nlohmann::json> ParseReport(std::string_view text, const std::string& dir) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return InvalidArgument(dir + "/report.json: not valid JSON");
+  FL_RETURN_IF_ERROR(CheckReport(j).WithContext(dir));
+  return j;
 }
 
 Result<RunData> LoadRunDir(const std::string& dir) {
@@ -135,9 +148,7 @@ Result<RunData> LoadRunDir(const std::string& dir) {
   RunData run;
   auto text = ReadFile(root / "report.json");
   if (!text.ok()) return text.status().WithContext("run directory " + dir);
-  run.report = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (run.report.is_discarded()) return InvalidArgument(dir + "/report.json: not valid JSON");
-  FL_RETURN_IF_ERROR(CheckReport(run.report).WithContext(dir));
+  FL_ASSIGN_OR_RETURN(run.report, ParseReport(*text, dir));
 
   auto csv = ReadFile(root / "timeseries.csv");
   if (csv.ok()) {

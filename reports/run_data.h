@@ -55,8 +55,13 @@ Result<std::vector<SeriesPoint>> ParseTimeseriesCsv(std::string_view text);
 Result<std::vector<EventRow>> ParseEventsJsonl(std::string_view text);
 
 // Checks that `report` is a faultline.report/v1 object with the keys the writers read
-// (schema, scenario, outcome, faults, metrics, per_fault, expectations).
+// (schema, scenario, outcome, faults, metrics, per_fault, expectations; each expectation an
+// object with a boolean "pass").
 Status CheckReport(const nlohmann::json& report);
+
+// Parses the text of DIR/report.json and checks it (CheckReport); `dir` names it in errors.
+// kInvalidArgument for text that is not JSON or not a report. Pure; never throws.
+Result<nlohmann::json> ParseReport(std::string_view text, const std::string& dir);
 
 // Reads DIR/report.json (required: kNotFound / kInvalidArgument when missing or malformed)
 // and whatever of timeseries.csv, events.jsonl and scenario.yaml exists.

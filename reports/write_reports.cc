@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "reports/html.h"
 #include "reports/junit.h"
@@ -57,9 +58,9 @@ Result<std::vector<nlohmann::json>> LoadReports(const std::string& path) {
   for (const auto& d : dirs) {
     std::ifstream in(fs::path(d) / "report.json", std::ios::binary);
     if (!in) return NotFound("cannot open " + d + "/report.json");
-    nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) return InvalidArgument(d + "/report.json: not valid JSON");
-    FL_RETURN_IF_ERROR(CheckReport(j).WithContext(d));
+    std::stringstream text;
+    text << in.rdbuf();
+    FL_ASSIGN_OR_RETURN(nlohmann::json j, ParseReport(text.str(), d));
     out.push_back(std::move(j));
   }
   return out;

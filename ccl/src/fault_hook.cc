@@ -12,51 +12,13 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "fault_hook_request.h"
 #include "log.h"
 
 namespace ftccl {
 namespace {
 
-using json = nlohmann::json;
 using SteadyClock = std::chrono::steady_clock;
-
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now().time_since_epoch())
-      .count();
-}
-
-json Fail(json reply, const std::string& error) {
-  reply["ok"] = false;
-  reply["error"] = error;
-  return reply;
-}
-
-// A non-negative int field of the request, or why not.
-Result<int> IntField(const json& req, const char* name) {
-  auto it = req.find(name);
-  if (it == req.end()) return InvalidArgument(std::string("missing '") + name + "'");
-  if (!it->is_number_integer()) {
-    return InvalidArgument(std::string("'") + name + "' must be an integer, got " + it->dump());
-  }
-  const int64_t v = it->get<int64_t>();
-  if (v < 0 || v > 1 << 20) {
-    return InvalidArgument(std::string("'") + name + "' = " + std::to_string(v) +
-                           " is out of range");
-  }
-  return static_cast<int>(v);
-}
-
-// Invalid UTF-8 (only from a bug: requests are validated by the parser) must not throw.
-std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
-void PutState(const transport::PathFaultState& s, json* reply) {
-  if (s.corrupt_frames_sent) {
-    (*reply)["corrupt_frames_sent"] = *s.corrupt_frames_sent;
-    (*reply)["pending"] = s.corrupt_pending;
-  }
-  if (s.qp_state) (*reply)["qp_state"] = *s.qp_state;
-  if (s.applied_ns > 0) (*reply)["applied_ns"] = s.applied_ns;
-}
 
 Status Bad(const std::string& path, const std::string& why) {
   return InvalidArgument("fault hook path '" + path + "': " + why);
@@ -132,89 +94,8 @@ Status FaultHookServer::Start(transport::FaultTarget* target, int rank, int size
   return Status::Ok();
 }
 
-nlohmann::json FaultHookServer::Answer(const std::string& line) {
-  json reply = {{"v", kProtocolVersion}};
-  json req = json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (req.is_discarded() || !req.is_object()) {
-    return Fail(reply, "request is not one JSON object");
-  }
-  if (auto id = req.find("id"); id != req.end()) {
-    if (!id->is_string()) return Fail(reply, "'id' must be a string");
-    reply["id"] = *id;
-  }
-  auto v = req.find("v");
-  if (v == req.end() || !v->is_number_integer() || v->get<int64_t>() != kProtocolVersion) {
-    return Fail(reply, "protocol version must be 1, got " + (v == req.end() ? "none" : v->dump()));
-  }
-  auto op_it = req.find("op");
-  if (op_it == req.end() || !op_it->is_string()) return Fail(reply, "missing 'op'");
-  const std::string op = op_it->get<std::string>();
-  if (op == "ping") {
-    reply["ok"] = true;
-    reply["rank"] = rank_;
-    reply["transport"] = target_->TransportName();
-    return reply;
-  }
-  if (op != "query" && op != "conn_corrupt" && op != "qp_error") {
-    return Fail(reply, "unknown op '" + op + "' (ping, query, conn_corrupt, qp_error)");
-  }
-  auto peer = IntField(req, "peer");
-  if (!peer.ok()) return Fail(reply, peer.status().message());
-  auto path = IntField(req, "path");
-  if (!path.ok()) return Fail(reply, path.status().message());
-  if (*peer >= size_ || *peer == rank_) {
-    return Fail(reply, "rank " + std::to_string(rank_) + " has no connection to peer " +
-                           std::to_string(*peer) + " (ranks 0.." + std::to_string(size_ - 1) +
-                           ", not itself)");
-  }
-  if (*path >= num_rails_) {
-    return Fail(reply, "path " + std::to_string(*path) + " does not exist (" +
-                           std::to_string(num_rails_) + " rails)");
-  }
-  transport::FramePart part = transport::FramePart::kPayload;
-  if (auto p = req.find("part"); p != req.end()) {
-    if (op != "conn_corrupt" || !p->is_string() || (*p != "payload" && *p != "header")) {
-      return Fail(reply, "'part' is \"payload\" or \"header\", for conn_corrupt only");
-    }
-    if (*p == "header") part = transport::FramePart::kHeader;
-  }
-  const auto deadline = SteadyClock::now() + kClientTimeout;
-  Result<transport::PathFaultState> r = transport::Unsupported();
-  if (op == "query") {
-    r = target_->QueryPath(*peer, *path, deadline);
-  } else if (op == "qp_error") {
-    r = target_->InjectQpError(*peer, *path, deadline);
-  } else {
-    r = target_->CorruptNextFrame(*peer, *path, part, deadline);
-    // Answer once a data frame carried the damage (so that a query right after sees it), or
-    // after kCorruptWait with "pending": true when no data flowed on the path meanwhile.
-    const auto wait_until = SteadyClock::now() + kCorruptWait;
-    while (r.ok() && r->corrupt_pending && SteadyClock::now() < wait_until) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      r = target_->QueryPath(*peer, *path, deadline);
-    }
-    if (r.ok()) {
-      LOG_INFO("HOOK", "conn_corrupt to rank %d on rail %d (%s): %s", *peer, *path,
-               part == transport::FramePart::kHeader ? "header" : "payload",
-               r->corrupt_pending ? "armed, no data frame yet" : "sent");
-    }
-  }
-  if (!r.ok()) {
-    return Fail(reply,
-                transport::IsUnsupported(r.status()) ? "unsupported" : r.status().ToString());
-  }
-  reply["ok"] = true;
-  PutState(r.value(), &reply);
-  if (op == "conn_corrupt" && r->applied_ns == 0) reply["applied_ns"] = NowNs();
-  return reply;
-}
-
 std::string FaultHookServer::Handle(const std::string& line) {
-  try {
-    return Dump(Answer(line));
-  } catch (const std::exception& e) {
-    return Dump(Fail({{"v", kProtocolVersion}}, std::string("internal error: ") + e.what()));
-  }
+  return AnswerHookRequest(line, HookContext{target_, rank_, size_, num_rails_});
 }
 
 void FaultHookServer::Serve() {
@@ -261,19 +142,18 @@ void FaultHookServer::Serve() {
           continue;
         }
         if (got > 0) c.buf.append(buf, static_cast<size_t>(got));
-        const size_t eol = c.buf.find('\n');
-        if (eol != std::string::npos && eol + 1 <= kMaxLine) {
-          answer(c, Handle(c.buf.substr(0, eol)));
-        } else if (c.buf.size() >= kMaxLine) {
-          answer(c, Dump(Fail({{"v", kProtocolVersion}},
-                              "request line longer than " + std::to_string(kMaxLine) + " bytes")));
+        const HookInput in = TakeHookRequestLine(c.buf);
+        if (in.kind == HookInput::kLine) {
+          answer(c, Handle(in.line));
+        } else if (in.kind == HookInput::kTooLong) {
+          answer(c, HookFailureLine("request line longer than " + std::to_string(kMaxLine) +
+                                    " bytes"));
         }
         if (!c.fd.valid()) continue;
       }
       if (SteadyClock::now() >= c.deadline) {
-        answer(c, Dump(Fail({{"v", kProtocolVersion}}, "no complete request line within " +
-                                                           std::to_string(kClientTimeout.count()) +
-                                                           " ms")));
+        answer(c, HookFailureLine("no complete request line within " +
+                                  std::to_string(kClientTimeout.count()) + " ms"));
       }
     }
     std::erase_if(clients, [](const Client& c) { return !c.fd.valid(); });

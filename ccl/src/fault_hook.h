@@ -24,6 +24,7 @@
 #include <thread>
 
 #include "ftccl/status.h"
+#include "fault_hook_request.h"
 #include "net.h"
 #include "transport/fault_target.h"
 
@@ -31,11 +32,10 @@ namespace ftccl {
 
 class FaultHookServer final {
  public:
-  static constexpr int kProtocolVersion = 1;
-  static constexpr size_t kMaxLine = 4096;
-  static constexpr std::chrono::milliseconds kClientTimeout{1000};
-  // conn_corrupt waits this long for a data frame to carry the damage before it answers.
-  static constexpr std::chrono::milliseconds kCorruptWait{600};
+  static constexpr int kProtocolVersion = kHookProtocolVersion;
+  static constexpr size_t kMaxLine = kHookMaxLine;
+  static constexpr std::chrono::milliseconds kClientTimeout = kHookClientTimeout;
+  static constexpr std::chrono::milliseconds kCorruptWait = kHookCorruptWait;
   // Clients served at once; more wait in the listen backlog.
   static constexpr size_t kMaxClients = 8;
 
@@ -53,14 +53,13 @@ class FaultHookServer final {
 
   const std::string& path() const { return path_; }
 
-  // Answers one request line (without its '\n'); the response line, without '\n'. Used by the
-  // serving thread; public for tests of the request handling.
+  // Answers one request line (without its '\n') about this server's communicator
+  // (AnswerHookRequest). REQUIRES: Start() was called.
   std::string Handle(const std::string& line);
 
  private:
   explicit FaultHookServer(std::string path) : path_(std::move(path)) {}
   void Serve();
-  nlohmann::json Answer(const std::string& line);
 
   std::string path_;
   net::Fd listen_;

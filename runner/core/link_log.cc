@@ -34,7 +34,9 @@ int MonthIndex(const std::string& mon) {
 }
 
 // Seconds of a UTC calendar time; -1 when out of range.
+// -1 outside 1970..2200, so that the time in ns fits an int64_t.
 int64_t EpochSeconds(int year, int mon0, int day, int h, int m, int s) {
+  if (year < 1970 || year > 2200) return -1;
   if (mon0 < 0 || day < 1 || day > 31 || h > 23 || m > 59 || s > 60) return -1;
   std::tm tm{};
   tm.tm_year = year - 1900;
@@ -133,8 +135,8 @@ Stamps Strip(const std::string& line) {
       rest = m.suffix();
     }
   }
-  // dmesg: "[12345.678901] ".
-  if (std::regex_search(rest, m, Re(R"(^\[\s*(\d+\.\d+)\]\s*)"))) {
+  // dmesg: "[12345.678901] " (at most 9 digits of seconds since boot, so that ns fit).
+  if (std::regex_search(rest, m, Re(R"(^\[\s*(\d{1,9}\.\d+)\]\s*)"))) {
     st.kernel_s = std::stod(m[1]);
     rest = m.suffix();
   }
@@ -261,7 +263,7 @@ std::vector<LinkEvent> ParseLinkLog(std::string_view text, const std::string& fi
     if (!raw.empty() && raw.back() == '\r') raw.pop_back();
     std::smatch m;
     if (std::regex_search(raw, m,
-                          Re(R"(^Timestamp: (\w{3} \w{3} +\d{1,2} \d\d:\d\d:\d\d \d{4}) (\d+) usec)"))) {
+                          Re(R"(^Timestamp: (\w{3} \w{3} +\d{1,2} \d\d:\d\d:\d\d \d{4}) (\d{1,6}) usec)"))) {
       ip_stamp = AscTimeNs(m[1]);
       if (ip_stamp) *ip_stamp += std::stoll(m[2]) * 1000;
       continue;
@@ -293,7 +295,7 @@ std::vector<LinkEvent> ParseLinkLog(std::string_view text, const std::string& fi
 Result<std::pair<std::string, RailRef>> ParseRailMapping(std::string_view flag) {
   const std::string s(flag);
   std::smatch m;
-  if (!std::regex_match(s, m, Re(R"((.+)=host(\d+)/rail(\d+)(?:/(host|switch))?)"))) {
+  if (!std::regex_match(s, m, Re(R"((.+)=host(\d{1,6})/rail(\d{1,6})(?:/(host|switch))?)"))) {
     return InvalidArgument("--map '" + s +
                            "': expected DEVICE=hostH/railR[/switch], e.g. eth2=host0/rail1");
   }

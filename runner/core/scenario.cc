@@ -96,6 +96,10 @@ ParseOutcome Parser::Run(std::string_view text) {
   return RunRoot(loaded);
 }
 
+// True when `n` is a mapping. A const lookup of a missing key gives an invalid node, on which
+// IsMap() throws YAML::InvalidNode; this is false for it.
+bool IsDefinedMap(const YAML::Node& n) { return n.IsDefined() && n.IsMap(); }
+
 // Where each matrix key lands in the scenario: {section or "" for the top level, key}.
 std::pair<std::string, std::string> MatrixTarget(const std::string& key) {
   for (const char* k : {"op", "dtype", "reduce", "root", "bytes", "duration"}) {
@@ -146,7 +150,7 @@ bool Parser::ParseMatrix(const YAML::Node& root, std::vector<MatrixAxis>* out) {
     // The same key set both by the matrix and in its section would leave it unclear which wins.
     auto [section, field] = MatrixTarget(key);
     const YAML::Node parent = section.empty() ? root : root[section];
-    if (parent.IsMap() && parent[field]) {
+    if (IsDefinedMap(parent) && parent[field]) {
       Error(parent[field],
             (section.empty() ? field : section + "." + field) + " is also set by matrix." + key,
             "remove it here, or drop '" + key + "' from the matrix");
@@ -746,7 +750,27 @@ ParseOutcome ParseScenarioFile(const std::string& path) {
   return ParseScenario(*text, path);
 }
 
+namespace {
+ExpandOutcome Expand(std::string_view yaml_text, const std::string& file);
+}  // namespace
+
 ExpandOutcome ExpandScenario(std::string_view yaml_text, const std::string& file) {
+  // Parser::RunRoot turns a YAML exception in a section into a diagnostic; this catches one
+  // in the matrix handling around it, so that a bad file never ends the process.
+  try {
+    return Expand(yaml_text, file);
+  } catch (const YAML::Exception& e) {
+    ExpandOutcome out;
+    out.diagnostics.push_back(
+        {file, {std::max(0, e.mark.line + 1), std::max(0, e.mark.column + 1)},
+         "malformed scenario: " + e.msg, ""});
+    return out;
+  }
+}
+
+namespace {
+
+ExpandOutcome Expand(std::string_view yaml_text, const std::string& file) {
   const std::string text(yaml_text);
   ExpandOutcome out;
   YAML::Node root;
@@ -774,7 +798,7 @@ ExpandOutcome ExpandScenario(std::string_view yaml_text, const std::string& file
     const YAML::Node& cdoc = doc;
     if (section.empty()) {
       doc[field] = value;
-    } else if (cdoc[section].IsMap()) {
+    } else if (IsDefinedMap(cdoc[section])) {
       YAML::Node sec = doc[section];
       sec[field] = value;
     }
@@ -787,7 +811,7 @@ ExpandOutcome ExpandScenario(std::string_view yaml_text, const std::string& file
       auto [section, field] = MatrixTarget(a.key);
       const YAML::Node& cdoc = doc;
       const bool set_there = section.empty() ? static_cast<bool>(cdoc[field])
-                                             : cdoc[section].IsMap() && cdoc[section][field];
+                                             : IsDefinedMap(cdoc[section]) && cdoc[section][field];
       if (!set_there) put_values(doc, a.key, doc["matrix"][a.key][0]);
     }
     Parser p(file);
@@ -856,6 +880,8 @@ ExpandOutcome ExpandScenario(std::string_view yaml_text, const std::string& file
   if (!out.diagnostics.empty()) out.runs.clear();
   return out;
 }
+
+}  // namespace
 
 ExpandOutcome ExpandScenarioFile(const std::string& path) {
   auto text = ReadFile(path);

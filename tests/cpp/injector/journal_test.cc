@@ -102,3 +102,34 @@ TEST(Journal, EntriesAreDurableFilesRemovedOnRevert) {
 
 }  // namespace
 }  // namespace faultline::testing
+
+namespace faultline::testing {
+namespace {
+
+// Entry files are outside input after a crash (or an edit): a field of the wrong type is an
+// error of that entry or reads as 0, never an exception.
+TEST(JournalEntry, WrongTypesAreErrorsNotExceptions) {
+  auto ok = ParseJournalEntry(R"({"kind":"netns","undo":{"netns":"x"},"pid":"12",
+                                  "created_mono_ns":[1]})",
+                              "a", "/j/a.json");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->kind, "netns");
+  EXPECT_EQ(ok->pid, 0);
+  EXPECT_EQ(ok->created_mono_ns, 0);
+  EXPECT_EQ(ok->id, "a");
+  for (const char* bad : {R"({"kind":7,"undo":{}})", R"({"kind":"netns","undo":3})",
+                          R"({"kind":"netns"})", "[1]", "{", ""}) {
+    auto r = ParseJournalEntry(bad, "b", "/j/b.json");
+    EXPECT_FALSE(r.ok()) << bad;
+    if (!r.ok()) {
+      EXPECT_NE(r.status().message().find("/j/b.json"), std::string::npos);
+    }
+  }
+  // An undo with a wrong-typed field fails that entry's undo, with the reason.
+  Status st = UndoJournalEntry("link_down", {{"netns", 5}, {"dev", "x"}});
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("malformed undo"), std::string::npos) << st.ToString();
+}
+
+}  // namespace
+}  // namespace faultline::testing

@@ -58,6 +58,18 @@ TEST(CheckReport, RequiresTheSchemaAndKeys) {
   r.erase("expectations");
   EXPECT_NE(CheckReport(r).message().find("expectations"), std::string::npos);
   EXPECT_FALSE(CheckReport(nlohmann::json::array()).ok());
+  // Every reader takes an expectation's "pass" as a bool; anything else is a bad report, not
+  // an exception in `faultline compare` or `report`.
+  for (const nlohmann::json& pass : {nlohmann::json("yes"), nlohmann::json(1), nlohmann::json()}) {
+    nlohmann::json bad = testing::Report();
+    bad["expectations"][0]["pass"] = pass;
+    EXPECT_FALSE(ParseReport(bad.dump(), "run").ok()) << pass;
+  }
+  nlohmann::json no_pass = testing::Report();
+  no_pass["expectations"][1].erase("pass");
+  EXPECT_FALSE(CheckReport(no_pass).ok());
+  EXPECT_FALSE(ParseReport("{", "run").ok());
+  EXPECT_TRUE(ParseReport(testing::Report().dump(), "run").ok());
 }
 
 class RunDirTest : public ::testing::Test {

@@ -119,6 +119,29 @@ workload: {bytes: 2MiB, duration: 8s}
   EXPECT_EQ(d.find("missing required key 'op'"), std::string::npos) << d;
 }
 
+// A matrix whose file lacks the section a key lands in (workload, topology): the missing
+// section is reported with its line, not a YAML exception out of the matrix handling.
+TEST(Matrix, MissingOrMisspelledSectionIsADiagnostic) {
+  for (const char* text : {R"(name: no-workload
+topology: {hosts: 2, ranks_per_host: 1, rails: 2}
+matrix: {op: [allreduce, allgather], bytes: [1MiB, 4MiB]}
+)",
+                           R"(name: misspelled
+topology: {hosts: 2, ranks_per_host: 1, rails: 2}
+matrix: {op: [allreduce], hosts: [2, 3]}
+wrkload: {bytes: 1MiB, duration: 2s}
+)",
+                           R"(name: bad-matrix
+matrix: {op: [allreduce, allreduce], rails: [2]}
+)"}) {
+    ExpandOutcome e = ExpandScenario(text, "m.yaml");
+    EXPECT_FALSE(e.ok());
+    const std::string d = Diags(e.diagnostics);
+    EXPECT_NE(d.find("missing required key"), std::string::npos) << d;
+    for (const auto& diag : e.diagnostics) EXPECT_GT(diag.loc.line, 0) << d;
+  }
+}
+
 TEST(Matrix, KeySetTwiceIsAnError) {
   ExpandOutcome e = ExpandScenario(R"(name: twice
 seed: 4
@@ -516,6 +539,27 @@ TEST(LinkLog, NothingMappedAndBadMappings) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("rail 3 does not exist"), std::string::npos)
       << bad.status().message();
+}
+
+}  // namespace
+}  // namespace faultline::runner
+
+namespace faultline::runner {
+namespace {
+
+// Times out of range (a year past 2200, 23-digit microseconds, 44-digit uptime) are not
+// timestamps: the lines parse without one instead of overflowing or throwing.
+TEST(LinkLog, OutOfRangeTimesAreIgnored) {
+  const std::vector<LinkEvent> events = ParseLinkLog(
+      "[9999-03-05T10:15:02.100000] 3: eth2: <NO-CARRIER,BROADCAST> mtu 9000 state DOWN\n"
+      "Timestamp: Tue Mar  5 10:15:02 2024 99999999999999999999999 usec\n"
+      "[99999999999999999999999999999999999999999999.5] mlx5_core 0000:08:00.0 eth3: Link down\n",
+      "x.log");
+  ASSERT_FALSE(events.empty());
+  for (const LinkEvent& e : events) {
+    EXPECT_FALSE(e.wall_ns.has_value()) << e.text;
+    EXPECT_FALSE(e.kernel_s.has_value()) << e.text;
+  }
 }
 
 }  // namespace
