@@ -4,7 +4,7 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test fuzz demo bench clean format
+.PHONY: all deps configure build test fuzz sanitize demo bench clean format
 
 all: build
 
@@ -23,6 +23,11 @@ test: build
 # The libFuzzer targets (tests/fuzz), FUZZ_SECONDS each, in the shared sanitized build
 # build-asan, then the mutated-scenario stress of `faultline validate` (10000 copies).
 FUZZ_SECONDS ?= 60
+# ftccl and the runner's pure parts under ASan+UBSan, then ftccl's multi-rank tests under TSan,
+# each in its own clang build (build-asan, build-tsan). SANITIZE_ARGS: e.g. --tsan, --ci.
+sanitize: deps
+	@./scripts/sanitize $(SANITIZE_ARGS)
+
 fuzz: build
 	@./scripts/fuzz --seconds $(FUZZ_SECONDS)
 	@FAULTLINE_BUILD=$(abspath $(BUILD_DIR)) tests/fuzz/mutate-scenarios --count 10000
