@@ -24,6 +24,12 @@ constexpr auto kWaitGrace = std::chrono::seconds(5);
 
 class RequestImpl;
 
+// A queued collective whose deadline passed before the collectives ahead of it were done.
+Status NotStarted(uint64_t seq, const transport::Signature& sig) {
+  return Timeout("collective #" + std::to_string(seq) + " " + sig.ToString() +
+                 " did not start before its deadline (the collectives before it took the time)");
+}
+
 struct Task {
   transport::Signature sig;
   Clock::time_point deadline;
@@ -249,8 +255,7 @@ void Communicator::Impl::WorkerLoop() {
     } else if (st.ok() && Clock::now() >= task.deadline) {
       // Its wait has given up or is about to: it must not start on buffers the caller may
       // already have freed.
-      st = Timeout("collective #" + std::to_string(seq) + " " + task.sig.ToString() +
-                   " did not start before its deadline (the collectives before it took the time)");
+      st = NotStarted(seq, task.sig);
       transport_->Fail(st, seq);
     } else if (st.ok()) {
       algo::Ctx ctx;
@@ -294,8 +299,7 @@ void Communicator::Impl::DropQueued(const RequestImpl* req) {
   Task task = std::move(*it);
   queue_.erase(it);
   lock.unlock();
-  Status st = Timeout("collective #" + std::to_string(seq) + " " + task.sig.ToString() +
-                      " did not start before its deadline (the collectives before it took the time)");
+  Status st = NotStarted(seq, task.sig);
   transport_->Fail(st, seq);
   task.req->Finish(st);
 }
