@@ -17,7 +17,7 @@
 
 namespace faultline::reports {
 
-inline constexpr const char* kReportSchema = "faultline.report/v1";
+inline constexpr const char* kReportSchema = "faultline.report/v2";
 
 // One completed collective (a timeseries.csv row). Times are seconds from the run start.
 struct SeriesPoint {

@@ -75,16 +75,33 @@ struct RankEnd {
   RankExit exit = RankExit::kCompleted;
   std::optional<int64_t> first_error_ns;  // kError: when the first collective failed
   int64_t end_ns = 0;
+  // kError: the rank's own watchdog ended it because a library call never returned (a hang
+  // of the library, not an error it reported).
+  bool watchdog = false;
+};
+
+// One stop agreement of one rank (WorkerSync): a 1-element allreduce between collectives.
+struct SyncRecord {
+  int rank = 0;
+  int64_t after_index = 0;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  bool ok = true;
 };
 
 struct History {
   int world_size = 0;
   CollOp op = CollOp::kAllReduce;
   int64_t run_start_ns = 0;       // the workload's time zero (scenario offsets count from here)
-  int64_t run_end_ns = 0;         // when the last rank finished (or the watchdog fired)
+  // When the runner saw the last rank exit (or its watchdog fired): includes the library's
+  // teardown, so no metric window ends here (WindowEndNs).
+  int64_t run_end_ns = 0;
   bool events_supported = false;  // the CCL emits events (ftccl); false: event metrics are null
+  // The rails the library carries data on (worker header); absent when not known.
+  std::optional<std::vector<int>> rails_used;
   std::vector<OpRecord> ops;
   std::vector<CclEvent> events;
+  std::vector<SyncRecord> syncs;
   std::vector<FaultRecord> faults;
   std::vector<RankEnd> ranks;
   bool watchdog_fired = false;

@@ -247,6 +247,12 @@ std::vector<CompletedOp> CompleteOps(const History& h) {
   return out;
 }
 
+int64_t WindowEndNs(const History& h) {
+  int64_t end = 0;
+  for (const OpRecord& r : h.ops) end = std::max(end, r.end_ns);
+  return end > 0 ? end : h.run_end_ns;
+}
+
 RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
   RunMetrics rm;
   const std::vector<CompletedOp> ops = CompleteOps(h);

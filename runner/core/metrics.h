@@ -128,6 +128,10 @@ struct CompletedOp {
 };
 std::vector<CompletedOp> CompleteOps(const History& history);
 
+// The end of every metric window: the last rank's last collective (its end, ok or not), never
+// the library's teardown after it; the runner's run_end_ns when no collective was recorded.
+int64_t WindowEndNs(const History& history);
+
 RunMetrics ComputeMetrics(const History& history, const MetricsOptions& options);
 
 }  // namespace faultline::runner

@@ -1,4 +1,4 @@
-// report.json (schema "faultline.report/v1"): a pure function of the scenario, the recorded
+// report.json (schema kReportSchema, "faultline.report/v2"): a pure function of the scenario, the recorded
 // history, the metrics and the checks. Writes nothing itself; the caller stores the JSON.
 // Keys are those of DESIGN.md, "Report". Times of faults are seconds from the run start.
 #pragma once
@@ -15,7 +15,7 @@
 
 namespace faultline::runner {
 
-inline constexpr const char* kReportSchema = "faultline.report/v1";
+inline constexpr const char* kReportSchema = "faultline.report/v2";
 
 struct ReportFiles {
   std::optional<std::string> timeseries;

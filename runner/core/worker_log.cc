@@ -40,6 +40,10 @@ WorkerHeader HeaderFrom(const json& j) {
   h.duration_ns = OptField<int64_t>(j, "duration_ns");
   h.timeout_ms = j.value("timeout_ms", int64_t{0});
   h.seed = j.value("seed", uint64_t{0});
+  if (auto it = j.find("rails_used"); it != j.end() && !it->is_null()) {
+    h.rails_used = it->get<std::vector<int>>();
+  }
+  h.ccl_version = j.value("ccl_version", std::string());
   return h;
 }
 
@@ -86,6 +90,16 @@ std::string Apply(const json& j, bool first, WorkerLog* log) {
     log->events.push_back(std::move(e));
     return "";
   }
+  if (type == "sync") {
+    SyncRecord r;
+    r.rank = log->header.rank;
+    r.after_index = j.at("after_index").get<int64_t>();
+    r.start_ns = j.at("start_ns").get<int64_t>();
+    r.end_ns = j.at("end_ns").get<int64_t>();
+    r.ok = j.at("ok").get<bool>();
+    log->syncs.push_back(r);
+    return "";
+  }
   if (type == "end") {
     const std::string status = j.at("status").get<std::string>();
     if (status != "ok" && status != "error") return "unknown end status '" + status + "'";
@@ -94,6 +108,7 @@ std::string Apply(const json& j, bool first, WorkerLog* log) {
     end.exit = status == "ok" ? RankExit::kCompleted : RankExit::kError;
     end.end_ns = j.at("t_ns").get<int64_t>();
     end.first_error_ns = OptField<int64_t>(j, "first_error_ns");
+    end.watchdog = j.value("watchdog", false);
     log->end = end;
     log->end_message = j.value("message", std::string());
     return "";
@@ -126,6 +141,18 @@ std::string WorkerHeaderLine(const WorkerHeader& h) {
   j["duration_ns"] = h.duration_ns ? json(*h.duration_ns) : json(nullptr);
   j["timeout_ms"] = h.timeout_ms;
   j["seed"] = h.seed;
+  j["rails_used"] = h.rails_used ? json(*h.rails_used) : json(nullptr);
+  j["ccl_version"] = h.ccl_version;
+  return Line(j);
+}
+
+std::string WorkerSyncLine(const WorkerSync& s) {
+  json j;
+  j["type"] = "sync";
+  j["after_index"] = s.after_index;
+  j["start_ns"] = s.start_ns;
+  j["end_ns"] = s.end_ns;
+  j["ok"] = s.ok;
   return Line(j);
 }
 
@@ -161,6 +188,7 @@ std::string WorkerEndLine(const WorkerEnd& end) {
   j["message"] = end.message;
   j["t_ns"] = end.t_ns;
   j["first_error_ns"] = end.first_error_ns ? json(*end.first_error_ns) : json(nullptr);
+  if (end.watchdog) j["watchdog"] = true;
   return Line(j);
 }
 

@@ -50,6 +50,10 @@ struct WorkerHeader {
   std::optional<int64_t> duration_ns;
   int64_t timeout_ms = 0;
   uint64_t seed = 0;
+  // The rails (indices into `rails`) the library carries data on; absent when the library
+  // chooses its interfaces itself (CclAdapter::RailsUsed).
+  std::optional<std::vector<int>> rails_used;
+  std::string ccl_version;  // as the library reports it; "" when it reports none
 };
 
 struct WorkerOp {
@@ -68,6 +72,16 @@ struct WorkerEnd {
   std::string message;
   int64_t t_ns = 0;
   std::optional<int64_t> first_error_ns;  // when the first CCL call failed
+  bool watchdog = false;  // the worker's watchdog ended the process: a call never returned
+};
+
+// One stop agreement of a duration-bound loop (a 1-element allreduce through the library
+// under test, between two collectives): timed, so that the metrics can show where it went.
+struct WorkerSync {
+  int64_t after_index = 0;  // the collective it follows
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  bool ok = true;
 };
 
 // One line each, with the trailing newline.
@@ -75,12 +89,14 @@ std::string WorkerHeaderLine(const WorkerHeader& h);
 std::string WorkerOpLine(const WorkerOp& op);
 std::string WorkerEventLine(const CclEvent& e);
 std::string WorkerEndLine(const WorkerEnd& end);
+std::string WorkerSyncLine(const WorkerSync& sync);
 
 // One rank's log as the runner's history types.
 struct WorkerLog {
   WorkerHeader header;
   std::vector<OpRecord> ops;     // in log order; rank filled from the header
   std::vector<CclEvent> events;  // rank filled from the header
+  std::vector<SyncRecord> syncs;  // rank filled from the header
   // Absent when the worker never wrote its end line (killed or crashed); the runner decides
   // which from the process status.
   std::optional<RankEnd> end;

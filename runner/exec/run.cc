@@ -462,6 +462,8 @@ int Run::Finish() {
       h.ops.insert(h.ops.end(), log->ops.begin(), log->ops.end());
       h.events.insert(h.events.end(), log->events.begin(), log->events.end());
       h.events_supported = h.events_supported || log->header.events;
+      h.syncs.insert(h.syncs.end(), log->syncs.begin(), log->syncs.end());
+      if (g == 0) h.rails_used = log->header.rails_used;
     }
     if (killed_by_fault_.count(g) && es.state == ExitStatus::State::kSignaled) {
       end.exit = RankExit::kKilled;

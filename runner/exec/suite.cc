@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "reports/junit.h"
+#include "reports/run_data.h"
 #include "runner/exec/requirements.h"
 #include "runner/core/run_selection.h"
 #include "runner/core/scenario.h"
@@ -120,11 +121,11 @@ std::optional<nlohmann::json> ReadReport(const fs::path& p) {
 }
 
 // The report of a run that produced none (not run, or the harness stopped before it):
-// enough of faultline.report/v1 for the JUnit writer, with the reason as a harness error.
+// enough of the report schema for the JUnit writer, with the reason as a harness error.
 nlohmann::json StandInReport(const std::string& name, const std::string& file, uint64_t seed,
                              const std::string& ccl, const std::string& outcome,
                              const std::vector<std::string>& errors) {
-  nlohmann::json r = {{"schema", "faultline.report/v1"},
+  nlohmann::json r = {{"schema", reports::kReportSchema},
                       {"scenario", {{"name", name}, {"file", file}, {"seed", seed}}},
                       {"ccl", ccl},
                       {"outcome", outcome},

@@ -163,6 +163,7 @@ class Watchdog final {
       end.message = error;
       end.t_ns = now;
       end.first_error_ns = now;
+      end.watchdog = true;
       lines.push_back(WorkerEndLine(end));
       std::fprintf(stderr, "faultline-worker: %s\n", error.c_str());
       log_->WriteAndExit(lines, kWorkerExitCclError);
@@ -313,6 +314,9 @@ class Worker final {
     if (o_.duration) h.duration_ns = o_.duration->count();
     h.timeout_ms = o_.timeout.count();
     h.seed = o_.seed;
+    const std::vector<int> used = adapter_->RailsUsed(static_cast<int>(o_.rails.size()));
+    if (!used.empty()) h.rails_used = used;
+    h.ccl_version = adapter_->Version();
     return h;
   }
 
@@ -385,8 +389,14 @@ class Worker final {
     a.count = 1;
     a.dtype = workload::DType::kI32;
     a.redop = workload::RedOp::kMax;
+    WorkerSync sync;
+    sync.after_index = next_index_ - 1;
+    sync.start_ns = NowNs();
     const Status st = Guarded("stop agreement", o_.timeout, std::nullopt,
                               [&] { return adapter_->Run(a, o_.timeout); });
+    sync.end_ns = NowNs();
+    sync.ok = st.ok();
+    log_.Write(WorkerSyncLine(sync));
     DrainEvents();
     if (!st.ok()) return Fail("stop agreement: " + st.ToString(), NowNs());
     if (stop_recv_ != 0 && stop_recv_ != 1) {

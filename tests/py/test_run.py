@@ -200,7 +200,7 @@ def fl(tmp_path, namespaces_possible, request):
 
 
 def check_report_shape(r, scenario_file):
-    assert r["schema"] == "faultline.report/v1"
+    assert r["schema"] == "faultline.report/v2"
     assert TOP_LEVEL_KEYS <= set(r), f"missing top-level keys: {TOP_LEVEL_KEYS - set(r)}"
     assert {"name", "file", "sha256", "seed"} <= set(r["scenario"])
     with open(scenario_file, "rb") as f:

@@ -95,6 +95,17 @@ class CclAdapter {
   virtual bool ReleasesBuffersOnReturn() const { return false; }
   // The library's cumulative counters (name, value), where it keeps any. Default: none.
   virtual std::vector<std::pair<std::string, uint64_t>> Stats() const { return {}; }
+  // The rails (indices into CclInit::rails) the library carries data on, given `rails` of
+  // them; the capacity model counts only these. Empty: the library chooses its interfaces
+  // itself and the set is not known. Default: every rail.
+  virtual std::vector<int> RailsUsed(int rails) const {
+    std::vector<int> all;
+    for (int r = 0; r < rails; ++r) all.push_back(r);
+    return all;
+  }
+  // The library's version as it reports it (e.g. "2.21.5"), or "" where it reports none.
+  // Default: "".
+  virtual std::string Version() const { return ""; }
 };
 
 // The names CreateCclAdapter accepts in this build.

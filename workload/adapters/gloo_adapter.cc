@@ -62,6 +62,10 @@ class GlooAdapter final : public CclAdapter {
   void Abort(const std::string& /*reason*/) override { gloo_.reset(); }
 
   bool EmitsEvents() const override { return false; }
+  // One TCP device bound to the first rail's address: every pair goes over rail 0.
+  std::vector<int> RailsUsed(int rails) const override {
+    return rails > 0 ? std::vector<int>{0} : std::vector<int>{};
+  }
 
  private:
   std::unique_ptr<GlooCollectives> gloo_;

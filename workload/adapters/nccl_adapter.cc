@@ -345,6 +345,8 @@ class NcclAdapter final : public CclAdapter {
   }
 
   bool EmitsEvents() const override { return false; }
+  // NCCL picks its interfaces itself (NCCL_SOCKET_IFNAME / NCCL_IB_HCA): not known here.
+  std::vector<int> RailsUsed(int) const override { return {}; }
 
  private:
   // Grows the staging and device buffers to fit `args`.

@@ -21,7 +21,7 @@ nlohmann::json Report(const std::string& name) {
   nlohmann::json f3 = metrics_null;
   f3["id"] = "f3";
   return {
-      {"schema", "faultline.report/v1"},
+      {"schema", "faultline.report/v2"},
       {"scenario",
        {{"name", name}, {"file", "scenarios/x.yaml"}, {"sha256", std::string(64, 'a')}, {"seed", 42}}},
       {"environment",

@@ -11,7 +11,7 @@
 
 namespace faultline::reports::testing {
 
-// A faultline.report/v1 report of scenario `name` on ftccl with three faults:
+// A faultline.report/v2 report of scenario `name` on ftccl with three faults:
 //  f1 link_down host 1 rail 0, applied 2.0 s, reverted 3.0 s; detection 12.5 ms,
 //     failover 40 ms, recovery 600 ms;
 //  f2 bandwidth host 0 rail 1, applied 5.0 s, never reverted; recovery null, degraded 0.5;

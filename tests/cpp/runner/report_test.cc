@@ -143,7 +143,7 @@ TEST(Report, KeysAndValuesOfV1) {
                           "faults", "metrics", "per_fault", "expectations", "files"}) {
     EXPECT_TRUE(r.contains(key)) << key;
   }
-  EXPECT_EQ(r["schema"], "faultline.report/v1");
+  EXPECT_EQ(r["schema"], "faultline.report/v2");
   EXPECT_EQ(r["scenario"]["name"], "demo");
   EXPECT_EQ(r["scenario"]["seed"], 42);
   EXPECT_EQ(r["scenario"]["sha256"].get<std::string>().size(), 64u);
