@@ -146,7 +146,7 @@ std::string FaultTable(const nlohmann::json& r) {
   }
   out += "</table><table id=\"per-fault-table\"><tr><th>fault</th>";
   for (const auto& k : kMetricKeys) out += "<th>" + std::string(k.name) + "</th>";
-  out += "</tr>";
+  out += "<th>progress_ms</th><th>convergence from</th><th>affected flows</th></tr>";
   for (const auto& f : r.at("faults")) {
     const std::string id = Str(f, "id");
     nlohmann::json pf = nlohmann::json::object();
@@ -154,11 +154,33 @@ std::string FaultTable(const nlohmann::json& r) {
       if (p.is_object() && Str(p, "id") == id) pf = p;
     }
     out += "<tr data-fault=\"" + HtmlEscape(id) + "\"><td>" + HtmlText(id) + "</td>";
-    for (const auto& k : kMetricKeys) out += Cell(pf.value(k.name, nlohmann::json()));
+    const bool never = pf.value("never_converged", false) == true;
+    for (const auto& k : kMetricKeys) {
+      out += never && std::string(k.name) == "failover_latency_ms"
+                 ? "<td class=\"fail never\">never</td>"
+                 : Cell(pf.value(k.name, nlohmann::json()));
+    }
+    out += Cell(pf.value("progress_ms", nlohmann::json()));
+    out += Cell(pf.value("convergence", nlohmann::json()));
+    int counted = 0, total = 0;
+    if (pf.contains("flows") && pf["flows"].is_array()) {
+      for (const auto& fl : pf["flows"]) {
+        ++total;
+        if (fl.is_object() && fl.value("counted", false) == true) ++counted;
+      }
+    }
+    out += pf.contains("flows") ? "<td>" + std::to_string(counted) + " of " +
+                                      std::to_string(total) + " reported down</td>"
+                                : Cell(nlohmann::json());
     out += "</tr>";
   }
   return out + "</table><p>Null (&#8212;): the metric does not apply to the fault or could not "
-               "be measured; no value is made up.</p></section>";
+               "be measured; no value is made up. failover_first_ms: the first affected flow "
+               "carries data again; failover_latency_ms: full convergence (RFC 6412), the last "
+               "one does; progress_ms: every rank behind the target completed a collective it "
+               "started after the fault (the same rule for every library). A flow reported down "
+               "that a collective did without while the fault held is idle and not counted."
+               "</p></section>";
 }
 
 std::string MetricsTable(const nlohmann::json& r) {

@@ -54,7 +54,10 @@ std::vector<Band> Bands(const nlohmann::json& report) {
 
 std::vector<Marker> Markers(const nlohmann::json& report, const std::vector<Band>& bands) {
   static constexpr std::pair<const char*, const char*> kKinds[] = {
-      {"detection_ms", "detection"}, {"failover_latency_ms", "failover"}, {"recovery_ms", "recovery"}};
+      {"detection_ms", "detection"},
+      {"failover_first_ms", "first path"},
+      {"failover_latency_ms", "full convergence"},
+      {"recovery_ms", "recovery"}};
   std::vector<Marker> out;
   for (const auto& pf : report.at("per_fault")) {
     if (!pf.is_object()) continue;

@@ -25,15 +25,19 @@ std::vector<CheckResult> CheckExpectations(const Expectations& e, const RunMetri
     out.push_back({"outcome", OutcomeName(want), OutcomeName(m.outcome), m.outcome == want});
   }
   if (e.wrong_results) {
+    // Null when results were not checked (the parser refuses the expectation then).
     out.push_back({"wrong_results",
                    {{"max", *e.wrong_results}},
-                   m.wrong_results,
-                   m.wrong_results <= *e.wrong_results});
+                   m.wrong_results ? nlohmann::json(*m.wrong_results) : nlohmann::json(nullptr),
+                   m.wrong_results.has_value() && *m.wrong_results <= *e.wrong_results});
   }
   const MetricValues& v = m.overall;
   if (e.stall_ms_max) out.push_back(AtMost("stall_ms", *e.stall_ms_max, v.stall_ms));
   if (e.detection_ms_max) {
     out.push_back(AtMost("detection_ms", *e.detection_ms_max, v.detection_ms));
+  }
+  if (e.failover_first_ms_max) {
+    out.push_back(AtMost("failover_first_ms", *e.failover_first_ms_max, v.failover_first_ms));
   }
   if (e.failover_latency_ms_max) {
     out.push_back(AtMost("failover_latency_ms", *e.failover_latency_ms_max, v.failover_latency_ms));

@@ -22,7 +22,8 @@ struct CheckResult {
   nlohmann::json ToJson() const;  // {name, limit, value, pass}
 };
 
-// In a fixed order: outcome, wrong_results, stall_ms, detection_ms, failover_latency_ms,
+// In a fixed order: outcome, wrong_results, stall_ms, detection_ms, failover_first_ms,
+// failover_latency_ms,
 // recovery_ms, degraded_ratio, goodput_loss_pct (only those the scenario sets).
 std::vector<CheckResult> CheckExpectations(const Expectations& expect, const RunMetrics& metrics);
 

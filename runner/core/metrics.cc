@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "runner/faults/registry.h"
 
@@ -51,6 +52,13 @@ Outcome ClassifyOutcome(const History& h, const MetricsOptions& o, std::string* 
   if (h.ranks.empty()) {
     *reason = "no rank reported how it ended";
     return Outcome::kCrashed;
+  }
+  for (const RankEnd& r : h.ranks) {
+    if (r.exit == RankExit::kError && r.watchdog) {
+      *reason = "rank " + std::to_string(r.rank) +
+                "'s watchdog ended it: a library call did not return by its deadline plus grace";
+      return Outcome::kHung;
+    }
   }
   int completed = 0, errors = 0, killed = 0;
   for (const RankEnd& r : h.ranks) {
@@ -137,6 +145,7 @@ nlohmann::json MetricValues::ToJson() const {
   return {{"baseline_busbw_gbps", v(baseline_busbw_gbps)},
           {"stall_ms", v(stall_ms)},
           {"detection_ms", v(detection_ms)},
+          {"failover_first_ms", v(failover_first_ms)},
           {"failover_latency_ms", v(failover_latency_ms)},
           {"recovery_ms", v(recovery_ms)},
           {"degraded_ratio", v(degraded_ratio)},
@@ -144,10 +153,17 @@ nlohmann::json MetricValues::ToJson() const {
 }
 
 std::optional<double> CapacityLeft(const Topology& topology,
-                                   const std::vector<const FaultSpec*>& specs) {
+                                   const std::vector<const FaultSpec*>& specs,
+                                   const std::optional<std::vector<int>>& rails_used) {
   if (topology.hosts <= 0 || topology.rails <= 0) return std::nullopt;
   const bool per_rank = topology.per_rank_nics();
   if (per_rank && topology.ranks_per_host <= 0) return std::nullopt;
+  std::vector<bool> used(topology.rails, !rails_used.has_value());
+  if (rails_used) {
+    for (int r : *rails_used) {
+      if (r >= 0 && r < topology.rails) used[r] = true;
+    }
+  }
   // cap[h][p]: fraction of port p's rate left on host h. A port is a rail with shared NICs,
   // and rank l's port on rail r (p = l * rails + r) with per-rank NICs.
   const int ports = per_rank ? topology.ranks_per_host * topology.rails : topology.rails;
@@ -157,7 +173,10 @@ std::optional<double> CapacityLeft(const Topology& topology,
     const faults::FaultDescriptor& d = f->descriptor();
     if (d.capacity == faults::CapacityEffect::kNone) continue;
     if (d.capacity == faults::CapacityEffect::kUnknown || !f->target.rail) return std::nullopt;
+    if (!rails_used) return std::nullopt;  // which rails it takes from is not known
     if (per_rank && !f->target.rank) return std::nullopt;
+    if (*f->target.rail < 0 || *f->target.rail >= topology.rails) return std::nullopt;
+    if (!used[*f->target.rail]) continue;  // a rail the library does not use
     const int port =
         per_rank ? *f->target.rank * topology.rails + *f->target.rail : *f->target.rail;
     double& c = cap[f->target.host][port];
@@ -166,14 +185,23 @@ std::optional<double> CapacityLeft(const Topology& topology,
   double worst = 1.0;
   for (const auto& host : cap) {
     double sum = 0;
-    for (double c : host) sum += c;
-    worst = std::min(worst, sum / ports);
+    int n = 0;
+    for (int p = 0; p < ports; ++p) {
+      if (!used[p % topology.rails]) continue;
+      sum += host[p];
+      ++n;
+    }
+    if (n > 0) worst = std::min(worst, sum / n);
   }
   return worst;
 }
 
-MetricsOptions MetricsOptionsFor(const Scenario& scenario) {
+MetricsOptions MetricsOptionsFor(const Scenario& scenario,
+                                 const std::optional<std::vector<int>>& rails_used) {
   MetricsOptions o;
+  o.topology = scenario.topology;
+  o.check = scenario.workload.check;
+  o.abort_bound_ns = scenario.expect.abort_within_ns;
   o.warmup_ns = scenario.workload.warmup_ns;
   o.warmup_iters = scenario.workload.warmup_iters;
   if (scenario.expect.recovery) {
@@ -190,10 +218,11 @@ MetricsOptions MetricsOptionsFor(const Scenario& scenario) {
     for (const FaultSpec& g : scenario.faults) {
       if (g.Permanent() && g.at_ns <= f.at_ns) in_force.push_back(&g);
     }
-    m.capacity = CapacityLeft(scenario.topology, in_force);
+    m.capacity = CapacityLeft(scenario.topology, in_force, rails_used);
     if (f.target.port && !f.descriptor().rank_target()) {
       m.port_rank = f.target.GlobalRank(scenario.topology).value_or(-1);
     }
+    if (f.descriptor().target == faults::TargetShape::kRankPath) m.peer = f.params.peer;
     o.faults.push_back(std::move(m));
   }
   return o;
@@ -253,8 +282,50 @@ int64_t WindowEndNs(const History& h) {
   return end > 0 ? end : h.run_end_ns;
 }
 
+bool FlowCrosses(const FaultRecord& f, const MetricsOptions::FaultModel* model,
+                 const Topology& t, int rank, int peer, int path) {
+  if (rank == peer || rank < 0 || peer < 0) return false;
+  const faults::FaultDescriptor& kind = faults::DescriptorOf(f.kind);
+  const int rph = std::max(1, t.ranks_per_host);
+  auto host_of = [&](int g) { return g / rph; };
+  if (kind.target == faults::TargetShape::kRank) {
+    const std::optional<int> g = f.target.GlobalRank(t);
+    return g && (rank == *g || peer == *g);
+  }
+  if (f.target.rail && path != *f.target.rail) return false;
+  if (kind.target == faults::TargetShape::kRankPath) {
+    const std::optional<int> g = f.target.GlobalRank(t);
+    if (!g) return false;
+    const int other = model ? model->peer : -1;
+    if (other < 0) return rank == *g || peer == *g;
+    return (rank == *g && peer == other) || (rank == other && peer == *g);
+  }
+  // A link or socket fault on a rail port: one end of the flow sits behind that port.
+  const int owner = model ? model->port_rank : -1;
+  if (owner >= 0) return rank == owner || peer == owner;
+  return host_of(rank) == f.target.host || host_of(peer) == f.target.host;
+}
+
+namespace {
+
+// Whether rank g sits behind the fault's target: the rank of a rank fault (and the peer of a
+// connection fault), the owner of a per-rank port, or a rank on the host of a rail fault.
+bool RankOnTarget(const FaultRecord& f, const MetricsOptions::FaultModel* model,
+                  const Topology& t, int g) {
+  const faults::FaultDescriptor& kind = faults::DescriptorOf(f.kind);
+  if (kind.rank_target()) {
+    const std::optional<int> r = f.target.GlobalRank(t);
+    return (r && *r == g) || (model && model->peer == g);
+  }
+  if (model && model->port_rank >= 0) return g == model->port_rank;
+  return g / std::max(1, t.ranks_per_host) == f.target.host;
+}
+
+}  // namespace
+
 RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
   RunMetrics rm;
+  const int64_t window_end = WindowEndNs(h);
   const std::vector<CompletedOp> ops = CompleteOps(h);
   rm.completed_ops = static_cast<int64_t>(ops.size());
   std::vector<CompletedOp> measured;
@@ -263,30 +334,95 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
       measured.push_back(op);
     }
   }
+  const double factor = BusBwFactor(h.op, h.world_size);
+
+  // Cycles: each complete collective owns the time since the previous one's end.
+  std::vector<CompletedOp> by_end = ops;
+  std::sort(by_end.begin(), by_end.end(),
+            [](const CompletedOp& x, const CompletedOp& y) { return x.end_ns < y.end_ns; });
+  struct Cycle {
+    int64_t index, from, to;
+    double gbps;  // cycle busbw
+  };
+  std::vector<Cycle> cycles;
+  // The first collective has no cycle: nothing before it says when its cycle began.
+  for (size_t k = 1; k < by_end.size(); ++k) {
+    const int64_t from = by_end[k - 1].end_ns;
+    const int64_t to = by_end[k].end_ns;
+    if (to <= from) continue;
+    cycles.push_back({by_end[k].index, from, to,
+                      static_cast<double>(by_end[k].bytes) * 8.0 /
+                          static_cast<double>(to - from) * factor});
+  }
 
   std::optional<int64_t> first_fault;
   for (const FaultRecord& f : h.faults) {
     if (f.applied_ns && (!first_fault || *f.applied_ns < *first_fault)) first_fault = f.applied_ns;
   }
   std::vector<double> base_bw, base_time;
+  std::set<int64_t> base_index;
   for (const CompletedOp& op : measured) {
     if (first_fault && op.end_ns > *first_fault) continue;
     base_bw.push_back(op.busbw_gbps);
     base_time.push_back(static_cast<double>(op.end_ns - op.start_ns));
+    base_index.insert(op.index);
   }
   std::optional<double> baseline = Median(base_bw);
   if (baseline && *baseline <= 0) baseline.reset();  // barrier: nothing to compare with
   const std::optional<double> base_op_ns = Median(base_time);
+  std::vector<double> base_cycle_bw;
+  for (const Cycle& c : cycles) {
+    if (base_index.count(c.index)) base_cycle_bw.push_back(c.gbps);
+  }
+  std::optional<double> base_cycle = Median(base_cycle_bw);
+  if (base_cycle && *base_cycle <= 0) base_cycle.reset();
   rm.overall.baseline_busbw_gbps = baseline;
 
-  // Completion instants, with the run's ends, for stall gaps.
-  std::vector<int64_t> marks = {h.run_start_ns, h.run_end_ns};
-  for (const CompletedOp& op : ops) marks.push_back(op.end_ns);
-  std::sort(marks.begin(), marks.end());
+  // Completion instants for stall gaps.
+  std::vector<int64_t> completions;
+  for (const CompletedOp& op : ops) completions.push_back(op.end_ns);
+  std::sort(completions.begin(), completions.end());
+  // The longest gap between consecutive marks (the completions within [from, to] plus from
+  // and to themselves) that overlaps [a, e].
+  auto longest_gap = [&](int64_t from, int64_t to, int64_t a, int64_t e) {
+    std::vector<int64_t> marks = {from, to};
+    for (int64_t c : completions) {
+      if (c > from && c < to) marks.push_back(c);
+    }
+    std::sort(marks.begin(), marks.end());
+    int64_t gap = 0;
+    for (size_t k = 0; k + 1 < marks.size(); ++k) {
+      if (marks[k] < e && marks[k + 1] > a) gap = std::max(gap, marks[k + 1] - marks[k]);
+    }
+    return gap;
+  };
+  auto stall_of = [&](int64_t gap) -> std::optional<double> {
+    if (!baseline || !base_op_ns) return std::nullopt;
+    return std::max(0.0, (static_cast<double>(gap) - *base_op_ns) / kNsPerMs);
+  };
+  // Delivered cycle busbw x time over [a, e], against the baseline cycle.
+  auto goodput_loss = [&](int64_t a, int64_t e) -> std::optional<double> {
+    if (!base_cycle || e <= a) return std::nullopt;
+    double delivered = 0;  // Gbit/s x ns
+    for (const Cycle& c : cycles) {
+      const int64_t lo = std::max(c.from, a), hi = std::min(c.to, e);
+      if (hi > lo) delivered += c.gbps * static_cast<double>(hi - lo);
+    }
+    return 100.0 * (1.0 - delivered / (*base_cycle * static_cast<double>(e - a)));
+  };
 
-  if (h.faults.empty()) {
-    // A fault-free run has no stall by definition.
-    rm.overall.stall_ms = baseline ? std::optional<double>(0.0) : std::nullopt;
+  if (h.faults.empty() && !measured.empty()) {
+    // A fault-free run: the same rules over the measured window, so both read their noise.
+    // Goodput counts from the first measured cycle (whole cycles only).
+    const int64_t from = measured.front().start_ns;
+    rm.overall.stall_ms = stall_of(longest_gap(from, window_end, from, window_end));
+    std::optional<int64_t> cycles_from;
+    for (const Cycle& c : cycles) {
+      if (base_index.count(c.index) && (!cycles_from || c.from < *cycles_from)) {
+        cycles_from = c.from;
+      }
+    }
+    if (cycles_from) rm.overall.goodput_loss_pct = goodput_loss(*cycles_from, window_end);
   }
 
   // Rolling busbw at measured[j] within the window measured[first..last]: bytes over busy time
@@ -294,7 +430,6 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
   // the collectives back from `last` that span as much (never before `first`). One collective's
   // time jitters with the scheduling of a busy host; the throughput over a window is what recovers
   // or not.
-  const double factor = BusBwFactor(h.op, h.world_size);
   auto rolling = [&](size_t j, size_t first, size_t last) {
     size_t from = j, to = j;
     if (measured[last].end_ns - measured[j].start_ns >= kRollingWindowNs) {
@@ -315,7 +450,22 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
     return busy > 0 ? static_cast<double>(bytes) * 8.0 / static_cast<double>(busy) * factor : 0.0;
   };
 
+  std::set<int> killed;
+  for (const RankEnd& r : h.ranks) {
+    if (r.exit == RankExit::kKilled) killed.insert(r.rank);
+  }
+  // Each rank's ok collectives, by start.
+  std::map<int, std::vector<const OpRecord*>> rank_ops;
+  for (const OpRecord& r : h.ops) {
+    if (r.ok) rank_ops[r.rank].push_back(&r);
+  }
+  for (auto& [rank, v] : rank_ops) {
+    std::sort(v.begin(), v.end(),
+              [](const OpRecord* x, const OpRecord* y) { return x->start_ns < y->start_ns; });
+  }
+
   bool all_recovered = true;
+  bool all_converged = true;
   bool any_applied = false;
   for (const FaultRecord& f : h.faults) {
     FaultMetrics fm;
@@ -329,38 +479,109 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
     const MetricsOptions::FaultModel* model = FindModel(o, f.id);
     const bool permanent = model && model->permanent;
     const int64_t a = *f.applied_ns;
-    int64_t e = h.run_end_ns;
+    int64_t e = window_end;
     const faults::FaultDescriptor& kind = faults::DescriptorOf(f.kind);
     if (!permanent && !kind.one_shot() && f.reverted_ns && *f.reverted_ns > a) {
-      e = *f.reverted_ns;
+      e = std::min(*f.reverted_ns, window_end);
     }
     MetricValues& v = fm.values;
 
-    if (baseline && base_op_ns) {
-      int64_t gap = 0;
-      for (size_t k = 0; k + 1 < marks.size(); ++k) {
-        if (marks[k] < e && marks[k + 1] > a) gap = std::max(gap, marks[k + 1] - marks[k]);
+    v.stall_ms = stall_of(longest_gap(h.run_start_ns, window_end, a, e));
+
+    // Collective progress: every affected rank completed a collective it started after a.
+    {
+      std::vector<int> affected;
+      for (int g = 0; g < h.world_size; ++g) {
+        if (!killed.count(g) && RankOnTarget(f, model, o.topology, g)) affected.push_back(g);
       }
-      v.stall_ms = std::max(0.0, (static_cast<double>(gap) - *base_op_ns) / kNsPerMs);
+      if (affected.empty()) {
+        for (int g = 0; g < h.world_size; ++g) {
+          if (!killed.count(g)) affected.push_back(g);
+        }
+      }
+      std::optional<int64_t> done = a;
+      for (int g : affected) {
+        std::optional<int64_t> first;
+        for (const OpRecord* r : rank_ops[g]) {
+          if (r->start_ns >= a && r->end_ns <= window_end) {
+            first = r->end_ns;
+            break;
+          }
+        }
+        if (!first) {
+          done.reset();
+          break;
+        }
+        done = std::max(*done, *first);
+      }
+      if (done && !affected.empty()) fm.progress_ms = static_cast<double>(*done - a) / kNsPerMs;
     }
 
+    // Path events: the affected flows.
     if (h.events_supported) {
-      const bool link = !kind.rank_target() && f.target.rail.has_value();
-      const int rail = f.target.rail.value_or(-1);
-      // A fault on one rank's port only touches the paths that end at that rank.
-      const int owner = model ? model->port_rank : -1;
-      auto touches = [&](const CclEvent& ev) {
-        return owner < 0 || ev.rank == owner || ev.peer == owner;
-      };
-      auto down = FirstEvent(h, EventKind::kPathDown, a, [&](const CclEvent& ev) {
-        return !link || (ev.path == rail && touches(ev));
+      std::map<std::tuple<int, int, int>, Flow> flows;
+      for (const CclEvent& ev : h.events) {
+        if (ev.kind != EventKind::kPathDown || ev.time_ns < a || ev.time_ns > e) continue;
+        if (!FlowCrosses(f, model, o.topology, ev.rank, ev.peer, ev.path)) continue;
+        auto [it, fresh] = flows.try_emplace({ev.rank, ev.peer, ev.path});
+        if (fresh || ev.time_ns < it->second.down_ns) {
+          it->second.rank = ev.rank;
+          it->second.peer = ev.peer;
+          it->second.path = ev.path;
+          it->second.down_ns = ev.time_ns;
+        }
+      }
+      std::optional<int64_t> first_down, first_resumed, last_resumed;
+      bool never = false;
+      for (auto& [key, fl] : flows) {
+        if (!first_down || fl.down_ns < *first_down) first_down = fl.down_ns;
+        for (const CclEvent& ev : h.events) {
+          if (ev.kind == EventKind::kResumed && ev.rank == fl.rank && ev.peer == fl.peer &&
+              ev.time_ns >= fl.down_ns && ev.time_ns <= window_end &&
+              (!fl.resumed_ns || ev.time_ns < *fl.resumed_ns)) {
+            fl.resumed_ns = ev.time_ns;
+          }
+        }
+        if (!fl.resumed_ns || *fl.resumed_ns > e) {
+          // Idle while down: a collective ran start to end inside [down, e] without it.
+          for (const CompletedOp& op : ops) {
+            if (op.start_ns >= fl.down_ns && op.end_ns <= e) {
+              fl.counted = false;
+              break;
+            }
+          }
+        }
+        if (!fl.counted) continue;
+        if (!fl.resumed_ns) {
+          never = true;
+          continue;
+        }
+        if (!first_resumed || *fl.resumed_ns < *first_resumed) first_resumed = fl.resumed_ns;
+        if (!last_resumed || *fl.resumed_ns > *last_resumed) last_resumed = fl.resumed_ns;
+      }
+      if (first_down) v.detection_ms = static_cast<double>(*first_down - a) / kNsPerMs;
+      if (first_resumed) v.failover_first_ms = static_cast<double>(*first_resumed - a) / kNsPerMs;
+      if (!flows.empty()) {
+        fm.convergence = "path_events";
+        if (never) {
+          fm.never_converged = true;
+        } else if (last_resumed) {
+          v.failover_latency_ms = static_cast<double>(*last_resumed - a) / kNsPerMs;
+        }
+      }
+      for (auto& [key, fl] : flows) fm.flows.push_back(fl);
+      std::sort(fm.flows.begin(), fm.flows.end(), [](const Flow& x, const Flow& y) {
+        return std::tie(x.down_ns, x.rank, x.peer, x.path) <
+               std::tie(y.down_ns, y.rank, y.peer, y.path);
       });
-      if (down) v.detection_ms = static_cast<double>(*down - a) / kNsPerMs;
-      auto resumed = FirstEvent(h, EventKind::kResumed, a, [&](const CclEvent& ev) {
-        return !link || (ev.path != rail && touches(ev));
-      });
-      if (resumed) v.failover_latency_ms = static_cast<double>(*resumed - a) / kNsPerMs;
     }
+    if (fm.convergence.empty() || (!fm.never_converged && !v.failover_latency_ms)) {
+      // No path events (or every flow reported down was idle): collective progress.
+      fm.convergence = "collective_progress";
+      v.failover_latency_ms = fm.progress_ms;
+      fm.never_converged = !fm.progress_ms.has_value();
+    }
+    if (fm.never_converged) all_converged = false;
 
     const std::optional<double> capacity = model ? model->capacity : std::optional<double>(1.0);
     if (baseline && capacity) {
@@ -381,7 +602,7 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
     if (baseline && !v.recovery_ms) all_recovered = false;
 
     if (permanent && baseline) {
-      const int64_t half = a + (h.run_end_ns - a) / 2;
+      const int64_t half = a + (window_end - a) / 2;
       std::vector<double> steady;
       for (const CompletedOp& op : measured) {
         if (op.start_ns >= half) steady.push_back(op.busbw_gbps);
@@ -389,17 +610,11 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
       if (auto m = Median(steady)) v.degraded_ratio = *m / *baseline;
     }
 
-    if (baseline && e > a) {
-      double delivered = 0;  // Gbit/s x ns
-      for (const CompletedOp& op : ops) {
-        const int64_t lo = std::max(op.start_ns, a), hi = std::min(op.end_ns, e);
-        if (hi > lo) delivered += op.busbw_gbps * static_cast<double>(hi - lo);
-      }
-      v.goodput_loss_pct = 100.0 * (1.0 - delivered / (*baseline * static_cast<double>(e - a)));
-    }
+    v.goodput_loss_pct = goodput_loss(a, e);
 
     TakeMax(&rm.overall.stall_ms, v.stall_ms);
     TakeMax(&rm.overall.detection_ms, v.detection_ms);
+    TakeMax(&rm.overall.failover_first_ms, v.failover_first_ms);
     TakeMax(&rm.overall.failover_latency_ms, v.failover_latency_ms);
     TakeMax(&rm.overall.recovery_ms, v.recovery_ms);
     TakeMin(&rm.overall.degraded_ratio, v.degraded_ratio);
@@ -407,12 +622,15 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
     rm.per_fault.push_back(fm);
   }
   if (!any_applied || !all_recovered) rm.overall.recovery_ms.reset();
+  if (!any_applied || !all_converged) rm.overall.failover_latency_ms.reset();
 
-  std::set<int64_t> wrong;
-  for (const OpRecord& r : h.ops) {
-    if (r.wrong) wrong.insert(r.index);
+  if (o.check) {
+    std::set<int64_t> wrong;
+    for (const OpRecord& r : h.ops) {
+      if (r.wrong) wrong.insert(r.index);
+    }
+    rm.wrong_results = static_cast<int64_t>(wrong.size());
   }
-  rm.wrong_results = static_cast<int64_t>(wrong.size());
   rm.outcome = ClassifyOutcome(h, o, &rm.outcome_reason);
   return rm;
 }

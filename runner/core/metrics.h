@@ -1,39 +1,64 @@
 // Metrics: pure functions from a recorded History to the metric keys of the report. No clock,
 // no I/O; the same history always gives the same numbers. A metric that does not apply or
-// cannot be measured is std::nullopt (null in the report), never a made-up value.
+// cannot be measured is std::nullopt (null in the report), never a made-up value. One rule
+// for every CCL: the inputs are what every library exposes (each rank's collective times,
+// taken around the library call only, and its end), plus path events where a library emits
+// them; scenarios/README.md "Metrics" states every definition in one place.
 //
-// Definitions (all from the history; see scenarios/README.md, "Metrics"):
+// Definitions:
 //  - A collective i is complete when every rank that was not killed recorded it and all of
 //    its records are ok. Its interval is [min start, max end] over ranks, its busbw is
 //    bytes*8/duration (Gbit/s) times the nccl-tests factor of the op.
-//  - Measured collectives: complete, index >= warm-up count, start >= run start + warm-up.
+//  - The window ends at WindowEndNs: the last rank's last collective, never the library's
+//    teardown after it. Measured collectives: complete, index >= warm-up count, start >= run
+//    start + warm-up.
+//  - Cycle of complete collective i: from the previous complete collective's end (its own
+//    start for the first) to its end, so it holds the time between collectives too (result
+//    checks, the timed stop agreement): cycle busbw = bytes*8/cycle x factor.
 //  - baseline_busbw_gbps: median busbw of the measured collectives that end before the first
 //    fault is applied (all of them in a fault-free run); null when there are none.
-//  - Per fault, with `a` its applied time and `e` its reverted time (the run end for permanent
-//    and one-shot faults):
-//    stall_ms: the longest gap between consecutive completions (run start and run end count
-//      as completions) that overlaps [a, e], minus the baseline median collective time,
-//      floored at 0. Null without a baseline.
-//    detection_ms: a -> the first path_down event at or after a (on the fault's rail for link
-//      faults). failover_latency_ms: a -> the first resumed event at or after a (on another
-//      rail for link faults). A fault on one rank's port (nics: per_rank) only counts events
-//      of paths that end at that rank: logged by it, or by a peer about its path to it. Both null
-//      when the CCL emits no events or none happened.
+//  - Per fault, with `a` its applied time and `e` its reverted time (the window end for
+//    permanent and one-shot faults):
+//    stall_ms: the longest gap between consecutive completions (run start and window end
+//      count as completions) that overlaps [a, e], minus the baseline median collective time,
+//      floored at 0. In a fault-free run (overall only): the longest gap at all from the first
+//      measured collective's start to the window end, by the same rule. Null without a
+//      baseline.
+//    Affected flows (RFC 6412 "affected traffic"): the flows (rank, peer, path) whose path
+//      crosses the fault's target (FlowCrosses) and which the rank reported down at or after
+//      a and by e. A flow carries data again at its rank's first `resumed` event for that peer
+//      after its down. A flow that had not resumed by e is left out as idle when a collective
+//      started after its down and completed by e without it (the library did not need it while
+//      the fault held); otherwise it counts, and never resuming means never converging.
+//    detection_ms: a -> the first down of a flow crossing the target (path events only).
+//    failover_first_ms: a -> the first counted flow carries data again (path events only).
+//    failover_latency_ms: full convergence, a -> the last counted flow carries data again.
+//      Where the library emits no path events, or reported no crossing flow down, it comes
+//      from collective progress instead (progress_ms). Null, and never_converged, when a
+//      counted flow never resumed.
+//    progress_ms (every CCL, the library-neutral figure): a -> the time every affected rank
+//      (the ranks on the target; all survivors when none survives there) has completed a
+//      collective it started at or after a. An upper bound, within one collective's time.
 //    recovery_ms: a -> the start of the first measured collective, starting at or after a,
 //      from which, for every collective up to the first one ending at or after start + sustain,
-//      the rolling busbw there is >= pct% of the expected level (baseline x capacity left by
-//      permanent faults). Rolling busbw: bytes over the collectives' own times (as each
-//      collective's busbw, without the gaps between them), over the collectives from that one
-//      on that together
-//      span at least kRollingWindowNs, taken back from the window's last collective where the
-//      rest of the window is shorter, and never outside the window.
-//      Null without a baseline, when the capacity left is unknown, or when it never happens.
+//      the rolling busbw there is >= pct% of the expected level (baseline x the share of the
+//      capacity, over the rails the library actually uses, left by permanent faults). Rolling
+//      busbw: bytes over the collectives' own times, over the collectives from that one on
+//      that together span at least kRollingWindowNs (taken back from the window's last one
+//      where the rest is shorter, never outside the window). Null without a baseline, when the
+//      capacity left is unknown, or when it never happens.
 //    degraded_ratio (permanent faults only): median busbw of the measured collectives that
-//      start in the second half of [a, run end], over the baseline.
-//    goodput_loss_pct: 100 x (1 - sum(busbw_i x overlap of collective i with [a, e]) /
-//      (baseline x (e - a))); not clamped.
+//      start in the second half of [a, window end], over the baseline.
+//    goodput_loss_pct: 100 x (1 - delivered / (baseline cycle busbw x (e - a))), delivered =
+//      sum over complete collectives of cycle busbw x the overlap of its cycle with [a, e];
+//      baseline cycle busbw: the median cycle busbw of the baseline collectives. In a fault-free
+//      run (overall only) over the measured window, so it reads the noise around 0. Not
+//      clamped.
 //  - Overall: the worst over faults (max; min for degraded_ratio), ignoring nulls, except
-//    recovery_ms, which is null when any applied fault did not recover.
+//    recovery_ms and failover_latency_ms, which are null when an applied fault never got there.
+//  - Outcome: hung when the runner's watchdog fired or a rank's own watchdog ended it (a
+//    library call that never returned is a hang, never a clean abort); aborted_clean when
+//    every surviving rank returned an error within the abort bound of the fault.
 #pragma once
 
 #include <cstdint>
@@ -59,6 +84,8 @@ struct MetricsOptions {
   // A clean abort: every surviving rank returned an error within this bound of the first
   // fault (or of the first error when no fault was applied).
   int64_t abort_bound_ns = 10'000'000'000;
+  bool check = true;  // results are checked; false: wrong_results is null
+  Topology topology;  // hosts and ranks of the flows
   struct FaultModel {
     std::string id;
     bool permanent = false;
@@ -68,13 +95,19 @@ struct MetricsOptions {
     // A link fault on one rank's NIC port (nics: per_rank): that rank's global index; its
     // path events are the ones on the port's rail of that rank or of its peers towards it.
     int port_rank = -1;
+    // A fault on one rank's connection to one peer (qp_error, conn_corrupt): that peer's
+    // global rank; -1 otherwise.
+    int peer = -1;
   };
   std::vector<FaultModel> faults;  // by id; a fault without a model counts as transient
 };
 
 // Derives the options from a validated scenario: warm-up, the recovery expectation's pct and
-// sustain (90% / 500 ms when absent) and the capacity model of every fault.
-MetricsOptions MetricsOptionsFor(const Scenario& scenario);
+// sustain (90% / 500 ms when absent), the abort bound (expect.abort_within) and the capacity
+// model of every fault over `rails_used`, the rails the library carries data on (absent: not
+// known, and then a fault that takes capacity leaves an unknown share).
+MetricsOptions MetricsOptionsFor(const Scenario& scenario,
+                                 const std::optional<std::vector<int>>& rails_used);
 
 // Fraction of the rail capacity left by a set of faults, as the weakest host's share of its
 // fault-free capacity. Each kind's descriptor says what it leaves (runner/faults/
@@ -86,13 +119,17 @@ MetricsOptions MetricsOptionsFor(const Scenario& scenario);
 // share is the sum over its ranks_per_host x rails ports over their count, since a rank that
 // lost its own ports relays through a neighbour's on the same host and the host keeps the
 // capacity of the ports it has left.
+// Only ports on `rails_used` count: a fault on a rail the library does not use leaves its
+// capacity whole. `rails_used` absent: any fault that takes capacity gives nullopt.
 std::optional<double> CapacityLeft(const Topology& topology,
-                                   const std::vector<const FaultSpec*>& faults);
+                                   const std::vector<const FaultSpec*>& faults,
+                                   const std::optional<std::vector<int>>& rails_used);
 
 struct MetricValues {
   std::optional<double> baseline_busbw_gbps;
   std::optional<double> stall_ms;
   std::optional<double> detection_ms;
+  std::optional<double> failover_first_ms;
   std::optional<double> failover_latency_ms;
   std::optional<double> recovery_ms;
   std::optional<double> degraded_ratio;
@@ -104,17 +141,41 @@ struct MetricValues {
 enum class Outcome { kSurvived, kAbortedClean, kHung, kCrashed };
 const char* OutcomeName(Outcome o);  // "survived", "aborted_clean", "hung", "crashed"
 
+// One affected flow of a fault: `rank`'s path `path` to `peer`.
+struct Flow {
+  int rank = 0;
+  int peer = 0;
+  int path = 0;
+  int64_t down_ns = 0;
+  std::optional<int64_t> resumed_ns;  // absent: never carried data again in the window
+  bool counted = true;                // false: idle while down (see above)
+};
+
 struct FaultMetrics {
   std::string id;
   MetricValues values;
+  std::optional<double> progress_ms;
+  // "path_events" or "collective_progress": where failover_latency_ms came from; "" when the
+  // fault was not applied.
+  std::string convergence;
+  bool never_converged = false;  // applied, and full convergence never happened
+  std::vector<Flow> flows;       // reported down, by down time
 };
+
+// Whether flow (rank -> peer on `path`) crosses the target of `fault` (a FaultRecord with its
+// model): a link or socket fault crosses the flows on its rail with an end on its host (on its
+// rank's port with per-rank NICs); a rank fault every flow of that rank; a fault on one
+// connection (model.peer) only the flows between that rank and that peer.
+bool FlowCrosses(const FaultRecord& fault, const MetricsOptions::FaultModel* model,
+                 const Topology& topology, int rank, int peer, int path);
 
 struct RunMetrics {
   MetricValues overall;
   std::vector<FaultMetrics> per_fault;  // in the order of History::faults
   Outcome outcome = Outcome::kCrashed;
   std::string outcome_reason;  // one line saying why
-  int64_t wrong_results = 0;   // distinct collectives with a wrong output on any rank
+  // Distinct collectives with a wrong output on any rank; absent when results are not checked.
+  std::optional<int64_t> wrong_results;
   int64_t completed_ops = 0;   // complete collectives, warm-up included
 };
 

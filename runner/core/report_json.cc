@@ -41,6 +41,19 @@ nlohmann::json BuildReportJson(const ReportInputs& in) {
   for (const FaultMetrics& fm : m.per_fault) {
     nlohmann::json j = {{"id", fm.id}};
     j.update(fm.values.ToJson());
+    j["progress_ms"] = fm.progress_ms ? nlohmann::json(*fm.progress_ms) : nlohmann::json(nullptr);
+    j["convergence"] = fm.convergence.empty() ? nlohmann::json(nullptr) : nlohmann::json(fm.convergence);
+    j["never_converged"] = fm.never_converged;
+    nlohmann::json flows = nlohmann::json::array();
+    for (const Flow& fl : fm.flows) {
+      flows.push_back({{"rank", fl.rank},
+                       {"peer", fl.peer},
+                       {"path", fl.path},
+                       {"down_s", SecondsSince(h.run_start_ns, fl.down_ns)},
+                       {"resumed_s", SecondsSince(h.run_start_ns, fl.resumed_ns)},
+                       {"counted", fl.counted}});
+    }
+    j["flows"] = std::move(flows);
     per_fault.push_back(std::move(j));
   }
   nlohmann::json expectations = nlohmann::json::array();
@@ -57,8 +70,14 @@ nlohmann::json BuildReportJson(const ReportInputs& in) {
       {"outcome", OutcomeName(m.outcome)},
       {"correctness",
        {{"checked", s.workload.check},
-        {"wrong", s.workload.check ? nlohmann::json(m.wrong_results) : nlohmann::json(nullptr)}}},
+        {"wrong", s.workload.check && m.wrong_results ? nlohmann::json(*m.wrong_results)
+                                                       : nlohmann::json(nullptr)}}},
       {"faults", std::move(faults)},
+      {"window",
+       {{"start_s", 0.0},
+        {"end_s", SecondsSince(h.run_start_ns, WindowEndNs(h))},
+        {"runner_end_s", SecondsSince(h.run_start_ns, h.run_end_ns)},
+        {"rails_used", h.rails_used ? nlohmann::json(*h.rails_used) : nlohmann::json(nullptr)}}},
       {"metrics", m.overall.ToJson()},
       {"per_fault", std::move(per_fault)},
       {"expectations", std::move(expectations)},

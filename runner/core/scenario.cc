@@ -487,11 +487,24 @@ std::optional<double> Parser::MaxOf(const YAML::Node& n, const std::string& what
 void Parser::ParseExpect(const YAML::Node& n, Scenario* s) {
   if (!ExpectMap(n, "expect")) return;
   CheckKeys(n,
-            {"outcome", "wrong_results", "stall_ms", "failover_latency_ms", "detection_ms",
-             "recovery", "degraded_ratio", "goodput_loss_pct"},
+            {"outcome", "wrong_results", "stall_ms", "failover_latency_ms", "failover_first_ms",
+             "detection_ms", "recovery", "degraded_ratio", "goodput_loss_pct", "abort_within"},
             "expect");
   Expectations& e = s->expect;
   const double kBig = 1e12;
+  for (const auto& kv : n) {
+    if (kv.first.IsScalar()) e.locations.emplace_back(kv.first.Scalar(), Loc(kv.second));
+  }
+  if (n["abort_within"]) {
+    if (auto v = Duration(n["abort_within"], "expect.abort_within")) {
+      if (*v <= 0) {
+        Error(n["abort_within"], "expect.abort_within must be longer than 0",
+              "write e.g. 'abort_within: 10s'");
+      } else {
+        e.abort_within_ns = *v;
+      }
+    }
+  }
   if (n["outcome"]) {
     if (auto v = Choice(n["outcome"], "expected outcome", {"survive", "abort_clean"})) {
       e.outcome = *v == "survive" ? ExpectedOutcome::kSurvive : ExpectedOutcome::kAbortClean;
@@ -508,6 +521,10 @@ void Parser::ParseExpect(const YAML::Node& n, Scenario* s) {
   }
   if (n["detection_ms"]) {
     e.detection_ms_max = MaxOf(n["detection_ms"], "expect.detection_ms", "max", 0, kBig);
+  }
+  if (n["failover_first_ms"]) {
+    e.failover_first_ms_max =
+        MaxOf(n["failover_first_ms"], "expect.failover_first_ms", "max", 0, kBig);
   }
   if (n["degraded_ratio"]) {
     e.degraded_ratio_min = MaxOf(n["degraded_ratio"], "expect.degraded_ratio", "min", 0, 1);
@@ -549,15 +566,11 @@ void Parser::ParseExpect(const YAML::Node& n, Scenario* s) {
 void Parser::CheckExpectations(const YAML::Node& n, const Scenario& s) {
   const Expectations& e = s.expect;
   if (!n.IsMap()) return;
-  if (s.ccl != CclName::kFtccl) {
-    for (const char* key : {"detection_ms", "failover_latency_ms"}) {
-      if (n[key]) {
-        Error(n[key],
-              std::string("expect.") + key + " needs CCL path events, which " +
-                  CclNameString(s.ccl) + " does not emit",
-              "remove it, or run with 'ccl: ftccl'");
-      }
-    }
+  for (Diagnostic& d : ExpectationsUnmeasurable(s, s.ccl, "")) Error(d.loc, d.message, d.hint);
+  if (n["wrong_results"] && !s.workload.check) {
+    Error(n["wrong_results"], "expect.wrong_results needs the results checked, and "
+          "workload.check is false",
+          "remove wrong_results, or set 'check: true' under workload");
   }
   if (!faults_ok_) return;  // judged once the faults themselves are valid
   if (e.degraded_ratio_min && std::none_of(s.faults.begin(), s.faults.end(),
@@ -566,7 +579,8 @@ void Parser::CheckExpectations(const YAML::Node& n, const Scenario& s) {
           "add a fault without 'for' (or a port_drop), or remove degraded_ratio");
   }
   if (s.faults.empty()) {
-    for (const char* key : {"detection_ms", "failover_latency_ms", "recovery"}) {
+    for (const char* key :
+         {"detection_ms", "failover_first_ms", "failover_latency_ms", "recovery"}) {
       if (n[key]) {
         Error(n[key], std::string("expect.") + key + " needs a fault, and the scenario has none",
               "add a fault under 'faults:' or remove this expectation");
@@ -705,6 +719,23 @@ std::optional<int64_t> FaultSpec::LatestEndNs() const {
   if (d.one_shot()) return at_ns;
   if (d.schedule_end != nullptr) return d.schedule_end(*this);
   return at_ns + *for_ns;
+}
+
+bool CclEmitsPathEvents(CclName ccl) { return ccl == CclName::kFtccl; }
+
+std::vector<Diagnostic> ExpectationsUnmeasurable(const Scenario& s, CclName ccl,
+                                                 const std::string& file) {
+  std::vector<Diagnostic> out;
+  if (CclEmitsPathEvents(ccl)) return out;
+  for (const auto& [key, loc] : s.expect.locations) {
+    if (key != "detection_ms" && key != "failover_first_ms") continue;
+    out.push_back({file, loc,
+                   "expect." + key + " needs CCL path events, which " + CclNameString(ccl) +
+                       " does not emit",
+                   "remove it (failover_latency_ms is measured for every ccl, from collective "
+                   "progress where there are no path events), or run with ccl ftccl"});
+  }
+  return out;
 }
 
 std::string Scenario::MatrixLabel() const {

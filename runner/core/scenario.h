@@ -152,6 +152,7 @@ struct Expectations {
   std::optional<int64_t> wrong_results;  // at most this many
   std::optional<double> stall_ms_max;
   std::optional<double> failover_latency_ms_max;
+  std::optional<double> failover_first_ms_max;
   std::optional<double> detection_ms_max;
   struct Recovery {
     double pct = 90;
@@ -161,7 +162,15 @@ struct Expectations {
   std::optional<Recovery> recovery;
   std::optional<double> degraded_ratio_min;
   std::optional<double> goodput_loss_pct_max;
+  // expect.abort_within: the bound within which every surviving rank must return its error
+  // for the outcome to be aborted_clean (default 10 s).
+  int64_t abort_within_ns = 10'000'000'000;
+  // Where each expectation key was written ("detection_ms" -> line:col), for errors found
+  // after parsing (a --ccl override).
+  std::vector<std::pair<std::string, SourceLoc>> locations;
 };
+
+
 
 struct Scenario {
   std::string name;
@@ -200,6 +209,16 @@ inline constexpr const char* kMatrixKeys[] = {"op",        "dtype", "reduce", "r
                                               "rail_gbps", "nics", "arp_retrans_ms"};
 // At most this many combinations in one file.
 inline constexpr int kMaxMatrixRuns = 1000;
+
+// Whether `ccl` reports path events (path_down, resumed, ...): only ftccl does.
+bool CclEmitsPathEvents(CclName ccl);
+
+// The expectations `scenario` sets that can never be measured with `ccl` (detection_ms and
+// failover_first_ms need path events), one diagnostic each at the key; empty when none.
+// The parser applies it to the scenario's own ccl; a run whose ccl is overridden applies it
+// again.
+std::vector<Diagnostic> ExpectationsUnmeasurable(const Scenario& scenario, CclName ccl,
+                                                 const std::string& file);
 
 // The outcome of parsing: a scenario when `diagnostics` is empty.
 struct ParseOutcome {

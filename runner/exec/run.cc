@@ -481,7 +481,7 @@ int Run::Finish() {
   }
   for (auto& f : faults_) h.faults.push_back(f.record);
 
-  RunMetrics m = ComputeMetrics(h, MetricsOptionsFor(sc_));
+  RunMetrics m = ComputeMetrics(h, MetricsOptionsFor(sc_, h.rails_used));
   std::vector<CheckResult> checks = CheckExpectations(sc_.expect, m);
 
   // Files.
@@ -549,11 +549,12 @@ int Run::Finish() {
   // Summary.
   std::printf("\nfaultline run: %s  (ccl %s, seed %llu, run %s)\n", sc_.name.c_str(),
               CclNameString(sc_.ccl), static_cast<unsigned long long>(sc_.seed), run_id_.c_str());
-  std::printf("  collectives completed: %lld, wrong results: %lld, baseline busbw: %s\n",
-              static_cast<long long>(m.completed_ops), static_cast<long long>(m.wrong_results),
+  std::printf("  collectives completed: %lld, wrong results: %s, baseline busbw: %s\n",
+              static_cast<long long>(m.completed_ops),
+              m.wrong_results ? std::to_string(*m.wrong_results).c_str() : "not checked",
               Opt(m.overall.baseline_busbw_gbps, " Gbps").c_str());
-  std::printf("  %-8s %-12s %-14s %10s %10s %10s %10s %10s %9s\n", "fault", "kind", "target",
-              "applied_s", "stall", "detect", "failover", "recovery", "degraded");
+  std::printf("  %-8s %-12s %-14s %10s %10s %10s %10s %10s %10s %9s\n", "fault", "kind",
+              "target", "applied_s", "stall", "detect", "first", "full", "recovery", "degraded");
   for (size_t i = 0; i < h.faults.size(); ++i) {
     const FaultRecord& f = h.faults[i];
     const MetricValues& v = i < m.per_fault.size() ? m.per_fault[i].values : MetricValues{};
@@ -561,11 +562,14 @@ int Run::Finish() {
     if (f.target.rail) target += "/r" + std::to_string(*f.target.rail);
     if (f.target.rank) target += (f.target.port ? "/n" : "/k") + std::to_string(*f.target.rank);
     if (f.target.side == LinkSide::kSwitch) target += "/sw";
-    std::printf("  %-8s %-12s %-14s %10s %10s %10s %10s %10s %9s\n", f.id.c_str(),
+    const bool never = i < m.per_fault.size() && m.per_fault[i].never_converged;
+    std::printf("  %-8s %-12s %-14s %10s %10s %10s %10s %10s %10s %9s\n", f.id.c_str(),
                 f.kind.c_str(), target.c_str(),
                 f.applied_ns ? Fmt("%.3f", (*f.applied_ns - t0_) / 1e9).c_str() : "FAILED",
                 Opt(v.stall_ms, "ms").c_str(), Opt(v.detection_ms, "ms").c_str(),
-                Opt(v.failover_latency_ms, "ms").c_str(), Opt(v.recovery_ms, "ms").c_str(),
+                Opt(v.failover_first_ms, "ms").c_str(),
+                never ? "never" : Opt(v.failover_latency_ms, "ms").c_str(),
+                Opt(v.recovery_ms, "ms").c_str(),
                 v.degraded_ratio ? Fmt("%.3f", *v.degraded_ratio).c_str() : "-");
     if (!f.error.empty()) std::printf("           error: %s\n", f.error.c_str());
   }
@@ -639,7 +643,14 @@ bool RunInterrupted() { return g_stop; }
 
 int RunParsedScenario(Scenario sc, const RunOptions& options) {
   if (options.seed) sc.seed = *options.seed;
-  if (options.ccl) sc.ccl = *options.ccl;
+  if (options.ccl && *options.ccl != sc.ccl) {
+    // The file was validated for its own ccl; expectations the override cannot measure are
+    // bad input, said at their place in the file.
+    const auto bad = ExpectationsUnmeasurable(sc, *options.ccl, options.scenario_path);
+    for (const auto& d : bad) std::fprintf(stderr, "%s (--ccl %s)\n", d.ToString().c_str(), CclNameString(*options.ccl));
+    if (!bad.empty()) return 2;
+    sc.ccl = *options.ccl;
+  }
   if (sc.ccl == CclName::kNccl) {
     std::fprintf(stderr, "%s: ccl nccl needs NCCL and CUDA, which this build does not have\n",
                  options.scenario_path.c_str());

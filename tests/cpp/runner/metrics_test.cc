@@ -1,8 +1,9 @@
 // Metrics on synthetic histories with hand-computed answers.
 //
-// Every history below has 2 ranks running allreduce on 1,000,000-byte messages. The busbw
-// factor of a 2-rank allreduce is 2(n-1)/n = 1, so a collective of D ms has busbw
-// 8e6 bit / (D x 1e6 ns) = 8/D Gbit/s: 10 ms -> 0.8, 20 ms -> 0.4, 100 ms -> 0.08.
+// Unless said otherwise, every history below has 2 ranks, one per host, over 2 rails, running
+// allreduce on 1,000,000-byte messages. The busbw factor of a 2-rank allreduce is
+// 2(n-1)/n = 1, so a collective of D ms has busbw 8e6 bit / (D x 1e6 ns) = 8/D Gbit/s:
+// 10 ms -> 0.8, 20 ms -> 0.4, 100 ms -> 0.08.
 #include "runner/core/metrics.h"
 
 #include <gtest/gtest.h>
@@ -14,18 +15,25 @@ constexpr int64_t kMs = 1'000'000;
 
 class HistoryBuilder {
  public:
-  HistoryBuilder() {
-    h_.world_size = 2;
+  explicit HistoryBuilder(int world = 2) {
+    h_.world_size = world;
     h_.op = CollOp::kAllReduce;
     h_.run_start_ns = 0;
     h_.events_supported = true;
-    h_.ranks = {{0, RankExit::kCompleted, std::nullopt, 0},
-                {1, RankExit::kCompleted, std::nullopt, 0}};
+    for (int r = 0; r < world; ++r) h_.ranks.push_back({r, RankExit::kCompleted, std::nullopt, 0});
   }
-  // Collective `index` on both ranks over [start_ms, end_ms].
+  // Collective `index` on every rank over [start_ms, end_ms].
   HistoryBuilder& Op(int64_t start_ms, int64_t end_ms) {
-    for (int r = 0; r < 2; ++r) {
+    for (int r = 0; r < h_.world_size; ++r) {
       h_.ops.push_back({r, next_, start_ms * kMs, end_ms * kMs, 1'000'000, true, false});
+    }
+    ++next_;
+    return *this;
+  }
+  // Collective `index` on every rank, failing at end_ms (the library returned an error).
+  HistoryBuilder& FailedOp(int64_t start_ms, int64_t end_ms) {
+    for (int r = 0; r < h_.world_size; ++r) {
+      h_.ops.push_back({r, next_, start_ms * kMs, end_ms * kMs, 1'000'000, false, false});
     }
     ++next_;
     return *this;
@@ -48,8 +56,9 @@ class HistoryBuilder {
     h_.faults.push_back(f);
     return *this;
   }
-  HistoryBuilder& Event(int64_t t_ms, EventKind kind, int path) {
-    h_.events.push_back({t_ms * kMs, 0, kind, path, ""});
+  // An event of `rank` about its path `path` to `peer`.
+  HistoryBuilder& Event(int64_t t_ms, EventKind kind, int path, int rank = 0, int peer = 1) {
+    h_.events.push_back({t_ms * kMs, rank, kind, path, "", peer});
     return *this;
   }
   HistoryBuilder& End(int64_t end_ms) {
@@ -66,6 +75,7 @@ class HistoryBuilder {
 
 MetricsOptions Opts(double pct = 90, int64_t sustain_ms = 50) {
   MetricsOptions o;
+  o.topology = Topology{2, 1, 2, 1.0};
   o.recovery_pct = pct;
   o.sustain_ns = sustain_ms * kMs;
   return o;
@@ -102,12 +112,16 @@ TEST(Metrics, FaultFreeRun) {
   b.Ops(10, 0, 10).End(100);
   RunMetrics m = ComputeMetrics(b.h(), Opts());
   EXPECT_DOUBLE_EQ(*m.overall.baseline_busbw_gbps, 0.8);
-  EXPECT_EQ(m.overall.stall_ms, 0.0);
+  // Measured, not assumed: back to back, the longest gap is one collective's time.
+  ASSERT_TRUE(m.overall.stall_ms.has_value());
+  EXPECT_DOUBLE_EQ(*m.overall.stall_ms, 0.0);
+  ASSERT_TRUE(m.overall.goodput_loss_pct.has_value());
+  EXPECT_NEAR(*m.overall.goodput_loss_pct, 0.0, 1e-9);
   EXPECT_FALSE(m.overall.detection_ms.has_value());
+  EXPECT_FALSE(m.overall.failover_first_ms.has_value());
   EXPECT_FALSE(m.overall.failover_latency_ms.has_value());
   EXPECT_FALSE(m.overall.recovery_ms.has_value());
   EXPECT_FALSE(m.overall.degraded_ratio.has_value());
-  EXPECT_FALSE(m.overall.goodput_loss_pct.has_value());
   EXPECT_TRUE(m.per_fault.empty());
   EXPECT_EQ(m.outcome, Outcome::kSurvived);
   EXPECT_EQ(m.wrong_results, 0);
@@ -120,11 +134,12 @@ History TransientHistory() {
   HistoryBuilder b;
   b.Ops(10, 0, 10).Op(100, 250).Ops(15, 250, 10).End(400);
   b.Fault("f1", "link_down", 0, 100, 300);
-  b.Event(90, EventKind::kPathDown, 0)      // before the fault: ignored
-      .Event(120, EventKind::kPathDown, 1)  // another rail: ignored
-      .Event(130, EventKind::kPathDown, 0)
-      .Event(140, EventKind::kResumed, 0)  // on the failed rail: ignored
-      .Event(145, EventKind::kResumed, 1)
+  b.Event(90, EventKind::kPathDown, 0)       // before the fault: ignored
+      .Event(120, EventKind::kPathDown, 1)   // another rail: ignored
+      .Event(130, EventKind::kPathDown, 0)   // flow 0 -> 1 on rail 0
+      .Event(135, EventKind::kPathDown, 0, 1, 0)  // flow 1 -> 0 on rail 0
+      .Event(145, EventKind::kResumed, 1)    // 0 -> 1 carries data again (on rail 1)
+      .Event(160, EventKind::kResumed, 1, 1, 0)  // 1 -> 0 too: full convergence
       .Event(300, EventKind::kPathUp, 0);
   return b.h();
 }
@@ -138,7 +153,15 @@ TEST(Metrics, TransientLinkDown) {
   // Longest gap overlapping [100, 300]: (100, 250) = 150 ms, minus the 10 ms median op.
   EXPECT_DOUBLE_EQ(*v.stall_ms, 140);
   EXPECT_DOUBLE_EQ(*v.detection_ms, 30);
-  EXPECT_DOUBLE_EQ(*v.failover_latency_ms, 45);
+  EXPECT_DOUBLE_EQ(*v.failover_first_ms, 45);
+  EXPECT_DOUBLE_EQ(*v.failover_latency_ms, 60);
+  EXPECT_EQ(m.per_fault[0].convergence, "path_events");
+  EXPECT_FALSE(m.per_fault[0].never_converged);
+  ASSERT_EQ(m.per_fault[0].flows.size(), 2u);
+  EXPECT_EQ(m.per_fault[0].flows[1].rank, 1);
+  EXPECT_EQ(*m.per_fault[0].flows[1].resumed_ns, 160 * kMs);
+  // Collective progress, for every CCL alike: op 10 started at 100 and ended at 250.
+  EXPECT_DOUBLE_EQ(*m.per_fault[0].progress_ms, 150);
   // Op 10 (starting at 100) is below 0.72; from op 11 (250) every op up to 300 is 0.8.
   EXPECT_DOUBLE_EQ(*v.recovery_ms, 150);
   EXPECT_FALSE(v.degraded_ratio.has_value());  // transient
@@ -199,9 +222,12 @@ TEST(Metrics, PermanentFaultRecoversToTheSurvivingCapacity) {
   // Delivered over [100, 400]: 0.08 x 100 + 10 x 0.4 x 20 = 88 of 0.8 x 300 = 240.
   EXPECT_NEAR(*v.goodput_loss_pct, 100.0 * (1.0 - 88.0 / 240.0), 1e-9);
   EXPECT_DOUBLE_EQ(*m.overall.degraded_ratio, 0.5);
-  // No path events were logged: detection and failover are null, not zero.
+  // No path event was logged: detection and first-path are null, not zero, and full
+  // convergence comes from collective progress (op 10, [100, 200]).
   EXPECT_FALSE(v.detection_ms.has_value());
-  EXPECT_FALSE(v.failover_latency_ms.has_value());
+  EXPECT_FALSE(v.failover_first_ms.has_value());
+  EXPECT_DOUBLE_EQ(*v.failover_latency_ms, 100);
+  EXPECT_EQ(m.per_fault[0].convergence, "collective_progress");
 }
 
 TEST(Metrics, PermanentFaultAgainstFullCapacityOrUnknownCapacityDoesNotRecover) {
@@ -251,7 +277,7 @@ TEST(Metrics, WarmupByCountExcludesTheFirstCollectives) {
 
 TEST(Metrics, NoCollectiveAfterTheFault) {
   HistoryBuilder b;
-  b.Ops(10, 0, 10).End(500);
+  b.Ops(10, 0, 10).FailedOp(100, 500).End(600);  // the 11th times out at 500
   b.Fault("f1", "link_down", 0, 100, std::nullopt);
   MetricsOptions o = Opts();
   o.faults.push_back({"f1", true, 0.5});
@@ -262,6 +288,10 @@ TEST(Metrics, NoCollectiveAfterTheFault) {
   EXPECT_FALSE(v.degraded_ratio.has_value());  // no collective in the steady half
   EXPECT_DOUBLE_EQ(*v.goodput_loss_pct, 100);
   EXPECT_FALSE(m.overall.recovery_ms.has_value());
+  // Never converged: no collective started after the fault completed.
+  EXPECT_TRUE(m.per_fault[0].never_converged);
+  EXPECT_FALSE(v.failover_latency_ms.has_value());
+  EXPECT_FALSE(m.overall.failover_latency_ms.has_value());
 }
 
 TEST(Metrics, PeerWithoutEventsHasNullEventMetrics) {
@@ -270,11 +300,16 @@ TEST(Metrics, PeerWithoutEventsHasNullEventMetrics) {
   h.events.clear();
   RunMetrics m = ComputeMetrics(h, Opts(90, 50));
   EXPECT_FALSE(m.per_fault[0].values.detection_ms.has_value());
-  EXPECT_FALSE(m.per_fault[0].values.failover_latency_ms.has_value());
+  EXPECT_FALSE(m.per_fault[0].values.failover_first_ms.has_value());
   EXPECT_FALSE(m.overall.detection_ms.has_value());
+  // Full convergence from collective progress: rank 0 (on host 0) completed op 10, started
+  // at the fault, at 250.
+  EXPECT_DOUBLE_EQ(*m.per_fault[0].values.failover_latency_ms, 150);
+  EXPECT_EQ(m.per_fault[0].convergence, "collective_progress");
   const nlohmann::json j = m.overall.ToJson();
   EXPECT_TRUE(j.at("detection_ms").is_null());
-  EXPECT_TRUE(j.at("failover_latency_ms").is_null());
+  EXPECT_TRUE(j.at("failover_first_ms").is_null());
+  EXPECT_DOUBLE_EQ(j.at("failover_latency_ms").get<double>(), 150);
   EXPECT_DOUBLE_EQ(j.at("stall_ms").get<double>(), 140);
 }
 
@@ -315,6 +350,10 @@ TEST(Metrics, WrongResultsCountDistinctCollectives) {
   b.h().ops[3].wrong = true;  // op 1, rank 1
   b.h().ops[8].wrong = true;  // op 4, rank 0
   EXPECT_EQ(ComputeMetrics(b.h(), Opts()).wrong_results, 2);
+  // Not checked: null, not 0.
+  MetricsOptions unchecked = Opts();
+  unchecked.check = false;
+  EXPECT_FALSE(ComputeMetrics(b.h(), unchecked).wrong_results.has_value());
 }
 
 History WithExits(std::vector<RankEnd> ends) {
@@ -349,6 +388,17 @@ TEST(Metrics, Outcomes) {
   hung.watchdog_fired = true;
   EXPECT_EQ(outcome(hung), Outcome::kHung);
   EXPECT_EQ(outcome(WithExits({})), Outcome::kCrashed);
+  // Every rank "returned an error" within the bound, but one of them only because its own
+  // watchdog ended a call that never returned: a hang, not a clean abort.
+  History watchdog = WithExits(
+      {{0, RankExit::kError, 200 * kMs, 0}, {1, RankExit::kError, 900 * kMs, 0, true}});
+  EXPECT_EQ(outcome(watchdog), Outcome::kHung);
+  // The abort bound is the scenario's (expect.abort_within): 500 ms makes the same run hung.
+  MetricsOptions tight = Opts();
+  tight.abort_bound_ns = 500 * kMs;
+  History late = WithExits(
+      {{0, RankExit::kError, 200 * kMs, 0}, {1, RankExit::kError, 900 * kMs, 0}});
+  EXPECT_EQ(ComputeMetrics(late, tight).outcome, Outcome::kHung);
   EXPECT_STREQ(OutcomeName(Outcome::kAbortedClean), "aborted_clean");
 }
 
@@ -367,25 +417,38 @@ TEST(Metrics, AbortBoundCountsFromTheLastFaultBeforeTheFirstError) {
   EXPECT_EQ(ComputeMetrics(b.h(), Opts()).outcome, Outcome::kHung);
 }
 
+const std::optional<std::vector<int>> kBoth = std::vector<int>{0, 1};
+
 TEST(Metrics, CapacityModel) {
   Topology t{2, 2, 2, 1.0};
   FaultSpec down;
   down.kind = "link_down";
   down.target.host = 0;
   down.target.rail = 1;
-  EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&down}), 0.5);
+  EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&down}, kBoth), 0.5);
   FaultSpec bw;
   bw.kind = "bandwidth";
   bw.target.host = 1;
   bw.target.rail = 0;
   bw.params.rate_bps = 250'000'000;
-  EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&bw}), 0.625);
-  EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&bw, &down}), 0.5);
+  EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&bw}, kBoth), 0.625);
+  EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&bw, &down}, kBoth), 0.5);
   FaultSpec loss;
   loss.kind = "loss";
   loss.target.rail = 0;
-  EXPECT_FALSE(CapacityLeft(t, {&loss}).has_value());
-  EXPECT_DOUBLE_EQ(*CapacityLeft(t, {}), 1.0);
+  EXPECT_FALSE(CapacityLeft(t, {&loss}, kBoth).has_value());
+  EXPECT_DOUBLE_EQ(*CapacityLeft(t, {}, kBoth), 1.0);
+  // The library's real rail set: one that carries data on rail 0 only (Gloo's TCP pair) keeps
+  // all of it under a fault on rail 1 and none under one on rail 0.
+  const std::optional<std::vector<int>> rail0 = std::vector<int>{0};
+  EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&down}, rail0), 1.0);
+  FaultSpec down0 = down;
+  down0.target.rail = 0;
+  EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&down0}, rail0), 0.0);
+  EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&bw}, rail0), 0.25);
+  // Rails not known (a library that picks its interfaces itself): no model.
+  EXPECT_FALSE(CapacityLeft(t, {&down}, std::nullopt).has_value());
+  EXPECT_DOUBLE_EQ(*CapacityLeft(t, {}, std::nullopt), 1.0);
 }
 
 // nics: per_rank: the unit is a port; a host keeps the share of its ports that survive.
@@ -402,19 +465,19 @@ TEST(Metrics, CapacityModelPerRankPorts) {
   };
   FaultSpec a = port_down(0, 1, 0);
   FaultSpec b = port_down(0, 1, 1);
-  EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&a}), 0.75);     // 3 of host 0's 4 ports
-  EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&a, &b}), 0.5);  // rank 1's NIC dead: relay over rank 0's
+  EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&a}, kBoth), 0.75);     // 3 of host 0's 4 ports
+  EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&a, &b}, kBoth), 0.5);  // rank 1's NIC dead: relay over rank 0's
   FaultSpec bw = port_down(1, 0, 0);
   bw.kind = "bandwidth";
   bw.params.rate_bps = 250'000'000;
-  EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&bw}), 0.8125);    // (0.25 + 3) / 4
-  EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&bw, &a}), 0.75);  // the weaker host
+  EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&bw}, kBoth), 0.8125);    // (0.25 + 3) / 4
+  EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&bw, &a}, kBoth), 0.75);  // the weaker host
   FaultSpec no_rank = port_down(0, 0, 0);
   no_rank.target.rank.reset();
-  EXPECT_FALSE(CapacityLeft(t, {&no_rank}).has_value());
+  EXPECT_FALSE(CapacityLeft(t, {&no_rank}, kBoth).has_value());
   // The same faults with shared NICs count rails (rank ignored): the old numbers.
   Topology shared{2, 2, 2, 1.0};
-  EXPECT_DOUBLE_EQ(*CapacityLeft(shared, {&a}), 0.5);
+  EXPECT_DOUBLE_EQ(*CapacityLeft(shared, {&a}, kBoth), 0.5);
 }
 
 // A fault on global rank 1's port on rail 0: only events of paths ending at rank 1 count (its
@@ -434,11 +497,14 @@ TEST(Metrics, PerRankPortFaultMatchesEventsOfItsRank) {
     e.peer = peer;
     h.events.push_back(e);
   };
+  h.world_size = 4;  // ranks 2 and 3 only in events: their collectives are not the point here
+  h.ranks.push_back({2, RankExit::kKilled, std::nullopt, 0});
+  h.ranks.push_back({3, RankExit::kKilled, std::nullopt, 0});
   ev(105, EventKind::kPathDown, 0, 0, 2);  // rank 0 <-> rank 2 on rail 0: not this port
   ev(120, EventKind::kPathDown, 0, 0, 1);  // rank 0's path to rank 1 on rail 0
   ev(125, EventKind::kResumed, 0, 1, 2);   // not this port
-  ev(130, EventKind::kResumed, 1, 0, 0);   // on the failed rail: ignored
-  ev(140, EventKind::kResumed, 1, 1, 0);   // rank 1 itself on rail 1
+  ev(130, EventKind::kResumed, 1, 0, 0);   // rank 1 -> 0 was never reported down
+  ev(140, EventKind::kResumed, 0, 1, 1);   // rank 0 -> 1 again, on rail 1
   MetricsOptions o = Opts();
   MetricsOptions::FaultModel m;
   m.id = "p";
@@ -447,11 +513,172 @@ TEST(Metrics, PerRankPortFaultMatchesEventsOfItsRank) {
   RunMetrics r = ComputeMetrics(h, o);
   ASSERT_EQ(r.per_fault.size(), 1u);
   EXPECT_DOUBLE_EQ(*r.per_fault[0].values.detection_ms, 20);
+  EXPECT_DOUBLE_EQ(*r.per_fault[0].values.failover_first_ms, 40);
   EXPECT_DOUBLE_EQ(*r.per_fault[0].values.failover_latency_ms, 40);
+  EXPECT_EQ(r.per_fault[0].flows.size(), 1u);
+  // Without the port model every flow on rail 0 at host 0 counts: 0 -> 2 went down first and
+  // resumed first, 0 -> 1 last.
   o.faults[0].port_rank = -1;
   RunMetrics any = ComputeMetrics(h, o);
   EXPECT_DOUBLE_EQ(*any.per_fault[0].values.detection_ms, 5);
-  EXPECT_DOUBLE_EQ(*any.per_fault[0].values.failover_latency_ms, 25);
+  EXPECT_DOUBLE_EQ(*any.per_fault[0].values.failover_first_ms, 25);
+  EXPECT_DOUBLE_EQ(*any.per_fault[0].values.failover_latency_ms, 40);
+}
+
+// Four ranks, two per host, two rails; a link_down on host 0's rail 0 over [100, 300] ms.
+// Collectives: ten of 10 ms, one slowed to [100, 140], then 10 ms ones to 400.
+HistoryBuilder FourRanks() {
+  HistoryBuilder b(4);
+  b.Ops(10, 0, 10).Op(100, 140).Ops(26, 140, 10).End(400);
+  b.Fault("f", "link_down", 0, 100, 300);
+  return b;
+}
+MetricsOptions FourRankOpts() {
+  MetricsOptions o = Opts();
+  o.topology = Topology{2, 2, 2, 1.0};
+  return o;
+}
+
+TEST(Metrics, FullConvergenceIsTheLastAffectedFlow) {
+  HistoryBuilder b = FourRanks();
+  b.Event(102, EventKind::kPathDown, 0, 0, 2)
+      .Event(103, EventKind::kPathDown, 0, 0, 3)
+      .Event(104, EventKind::kPathDown, 0, 1, 2)
+      .Event(105, EventKind::kPathDown, 0, 2, 0)
+      .Event(106, EventKind::kPathDown, 0, 3, 1)
+      .Event(107, EventKind::kPathDown, 0, 2, 3)  // host 1 to host 1: not behind the fault
+      .Event(110, EventKind::kResumed, 1, 0, 2)   // first path
+      .Event(115, EventKind::kResumed, 1, 1, 2)
+      .Event(130, EventKind::kResumed, 1, 2, 0)
+      .Event(190, EventKind::kResumed, 1, 3, 1)   // the last affected flow: full convergence
+      .Event(380, EventKind::kResumed, 0, 0, 3);  // 0 -> 3 only after the repair
+  RunMetrics m = ComputeMetrics(b.h(), FourRankOpts());
+  const FaultMetrics& f = m.per_fault[0];
+  EXPECT_DOUBLE_EQ(*f.values.detection_ms, 2);
+  EXPECT_DOUBLE_EQ(*f.values.failover_first_ms, 10);
+  EXPECT_DOUBLE_EQ(*f.values.failover_latency_ms, 90);
+  EXPECT_GE(*f.values.failover_latency_ms, *f.values.failover_first_ms);
+  EXPECT_EQ(f.convergence, "path_events");
+  EXPECT_FALSE(f.never_converged);
+  ASSERT_EQ(f.flows.size(), 5u);
+  // 0 -> 3 did not carry data until after the repair, yet collectives completed while it was
+  // down ([140, 150] and on): the job did not need it, so it is idle, not the last to converge.
+  EXPECT_EQ(f.flows[1].rank, 0);
+  EXPECT_EQ(f.flows[1].peer, 3);
+  EXPECT_FALSE(f.flows[1].counted);
+  EXPECT_EQ(*f.flows[1].resumed_ns, 380 * kMs);
+  for (size_t i = 0; i < f.flows.size(); ++i) {
+    if (i != 1) {
+      EXPECT_TRUE(f.flows[i].counted) << i;
+    }
+  }
+  EXPECT_DOUBLE_EQ(*m.overall.failover_latency_ms, 90);
+  EXPECT_DOUBLE_EQ(*m.overall.failover_first_ms, 10);
+}
+
+TEST(Metrics, AFlowThatNeverResumesWhileTheJobStallsNeverConverges) {
+  HistoryBuilder b(4);
+  b.Ops(10, 0, 10).FailedOp(100, 600).End(700);
+  b.Fault("f", "link_down", 0, 100, std::nullopt);
+  b.Event(102, EventKind::kPathDown, 0, 0, 2)
+      .Event(103, EventKind::kPathDown, 0, 2, 0)
+      .Event(110, EventKind::kResumed, 1, 0, 2);  // 2 -> 0 never carries data again
+  MetricsOptions o = FourRankOpts();
+  o.faults.push_back({"f", true, 0.5});
+  RunMetrics m = ComputeMetrics(b.h(), o);
+  const FaultMetrics& f = m.per_fault[0];
+  EXPECT_DOUBLE_EQ(*f.values.failover_first_ms, 10);
+  EXPECT_FALSE(f.values.failover_latency_ms.has_value());
+  EXPECT_TRUE(f.never_converged);
+  EXPECT_TRUE(f.flows[1].counted);
+  EXPECT_FALSE(f.flows[1].resumed_ns.has_value());
+  EXPECT_FALSE(m.overall.failover_latency_ms.has_value());
+  EXPECT_FALSE(f.progress_ms.has_value());
+}
+
+TEST(Metrics, ProgressConvergenceIsTheLastAffectedRank) {
+  // No path events (a library like Gloo): every rank on host 0 (ranks 0 and 1) must complete
+  // a collective it started at or after the fault. Rank 1 is the slower: its op 11 ends at 180.
+  HistoryBuilder b = FourRanks();
+  History h = b.h();
+  h.events_supported = false;
+  for (OpRecord& r : h.ops) {
+    if (r.index == 11 && r.rank == 1) r.end_ns = 180 * kMs;
+    if (r.index == 11 && r.rank == 0) r.end_ns = 160 * kMs;
+  }
+  RunMetrics m = ComputeMetrics(h, FourRankOpts());
+  const FaultMetrics& f = m.per_fault[0];
+  EXPECT_FALSE(f.values.detection_ms.has_value());
+  EXPECT_FALSE(f.values.failover_first_ms.has_value());
+  // Op 10 started at the fault (100) and ended on ranks 0 and 1 at 140.
+  EXPECT_DOUBLE_EQ(*f.values.failover_latency_ms, 40);
+  EXPECT_DOUBLE_EQ(*f.progress_ms, 40);
+  // A fault at 101: the first op started after it is op 11 (from 140): rank 1 ends it at 180.
+  h.faults[0].applied_ns = 101 * kMs;
+  m = ComputeMetrics(h, FourRankOpts());
+  EXPECT_DOUBLE_EQ(*m.per_fault[0].values.failover_latency_ms, 79);
+  EXPECT_EQ(m.per_fault[0].convergence, "collective_progress");
+}
+
+TEST(Metrics, WindowEndsAtTheLastCollectiveNotAtTeardown) {
+  // The ranks left at 1400 ms (a library's slow teardown); the last collective ended at 400.
+  HistoryBuilder b;
+  b.Ops(20, 0, 10).Ops(10, 200, 20).End(1400);
+  b.Fault("p", "port_drop", 1, 200, std::nullopt);
+  MetricsOptions o = Opts();
+  o.faults.push_back({"p", true, 0.5});
+  RunMetrics m = ComputeMetrics(b.h(), o);
+  EXPECT_EQ(WindowEndNs(b.h()), 400 * kMs);
+  const MetricValues& v = m.per_fault[0].values;
+  // The gap to the window end is one collective, not 1000 ms of teardown.
+  EXPECT_DOUBLE_EQ(*v.stall_ms, 10);
+  // Every collective after the fault ran at half the rate, over [200, 400]: 50% lost.
+  EXPECT_NEAR(*v.goodput_loss_pct, 50.0, 1e-9);
+  // The steady half is [300, 400], all at 0.4.
+  EXPECT_DOUBLE_EQ(*v.degraded_ratio, 0.5);
+  // No collective at all: the runner's end.
+  History empty;
+  empty.run_end_ns = 77;
+  EXPECT_EQ(WindowEndNs(empty), 77);
+}
+
+TEST(Metrics, FaultFreeStallAndGoodputAreMeasuredByTheSameRule) {
+  // 10 ms collectives with 2 ms between them (checking results, the stop agreement), and one
+  // pause of 40 ms before the collective at 100 ms: no fault, but the job did stall.
+  HistoryBuilder b;
+  int64_t t = 0;
+  for (int i = 0; i < 20; ++i) {
+    if (i == 8) t += 38;  // 40 ms instead of 2 before this one
+    b.Op(t, t + 10);
+    t += 12;
+  }
+  b.End(t + 500);
+  RunMetrics m = ComputeMetrics(b.h(), Opts());
+  // Completion to completion: 12 ms as a rule, 50 ms once; minus the 10 ms median collective.
+  EXPECT_DOUBLE_EQ(*m.overall.stall_ms, 40);
+  // Goodput against the baseline cycle (median 12 ms per collective), from the first cycle
+  // (the first collective's end, 10) to the last collective's end (t - 2 = 276): 19 cycles
+  // where 266 / 12 = 22.17 would have fit.
+  const double window_ms = static_cast<double>(t - 2 - 10);
+  EXPECT_NEAR(*m.overall.goodput_loss_pct, 100.0 * (1.0 - 19.0 * 12.0 / window_ms), 1e-9);
+  // Evenly spaced collectives read 0: the time between them is part of the baseline cycle.
+  HistoryBuilder even;
+  for (int i = 0; i < 20; ++i) even.Op(i * 12, i * 12 + 10);
+  even.End(1000);
+  RunMetrics e = ComputeMetrics(even.h(), Opts());
+  EXPECT_NEAR(*e.overall.goodput_loss_pct, 0.0, 1e-9);
+  EXPECT_DOUBLE_EQ(*e.overall.stall_ms, 2);
+}
+
+TEST(Metrics, GoodputOfAFaultOnAnUnusedPathIsNotALoss) {
+  // Collectives with 5 ms between them run on unchanged through a fault: no loss, whatever
+  // the spacing (the old rule charged the time between collectives to the fault).
+  HistoryBuilder b;
+  for (int i = 0; i < 40; ++i) b.Op(i * 15, i * 15 + 10);
+  b.End(600);
+  b.Fault("f", "link_down", 1, 300, 450);
+  RunMetrics m = ComputeMetrics(b.h(), Opts());
+  EXPECT_NEAR(*m.per_fault[0].values.goodput_loss_pct, 0.0, 1e-9);
 }
 
 TEST(Metrics, OptionsFromScenarioPerRank) {
@@ -465,7 +692,7 @@ TEST(Metrics, OptionsFromScenarioPerRank) {
       "  - {id: c, at: 2s, type: rank_pause, target: {host: 0, rank: 1}, for: 1s}\n";
   ParseOutcome r = ParseScenario(yaml, "t.yaml");
   ASSERT_TRUE(r.ok());
-  MetricsOptions o = MetricsOptionsFor(*r.scenario);
+  MetricsOptions o = MetricsOptionsFor(*r.scenario, kBoth);
   ASSERT_EQ(o.faults.size(), 3u);
   EXPECT_EQ(o.faults[0].port_rank, 3);
   EXPECT_EQ(o.faults[1].port_rank, 3);
@@ -486,7 +713,7 @@ TEST(Metrics, OptionsFromScenario) {
       "  recovery: {pct: 80, within_ms: 900, sustain_ms: 250}\n";
   ParseOutcome r = ParseScenario(yaml, "t.yaml");
   ASSERT_TRUE(r.ok());
-  MetricsOptions o = MetricsOptionsFor(*r.scenario);
+  MetricsOptions o = MetricsOptionsFor(*r.scenario, kBoth);
   EXPECT_EQ(o.warmup_ns, 500 * kMs);
   EXPECT_DOUBLE_EQ(o.recovery_pct, 80);
   EXPECT_EQ(o.sustain_ns, 250 * kMs);

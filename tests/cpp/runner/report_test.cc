@@ -21,7 +21,14 @@ RunMetrics SomeMetrics() {
   m.overall.stall_ms = 140;
   m.overall.recovery_ms = 150;
   m.overall.goodput_loss_pct = 70;
-  m.per_fault.push_back({"f1", m.overall});
+  FaultMetrics f;
+  f.id = "f1";
+  f.values = m.overall;
+  f.progress_ms = 150;
+  f.convergence = "path_events";
+  f.flows.push_back({0, 1, 1, 2'010'000'000, 2'040'000'000, true});
+  f.flows.push_back({1, 0, 1, 2'020'000'000, std::nullopt, false});
+  m.per_fault.push_back(f);
   return m;
 }
 
@@ -106,7 +113,7 @@ TEST(Checks, OutcomeAndWrongResultsAndDegradedRatio) {
   EXPECT_EQ(ExitCodeOf(std::vector<CheckResult>{}), 0);
 }
 
-TEST(Report, KeysAndValuesOfV1) {
+TEST(Report, KeysAndValuesOfV2) {
   Scenario s;
   s.name = "demo";
   s.ccl = CclName::kFtccl;
@@ -167,6 +174,18 @@ TEST(Report, KeysAndValuesOfV1) {
   EXPECT_EQ(mj["stall_ms"], 140.0);
   EXPECT_EQ(r["per_fault"][0]["id"], "f1");
   EXPECT_EQ(r["per_fault"][0]["recovery_ms"], 150.0);
+  EXPECT_EQ(r["per_fault"][0]["progress_ms"], 150.0);
+  EXPECT_EQ(r["per_fault"][0]["convergence"], "path_events");
+  EXPECT_EQ(r["per_fault"][0]["never_converged"], false);
+  ASSERT_EQ(r["per_fault"][0]["flows"].size(), 2u);
+  const nlohmann::json& flow = r["per_fault"][0]["flows"][0];
+  EXPECT_EQ(flow["rank"], 0);
+  EXPECT_EQ(flow["peer"], 1);
+  EXPECT_EQ(flow["path"], 1);
+  EXPECT_EQ(flow["counted"], true);
+  EXPECT_NEAR(flow["resumed_s"].get<double>() - flow["down_s"].get<double>(), 0.030, 1e-9);
+  EXPECT_TRUE(r["per_fault"][0]["flows"][1]["resumed_s"].is_null());
+  EXPECT_TRUE(r["metrics"].contains("failover_first_ms"));
   EXPECT_EQ(
       r["expectations"][0],
       (nlohmann::json{

@@ -339,20 +339,60 @@ TEST(ScenarioErrors, ExpectationsTheRunCannotMeasure) {
       "name: t\n"
       "topology: {hosts: 2, ranks_per_host: 2, rails: 2}\n"
       "ccl: gloo\n"
-      "workload: {op: allreduce, bytes: 1MiB, duration: 8s}\n"
+      "workload: {op: allreduce, bytes: 1MiB, duration: 8s, check: false}\n"
       "faults:\n"
       "  - {id: f1, at: 1s, type: link_down, target: {host: 0, rail: 0}, for: 1s}\n"
       "expect:\n"
       "  detection_ms: {max: 100}\n"
       "  degraded_ratio: {min: 0.4}\n"
-      "  stall_ms: {maximum: 3}\n";
+      "  stall_ms: {maximum: 3}\n"
+      "  failover_first_ms: {max: 10}\n"
+      "  failover_latency_ms: {max: 1000}\n"
+      "  wrong_results: 0\n"
+      "  abort_within: -1s\n";
   auto ds = Errors(yaml);
   const Diagnostic* d = Find(ds, 8, 17, "expect.detection_ms needs CCL path events, which gloo");
   ASSERT_NE(d, nullptr) << Dump(ds);
-  EXPECT_EQ(d->hint, "remove it, or run with 'ccl: ftccl'");
+  EXPECT_NE(d->hint.find("failover_latency_ms is measured for every ccl"), std::string::npos);
   EXPECT_DIAG(ds, 9, 19, "expect.degraded_ratio needs a permanent fault");
   EXPECT_DIAG(ds, 10, 14, "unknown key 'maximum' in expect.stall_ms");
   EXPECT_DIAG(ds, 10, 13, "missing required key 'max' in expect.stall_ms");
+  EXPECT_DIAG(ds, 11, 22, "expect.failover_first_ms needs CCL path events, which gloo");
+  // Full convergence is measured for every CCL (from collective progress without events).
+  EXPECT_EQ(Find(ds, 12, 24, "failover_latency_ms"), nullptr) << Dump(ds);
+  const Diagnostic* w = Find(ds, 13, 18, "expect.wrong_results needs the results checked");
+  ASSERT_NE(w, nullptr) << Dump(ds);
+  EXPECT_EQ(w->hint, "remove wrong_results, or set 'check: true' under workload");
+  EXPECT_DIAG(ds, 14, 17, "expect.abort_within");
+}
+
+TEST(Scenario, AbortWithinAndOverriddenCcl) {
+  const std::string yaml =
+      "name: t\n"
+      "topology: {hosts: 2, ranks_per_host: 1, rails: 2}\n"
+      "workload: {op: allreduce, bytes: 1MiB, duration: 8s}\n"
+      "faults:\n"
+      "  - {id: f1, at: 1s, type: link_down, target: {host: 0, rail: 0}, for: 1s}\n"
+      "expect:\n"
+      "  abort_within: 2500ms\n"
+      "  detection_ms: {max: 100}\n";
+  ParseOutcome r = ParseScenario(yaml, "t.yaml");
+  ASSERT_TRUE(r.ok()) << Dump(r.diagnostics);
+  EXPECT_EQ(r.scenario->expect.abort_within_ns, 2'500'000'000);
+  EXPECT_TRUE(ExpectationsUnmeasurable(*r.scenario, CclName::kFtccl, "t.yaml").empty());
+  // Run with --ccl gloo: the same file names an expectation gloo cannot give, at its place.
+  auto bad = ExpectationsUnmeasurable(*r.scenario, CclName::kGloo, "t.yaml");
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_EQ(bad[0].ToString().rfind("t.yaml:8:17: expect.detection_ms needs CCL path events", 0),
+            0u)
+      << bad[0].ToString();
+  // The default bound.
+  ParseOutcome plain = ParseScenario(
+      "name: t\ntopology: {hosts: 2, ranks_per_host: 1, rails: 2}\n"
+      "workload: {op: allreduce, bytes: 1MiB, duration: 8s}\n",
+      "t.yaml");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain.scenario->expect.abort_within_ns, 10'000'000'000);
 }
 
 TEST(ScenarioErrors, AllErrorsComeOutAtOnceInFileOrder) {
