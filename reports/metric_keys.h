@@ -1,5 +1,6 @@
 // The metric keys of report.json (DESIGN.md, "Metrics"), in the order the writers show them,
-// with their unit and the direction in which a change is worse.
+// with their unit and the direction in which a change is worse. Keys a report lacks (a v1
+// report has no failover_first_ms) read as null.
 #pragma once
 
 #include <array>
@@ -12,10 +13,11 @@ struct MetricKey {
   bool higher_is_worse;      // stall, latency, loss: higher is worse; busbw, ratio: lower is
 };
 
-inline constexpr std::array<MetricKey, 7> kMetricKeys = {{
+inline constexpr std::array<MetricKey, 8> kMetricKeys = {{
     {"baseline_busbw_gbps", "Gbit/s", false},
     {"stall_ms", "ms", true},
     {"detection_ms", "ms", true},
+    {"failover_first_ms", "ms", true},  // v2; absent (null) in v1 reports
     {"failover_latency_ms", "ms", true},
     {"recovery_ms", "ms", true},
     {"degraded_ratio", "", false},
