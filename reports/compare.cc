@@ -7,6 +7,7 @@
 #include <set>
 
 #include "reports/metric_keys.h"
+#include "reports/schema.h"
 #include "reports/text.h"
 #include "reports/verdict.h"
 
@@ -24,9 +25,28 @@ Group GroupByKey(const std::vector<nlohmann::json>& reports) {
 std::vector<double> Values(const std::vector<const nlohmann::json*>& runs, const char* metric) {
   std::vector<double> out;
   for (const auto* r : runs) {
-    if (auto v = NumberOf(r->at("metrics").value(metric, nlohmann::json()))) out.push_back(*v);
+    if (auto v = RunValue(*r, metric)) out.push_back(*v);
   }
   return out;
+}
+
+bool Measured(const nlohmann::json& obj, const char* key) {
+  return obj.is_object() && NumberOf(obj.value(key, nlohmann::json())).has_value();
+}
+
+// Whether the applied fault's per_fault entry `pf` says `metric` never happened (compare.h).
+bool NeverFor(const nlohmann::json& report, const nlohmann::json& pf, const std::string& metric) {
+  auto it = pf.find(metric);
+  if (it == pf.end() || !it->is_null()) return false;  // absent (an older schema) or measured
+  if (metric == "recovery_ms") {
+    return Measured(pf, "baseline_busbw_gbps") ||
+           Measured(report.at("metrics"), "baseline_busbw_gbps");
+  }
+  if (metric == "failover_latency_ms") {
+    auto nc = pf.find("never_converged");
+    if (nc != pf.end()) return nc->is_boolean() && nc->get<bool>();
+  }
+  return Measured(pf, "detection_ms");
 }
 
 int VerdictRank(Verdict v) { return v == Verdict::kPass ? 0 : v == Verdict::kFail ? 1 : 2; }
@@ -54,7 +74,10 @@ std::string Pad(const std::string& s, size_t w) {
   return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' ');
 }
 
-std::string Opt(const std::optional<double>& v) { return v ? FormatNumber(*v) : "null"; }
+std::string Opt(const std::optional<double>& v) {
+  if (!v) return "null";
+  return std::isinf(*v) && *v > 0 ? "never" : FormatNumber(*v);
+}
 
 std::string Change(const std::optional<double>& pct) {
   if (!pct) return "";
@@ -99,8 +122,60 @@ std::string ScenarioKey(const nlohmann::json& report) {
 double Percentile(std::vector<double> values, double p) {
   std::sort(values.begin(), values.end());
   const double rank = std::ceil(p / 100.0 * static_cast<double>(values.size()));
-  const size_t idx = static_cast<size_t>(std::clamp(rank, 1.0, static_cast<double>(values.size()))) - 1;
+  const size_t idx =
+      static_cast<size_t>(std::clamp(rank, 1.0, static_cast<double>(values.size()))) - 1;
   return values[idx];
+}
+
+bool IsConvergenceMetric(const std::string& metric) {
+  return metric == "recovery_ms" || metric == "failover_latency_ms" ||
+         metric == "failover_first_ms";
+}
+
+std::optional<double> RunValue(const nlohmann::json& report, const std::string& metric) {
+  if (IsConvergenceMetric(metric)) {
+    std::set<std::string> applied;
+    for (const auto& f : report.at("faults")) {
+      if (f.is_object() && f.value("id", nlohmann::json()).is_string() &&
+          NumberOf(f.value("applied_s", nlohmann::json()))) {
+        applied.insert(f["id"].get<std::string>());
+      }
+    }
+    for (const auto& pf : report.at("per_fault")) {
+      if (!pf.is_object() || !pf.value("id", nlohmann::json()).is_string() ||
+          !applied.count(pf["id"].get<std::string>())) {
+        continue;
+      }
+      if (NeverFor(report, pf, metric)) return std::numeric_limits<double>::infinity();
+    }
+  }
+  return NumberOf(report.at("metrics").value(metric, nlohmann::json()));
+}
+
+Status CheckSameSchema(const std::vector<nlohmann::json>& a, const std::vector<nlohmann::json>& b) {
+  std::map<std::string, size_t> sa, sb;
+  std::set<std::string> all;
+  for (const auto& r : a) ++sa[FormatValue(r.value("schema", nlohmann::json()))];
+  for (const auto& r : b) ++sb[FormatValue(r.value("schema", nlohmann::json()))];
+  for (const auto& [s, n] : sa) all.insert(s);
+  for (const auto& [s, n] : sb) all.insert(s);
+  if (all.size() <= 1) return Status::Ok();
+  auto side = [](const char* name, const std::map<std::string, size_t>& m) {
+    std::string out = name;
+    for (const auto& [s, n] : m) out += " " + std::to_string(n) + " x " + s + ",";
+    if (!out.empty() && out.back() == ',') out.pop_back();
+    return out;
+  };
+  std::string why;
+  for (const auto& s : all) {
+    const std::string change = SchemaChangeSince(s);
+    if (!change.empty()) why += (why.empty() ? "" : "; ") + change;
+  }
+  if (why.empty()) why = "their metrics are defined differently";
+  std::string sides = side("A:", sa);
+  if (!sb.empty()) sides += "; " + side("B:", sb);
+  return InvalidArgument("reports of different schemas cannot be compared (" + sides + "): " + why +
+                         ". Run both sides with one version of faultline.");
 }
 
 Comparison CompareRuns(const std::vector<nlohmann::json>& a, const std::vector<nlohmann::json>& b,
@@ -142,6 +217,15 @@ Comparison CompareRuns(const std::vector<nlohmann::json>& a, const std::vector<n
           m.status = ChangeStatus::kLost;
         } else if (!m.a) {
           m.status = ChangeStatus::kNew;
+        } else if (std::isinf(*m.a) || std::isinf(*m.b)) {
+          // Never (+infinity) on a side: worse or better by direction, no finite change.
+          if (std::isinf(*m.a) && std::isinf(*m.b)) {
+            m.status = ChangeStatus::kOk;
+          } else {
+            const bool b_worse = std::isinf(*m.b) == k.higher_is_worse;
+            if (std::isinf(*m.b)) m.change_pct = std::numeric_limits<double>::infinity();
+            m.status = b_worse ? ChangeStatus::kRegression : ChangeStatus::kImproved;
+          }
         } else {
           const double diff = *m.b - *m.a;
           if (*m.a != 0) {
@@ -188,7 +272,9 @@ std::string FormatComparison(const Comparison& c) {
     out += "  " + Pad("metric", 22) + Pad("A", 14) + Pad("B", 14) + Pad("change", 11) + "status\n";
     for (const auto& m : s.metrics) {
       std::string status = ChangeStatusName(m.status);
-      if (m.status == ChangeStatus::kRegression) {
+      if (m.status == ChangeStatus::kRegression && m.b && std::isinf(*m.b)) {
+        status += " (never happened in B)";
+      } else if (m.status == ChangeStatus::kRegression) {
         status += m.higher_is_worse ? " (higher is worse)" : " (lower is worse)";
       } else if (m.status == ChangeStatus::kLost) {
         status += " (REGRESSION: measured in A, null in B)";
@@ -239,8 +325,10 @@ std::vector<ScenarioStats> RunStats(const std::vector<nlohmann::json>& reports) 
       MetricStats m;
       m.metric = k.name;
       const std::vector<double> v = Values(runs, k.name);
-      m.measured = v.size();
-      m.nulls = runs.size() - v.size();
+      m.n = v.size();
+      m.n_never = static_cast<size_t>(
+          std::count_if(v.begin(), v.end(), [](double x) { return std::isinf(x); }));
+      m.n_na = runs.size() - v.size();
       if (!v.empty()) {
         m.p50 = Percentile(v, 50);
         m.p95 = Percentile(v, 95);
@@ -261,13 +349,16 @@ std::string FormatStats(const std::vector<ScenarioStats>& stats) {
     for (const auto& [v, n] : s.verdicts) out += " " + v + " " + std::to_string(n);
     out += "; outcomes:";
     for (const auto& [o, n] : s.outcomes) out += " " + o + " " + std::to_string(n);
-    out += "\n  " + Pad("metric", 22) + Pad("measured", 10) + Pad("p50", 12) + Pad("p95", 12) +
-           Pad("min", 12) + "max\n";
+    out += "\n  " + Pad("metric", 22) + Pad("n", 5) + Pad("never", 7) + Pad("n/a", 5) +
+           Pad("p50", 12) + Pad("p95", 12) + Pad("min", 12) + "max\n";
     for (const auto& m : s.metrics) {
-      out += "  " + Pad(m.metric, 22) +
-             Pad(std::to_string(m.measured) + "/" + std::to_string(m.measured + m.nulls), 10) +
+      out += "  " + Pad(m.metric, 22) + Pad(std::to_string(m.n), 5) +
+             Pad(std::to_string(m.n_never), 7) + Pad(std::to_string(m.n_na), 5) +
              Pad(Opt(m.p50), 12) + Pad(Opt(m.p95), 12) + Pad(Opt(m.min), 12) + Opt(m.max) + "\n";
     }
+    out +=
+        "  (n: runs measured or never; never: a fault applied and it never happened, counted "
+        "as +inf; n/a: does not apply)\n";
     out += "\n";
   }
   return out;

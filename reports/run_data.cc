@@ -107,8 +107,14 @@ Result<std::vector<EventRow>> ParseEventsJsonl(std::string_view text) {
 
 Status CheckReport(const nlohmann::json& report) {
   if (!report.is_object()) return InvalidArgument("report.json is not a JSON object");
-  if (report.value("schema", nlohmann::json()) != kReportSchema) {
-    return InvalidArgument(std::string("report.json: schema is not \"") + kReportSchema + "\"");
+  const nlohmann::json schema = report.value("schema", nlohmann::json());
+  if (!schema.is_string() || !IsKnownReportSchema(schema.get<std::string>())) {
+    std::string known;
+    for (std::string_view s : kKnownReportSchemas) {
+      known += (known.empty() ? "\"" : ", \"") + std::string(s) + "\"";
+    }
+    const std::string got = schema.is_null() ? "missing" : schema.dump();
+    return InvalidArgument("report.json: schema " + got + ", expected one of " + known);
   }
   struct Key {
     const char* name;

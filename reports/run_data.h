@@ -14,10 +14,9 @@
 #include <vector>
 
 #include "base/status.h"
+#include "reports/schema.h"
 
 namespace faultline::reports {
-
-inline constexpr const char* kReportSchema = "faultline.report/v2";
 
 // One completed collective (a timeseries.csv row). Times are seconds from the run start.
 struct SeriesPoint {
@@ -54,9 +53,10 @@ Result<std::vector<SeriesPoint>> ParseTimeseriesCsv(std::string_view text);
 // cut-off last line is ignored; any other malformed line fails naming its line.
 Result<std::vector<EventRow>> ParseEventsJsonl(std::string_view text);
 
-// Checks that `report` is a faultline.report/v1 object with the keys the writers read
-// (schema, scenario, outcome, faults, metrics, per_fault, expectations; each expectation an
-// object with a boolean "pass").
+// Checks that `report` is an object of a known schema (schema.h: faultline.report/v1 or v2)
+// with the keys the writers read (schema, scenario, outcome, faults, metrics, per_fault,
+// expectations; each expectation an object with a boolean "pass"). Keys it does not name
+// (v2's failover_first_ms, per_fault[].flows, ...) may be present or absent.
 Status CheckReport(const nlohmann::json& report);
 
 // Parses the text of DIR/report.json and checks it (CheckReport); `dir` names it in errors.

@@ -2,6 +2,8 @@
 // change and whether it is a regression beyond the tolerance; exit 1 on any regression.
 // faultline compare --stats DIR...: p50/p95 per scenario and metric over repeated runs.
 // A, B and DIR are run directories or folders holding run directories (reports/compare.h).
+// Reports of different schemas (a v1 run and a v2 run) are refused with exit 2: a metric's
+// meaning changes with the schema (reports/schema.h).
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -24,6 +26,13 @@ bool Load(const std::string& path, std::vector<nlohmann::json>* out) {
   return true;
 }
 
+// Exit 2 with the reason when the reports mix schemas.
+bool SameSchema(const std::vector<nlohmann::json>& a, const std::vector<nlohmann::json>& b) {
+  const Status st = reports::CheckSameSchema(a, b);
+  if (!st.ok()) std::fprintf(stderr, "faultline compare: %s\n", st.message().c_str());
+  return st.ok();
+}
+
 }  // namespace
 
 void RegisterCompare(CLI::App& app, Action* action) {
@@ -44,6 +53,7 @@ void RegisterCompare(CLI::App& app, Action* action) {
         for (const auto& d : *dirs) {
           if (!Load(d, &all)) return kExitBadInput;
         }
+        if (!SameSchema(all, {})) return kExitBadInput;
         std::printf("%s", reports::FormatStats(reports::RunStats(all)).c_str());
         return kExitOk;
       }
@@ -60,6 +70,7 @@ void RegisterCompare(CLI::App& app, Action* action) {
       }
       std::vector<nlohmann::json> a, b;
       if (!Load((*dirs)[0], &a) || !Load((*dirs)[1], &b)) return kExitBadInput;
+      if (!SameSchema(a, b)) return kExitBadInput;
       const reports::Comparison c = reports::CompareRuns(a, b, *tol);
       std::printf("faultline compare: A = %s (%zu report(s)), B = %s (%zu report(s))\n\n",
                   (*dirs)[0].c_str(), a.size(), (*dirs)[1].c_str(), b.size());

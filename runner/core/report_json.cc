@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "reports/schema.h"
+
 namespace faultline::runner {
 namespace {
 
@@ -59,7 +61,7 @@ nlohmann::json BuildReportJson(const ReportInputs& in) {
   nlohmann::json expectations = nlohmann::json::array();
   for (const CheckResult& c : *in.checks) expectations.push_back(c.ToJson());
   return {
-      {"schema", kReportSchema},
+      {"schema", reports::kReportSchema},
       {"scenario",
        {{"name", s.name},
         {"file", in.scenario_file},

@@ -1,5 +1,6 @@
-// report.json (schema kReportSchema, "faultline.report/v2"): a pure function of the scenario, the recorded
-// history, the metrics and the checks. Writes nothing itself; the caller stores the JSON.
+// report.json (schema reports::kReportSchema, reports/schema.h): a pure function of the
+// scenario, the recorded history, the metrics and the checks. Writes nothing itself; the
+// caller stores the JSON.
 // Keys are those of DESIGN.md, "Report". Times of faults are seconds from the run start.
 #pragma once
 
@@ -14,8 +15,6 @@
 #include "runner/core/scenario.h"
 
 namespace faultline::runner {
-
-inline constexpr const char* kReportSchema = "faultline.report/v2";
 
 struct ReportFiles {
   std::optional<std::string> timeseries;

@@ -12,6 +12,8 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <sstream>
 
 #include "base/clock.h"
@@ -87,14 +89,19 @@ struct FaultState {
   std::map<int, std::unique_ptr<Injection>> by_cycle;  // link_flap: one injection per cycle
 };
 
-nlohmann::json Environment(const Scenario& sc, const RunOptions& o, const std::string& run_id) {
+// `ccl_version`: what the ranks' libraries said (WorkerHeader::ccl_version); null when no
+// rank said one.
+nlohmann::json Environment(const Scenario& sc, const RunOptions& o, const std::string& run_id,
+                           const std::optional<std::string>& ccl_version) {
   utsname u{};
   uname(&u);
   nlohmann::json knobs = {{"op_timeout_ms", o.op_timeout_ms}, {"rail_gbps", sc.topology.rail_gbps}};
   if (sc.topology.per_rank_nics()) knobs["nics"] = NicLayoutString(sc.topology.nics);
   return {{"kernel", std::string(u.sysname) + " " + u.release},
           {"machine", u.machine},
-          {"versions", {{"faultline", "0.1.0"}}},
+          {"versions",
+           {{"faultline", FAULTLINE_VERSION},
+            {CclNameString(sc.ccl), ccl_version ? nlohmann::json(*ccl_version) : nullptr}}},
           {"run_id", run_id},
           {"knobs", knobs}};
 }
@@ -451,6 +458,7 @@ int Run::Finish() {
   h.run_start_ns = t0_;
   h.run_end_ns = run_end_ns_;
   h.watchdog_fired = watchdog_fired_;
+  std::set<std::string> ccl_versions;  // one, unless hosts run different builds
   for (int g = 0; g < static_cast<int>(handles_.size()); ++g) {
     const std::string path = out_ + "/ranks/rank" + std::to_string(g) + ".jsonl";
     RankEnd end;
@@ -464,6 +472,7 @@ int Run::Finish() {
       h.events_supported = h.events_supported || log->header.events;
       h.syncs.insert(h.syncs.end(), log->syncs.begin(), log->syncs.end());
       if (g == 0) h.rails_used = log->header.rails_used;
+      if (!log->header.ccl_version.empty()) ccl_versions.insert(log->header.ccl_version);
     }
     if (killed_by_fault_.count(g) && es.state == ExitStatus::State::kSignaled) {
       end.exit = RankExit::kKilled;
@@ -528,7 +537,11 @@ int Run::Finish() {
   in.scenario_file = o_.scenario_path;
   in.scenario_sha256 = Sha256Hex(scenario_text);
   in.seed = sc_.seed;
-  in.environment = Environment(sc_, o_, run_id_);
+  std::optional<std::string> ccl_version;
+  for (const std::string& v : ccl_versions) {
+    ccl_version = ccl_version ? *ccl_version + ", " + v : v;
+  }
+  in.environment = Environment(sc_, o_, run_id_, ccl_version);
   in.environment["topology"] = topo_ ? topo_->ToJson() : nlohmann::json();
   in.environment["fault_hook"] = hook_record_;
   in.environment["timeline_scheduling"] = timeline_scheduling_;

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "reports/junit.h"
-#include "reports/run_data.h"
+#include "reports/schema.h"
 #include "runner/exec/requirements.h"
 #include "runner/core/run_selection.h"
 #include "runner/core/scenario.h"

@@ -18,6 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!r.ok()) return 0;
   const std::vector<nlohmann::json> a{*r};
   const std::vector<nlohmann::json> b{*r, *r};
+  FUZZ_CHECK(CheckSameSchema(a, b).ok(), "a report's schema differs from itself");
   const Comparison c = CompareRuns(a, b, 0.1);
   FUZZ_CHECK(c.Regressions() == 0, "a report regressed against itself:\n%s",
              FormatComparison(c).c_str());

@@ -280,7 +280,48 @@ def test_compare_stats_over_repeated_runs(runs, tmp_path):
     assert "verdicts: PASS 2" in p.stdout
     stall = [l.split() for l in p.stdout.splitlines() if l.strip().startswith("stall_ms")][0]
     values = sorted(x.report()["metrics"]["stall_ms"] for x in (a, b))
-    assert stall[1] == "2/2"
+    assert stall[1:4] == ["2", "0", "0"]  # n, never, n/a
     # nearest-rank p50 of two values is the smaller, p95 the larger.
-    assert float(stall[2]) == pytest.approx(values[0], abs=1e-3)
-    assert float(stall[3]) == pytest.approx(values[1], abs=1e-3)
+    assert float(stall[4]) == pytest.approx(values[0], abs=1e-3)
+    assert float(stall[5]) == pytest.approx(values[1], abs=1e-3)
+
+
+def as_schema(src, dst, schema):
+    """A copy of run directory src whose report.json claims `schema`."""
+    shutil.copytree(src, dst)
+    path = os.path.join(dst, "report.json")
+    r = json.load(open(path))
+    r["schema"] = schema
+    json.dump(r, open(path, "w"))
+
+
+def test_compare_refuses_v1_against_v2_report_renders_v1(runs, tmp_path):
+    (a, _), _ = runs
+    assert a.report()["schema"] == "faultline.report/v2"
+    v1 = str(tmp_path / "v1")
+    as_schema(a.out, v1, "faultline.report/v1")
+    for args in ((a.out, v1), (v1, a.out)):
+        p = a.faultline("compare", *args)
+        assert p.returncode == 2, p.stdout + p.stderr
+        assert p.stdout == ""
+        assert "faultline.report/v1" in p.stderr and "faultline.report/v2" in p.stderr, p.stderr
+        assert "full convergence" in p.stderr and "first-path" in p.stderr, p.stderr
+    # --stats over a folder holding both is refused too; over v1 alone it is fine.
+    both = tmp_path / "both"
+    both.mkdir()
+    shutil.copytree(a.out, both / "2")
+    shutil.copytree(v1, both / "1")
+    assert a.faultline("compare", "--stats", str(both)).returncode == 2
+    assert a.faultline("compare", v1, v1).returncode == 0
+    # A v1 run directory still renders: the layout keys are the same.
+    for f in ("junit.xml", "report.html", "summary.md"):
+        os.remove(os.path.join(v1, f))
+    p = a.faultline("report", v1)
+    assert p.returncode == 0, p.stderr
+    for f in ("junit.xml", "report.html", "summary.md"):
+        assert os.path.getsize(os.path.join(v1, f)) > 0, f
+    # An unknown schema is bad input, named.
+    v0 = str(tmp_path / "v0")
+    as_schema(a.out, v0, "faultline.report/v0")
+    p = a.faultline("report", v0)
+    assert p.returncode == 2 and "faultline.report/v0" in p.stderr, p.stderr

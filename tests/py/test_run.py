@@ -199,6 +199,20 @@ def fl(tmp_path, namespaces_possible, request):
         e.safety_cleanup(failed=rep is not None and rep.failed)
 
 
+def project_version():
+    """The VERSION of CMakeLists.txt's project(): what the build gives the faultline binary."""
+    with open(os.path.join(ROOT, "CMakeLists.txt")) as f:
+        return re.search(r"project\(faultline VERSION ([0-9.]+)", f.read()).group(1)
+
+
+def check_versions(r):
+    """environment.versions: Faultline's from the build and the library's as it reports it."""
+    v = r["environment"]["versions"]
+    assert set(v) == {"faultline", r["ccl"]}, v
+    assert v["faultline"] == project_version(), v
+    assert isinstance(v[r["ccl"]], str) and re.match(r"^[0-9]+\.[0-9]+\.[0-9]+", v[r["ccl"]]), v
+
+
 def check_report_shape(r, scenario_file):
     assert r["schema"] == "faultline.report/v2"
     assert TOP_LEVEL_KEYS <= set(r), f"missing top-level keys: {TOP_LEVEL_KEYS - set(r)}"
@@ -206,6 +220,7 @@ def check_report_shape(r, scenario_file):
     with open(scenario_file, "rb") as f:
         assert r["scenario"]["sha256"] == hashlib.sha256(f.read()).hexdigest()
     assert {"kernel", "versions", "knobs"} <= set(r["environment"])
+    check_versions(r)
     assert set(r["metrics"]) == METRIC_KEYS
     for pf in r["per_fault"]:
         assert METRIC_KEYS <= set(pf)

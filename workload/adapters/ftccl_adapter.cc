@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ftccl/communicator.h"
+#include "ftccl/version.h"
 #include "workload/adapters/ccl_adapter.h"
 
 namespace faultline::workload::adapters {
@@ -25,6 +26,7 @@ Status FromFtccl(const ftccl::Status& st) {
 class FtcclAdapter final : public CclAdapter {
  public:
   std::string Name() const override { return "ftccl"; }
+  std::string Version() const override { return ftccl::Version(); }
 
   Status Init(const CclInit& init) override {
     if (!init.allreduce_algorithm.empty()) {

@@ -9,6 +9,8 @@
 // peer it outlives the per-call timeout (also when the context timeout is lowered after
 // connecting), and the caller's watchdog ends it. Gloo emits no events, keeps no counters and
 // cannot abort a collective: Abort drops the context (its sockets close, peers see an error).
+#include <gloo/config.h>
+
 #include <memory>
 #include <string>
 #include <utility>
@@ -62,6 +64,19 @@ class GlooAdapter final : public CclAdapter {
   void Abort(const std::string& /*reason*/) override { gloo_.reset(); }
 
   bool EmitsEvents() const override { return false; }
+  // Gloo's headers say GLOO_VERSION_{MAJOR,MINOR,PATCH} (0.5.0 in every snapshot packaged so
+  // far), which does not tell snapshots apart; the distribution package that provided the
+  // Gloo found at configure time does (FAULTLINE_GLOO_PACKAGE, e.g. "libgloo-dev
+  // 0.0~git20220518.5b14351-3", set by CMake from dpkg; absent for a Gloo built by hand).
+  // That is the package installed when this was built, not a property of the loaded library.
+  std::string Version() const override {
+    std::string v = std::to_string(GLOO_VERSION_MAJOR) + "." + std::to_string(GLOO_VERSION_MINOR) +
+                    "." + std::to_string(GLOO_VERSION_PATCH);
+#ifdef FAULTLINE_GLOO_PACKAGE
+    v += std::string(" (") + FAULTLINE_GLOO_PACKAGE + ")";
+#endif
+    return v;
+  }
   // One TCP device bound to the first rail's address: every pair goes over rail 0.
   std::vector<int> RailsUsed(int rails) const override {
     return rails > 0 ? std::vector<int>{0} : std::vector<int>{};

@@ -347,6 +347,16 @@ class NcclAdapter final : public CclAdapter {
   bool EmitsEvents() const override { return false; }
   // NCCL picks its interfaces itself (NCCL_SOCKET_IFNAME / NCCL_IB_HCA): not known here.
   std::vector<int> RailsUsed(int) const override { return {}; }
+  // The linked library's ncclGetVersion: MAJOR * 10000 + MINOR * 100 + PATCH since 2.9,
+  // MAJOR * 1000 + MINOR * 100 + PATCH before. Needs no device.
+  std::string Version() const override {
+    int v = 0;
+    if (ncclGetVersion(&v) != ncclSuccess || v <= 0) return "";
+    const bool wide = v >= 10000;
+    const int major = wide ? v / 10000 : v / 1000;
+    const int minor = wide ? v % 10000 / 100 : v % 1000 / 100;
+    return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(v % 100);
+  }
 
  private:
   // Grows the staging and device buffers to fit `args`.

@@ -4,3 +4,4 @@
 #include "ftccl/communicator.h"
 #include "ftccl/status.h"
 #include "ftccl/types.h"
+#include "ftccl/version.h"

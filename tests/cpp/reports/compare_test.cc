@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "synthetic.h"
 
@@ -23,6 +24,15 @@ const MetricChange& Metric(const Comparison& c, const std::string& name) {
   return none;
 }
 
+const MetricStats& Stat(const ScenarioStats& s, const std::string& name) {
+  for (const auto& m : s.metrics) {
+    if (m.metric == name) return m;
+  }
+  ADD_FAILURE() << "no metric " << name;
+  static MetricStats none;
+  return none;
+}
+
 TEST(CompareRuns, IdenticalRunsHaveNoRegression) {
   const auto r = testing::Report();
   const Comparison c = CompareRuns({r}, {r}, 10);
@@ -31,7 +41,11 @@ TEST(CompareRuns, IdenticalRunsHaveNoRegression) {
   EXPECT_EQ(c.Regressions(), 0);
   EXPECT_EQ(Metric(c, "stall_ms").status, ChangeStatus::kOk);
   EXPECT_EQ(Metric(c, "stall_ms").change_pct, 0.0);
-  EXPECT_EQ(Metric(c, "recovery_ms").status, ChangeStatus::kBothNull);
+  // f2 was applied and never recovered: never on both sides is no change.
+  EXPECT_TRUE(std::isinf(*Metric(c, "recovery_ms").a));
+  EXPECT_EQ(Metric(c, "recovery_ms").status, ChangeStatus::kOk);
+  // Absent from both (a report without failover_first_ms): n/a.
+  EXPECT_EQ(Metric(c, "failover_first_ms").status, ChangeStatus::kBothNull);
 }
 
 TEST(CompareRuns, HigherStallIsWorseLowerBusbwIsWorse) {
@@ -66,7 +80,8 @@ TEST(CompareRuns, ToleranceIsStrict) {
 }
 
 TEST(CompareRuns, NullsAreExplicit) {
-  const auto a = testing::Report();
+  auto a = testing::Report();
+  a["per_fault"][1]["recovery_ms"] = 900.0;  // every fault recovered: the run's null is n/a
   // recovery_ms: null in A. failover measured in A, null in B: lost, a regression.
   auto b = WithMetric(a, "recovery_ms", 700.0);
   b = WithMetric(b, "failover_latency_ms", nullptr);
@@ -128,6 +143,108 @@ TEST(CompareRuns, RepeatedRunsCompareTheirMedians) {
   EXPECT_EQ(c.scenarios[0].runs_a, 3u);
 }
 
+// The report with f2 (applied, baseline measured) recovered too: recovery_ms is `v` for the run.
+nlohmann::json Recovered(double v) {
+  auto r = WithMetric(testing::Report(), "recovery_ms", v);
+  r["per_fault"][1]["recovery_ms"] = v;
+  return r;
+}
+
+TEST(RunValue, NeverIsAnAppliedFaultsNullNotApplicableIsAnyOtherNull) {
+  const double inf = std::numeric_limits<double>::infinity();
+  auto r = testing::Report();
+  // recovery_ms: f2 applied, baseline measured, null: never, whatever metrics[] says.
+  EXPECT_EQ(RunValue(r, "recovery_ms"), inf);
+  EXPECT_EQ(RunValue(WithMetric(r, "recovery_ms", 600.0), "recovery_ms"), inf);
+  EXPECT_EQ(RunValue(Recovered(700), "recovery_ms"), 700.0);
+  // Not applied (f2 scheduled only): not applicable; the run's null stays null.
+  auto not_applied = r;
+  not_applied["faults"][1]["applied_s"] = nullptr;
+  EXPECT_EQ(RunValue(not_applied, "recovery_ms"), std::nullopt);
+  // No baseline anywhere: recovery cannot be measured, not never.
+  auto no_baseline = WithMetric(r, "baseline_busbw_gbps", nullptr);
+  for (auto& pf : no_baseline["per_fault"]) pf["baseline_busbw_gbps"] = nullptr;
+  EXPECT_EQ(RunValue(no_baseline, "recovery_ms"), std::nullopt);
+
+  // failover_latency_ms: f2 has no detection (a fault no path event saw): n/a, the run's 40.
+  EXPECT_EQ(RunValue(r, "failover_latency_ms"), 40.0);
+  auto detected = r;
+  detected["per_fault"][1]["detection_ms"] = 8.0;  // noticed, never resumed (v1 rule)
+  EXPECT_EQ(RunValue(detected, "failover_latency_ms"), inf);
+  // v2's never_converged decides where present.
+  auto v2 = detected;
+  v2["per_fault"][1]["never_converged"] = false;
+  EXPECT_EQ(RunValue(v2, "failover_latency_ms"), 40.0);
+  v2 = r;
+  v2["per_fault"][1]["never_converged"] = true;  // e.g. Gloo: no detection, no progress
+  EXPECT_EQ(RunValue(v2, "failover_latency_ms"), inf);
+  // ...but only for an applied fault.
+  v2["faults"][1]["applied_s"] = nullptr;
+  EXPECT_EQ(RunValue(v2, "failover_latency_ms"), 40.0);
+
+  // failover_first_ms: absent (v1) is n/a; null after a detection is never; null without one
+  // (a CCL without path events) is n/a.
+  EXPECT_EQ(RunValue(r, "failover_first_ms"), std::nullopt);
+  auto first = WithMetric(r, "failover_first_ms", 3.0);
+  for (auto& pf : first["per_fault"]) pf["failover_first_ms"] = nullptr;
+  first["per_fault"][0]["failover_first_ms"] = 3.0;
+  EXPECT_EQ(RunValue(first, "failover_first_ms"), 3.0);  // f2 null, but no detection
+  first["per_fault"][0]["failover_first_ms"] = nullptr;  // f1 detected at 12.5 ms
+  EXPECT_EQ(RunValue(first, "failover_first_ms"), inf);
+
+  // Other metrics: null is null, never "never".
+  EXPECT_EQ(RunValue(WithMetric(r, "stall_ms", nullptr), "stall_ms"), std::nullopt);
+  EXPECT_TRUE(IsConvergenceMetric("failover_first_ms"));
+  EXPECT_FALSE(IsConvergenceMetric("stall_ms"));
+}
+
+TEST(CompareRuns, NeverIsWorseThanAnyNumber) {
+  const auto never = testing::Report();
+  const Comparison worse = CompareRuns({Recovered(600)}, {never}, 10);
+  EXPECT_EQ(Metric(worse, "recovery_ms").status, ChangeStatus::kRegression);
+  EXPECT_TRUE(std::isinf(*Metric(worse, "recovery_ms").change_pct));
+  const std::string text = FormatComparison(worse);
+  EXPECT_NE(text.find("recovery_ms           600           never         +inf%      REGRESSION "
+                      "(never happened in B)"),
+            std::string::npos)
+      << text;
+  const Comparison better = CompareRuns({never}, {Recovered(600)}, 10);
+  EXPECT_EQ(Metric(better, "recovery_ms").status, ChangeStatus::kImproved);
+  EXPECT_EQ(better.Regressions(), 0);
+  // Repeated runs: the median counts never as +inf, it does not drop it.
+  const Comparison mostly_never =
+      CompareRuns({Recovered(600)}, {Recovered(500), never, never}, 10);
+  EXPECT_TRUE(std::isinf(*Metric(mostly_never, "recovery_ms").b));
+  EXPECT_EQ(Metric(mostly_never, "recovery_ms").status, ChangeStatus::kRegression);
+  const Comparison once_never =
+      CompareRuns({Recovered(600)}, {Recovered(500), Recovered(550), never}, 10);
+  EXPECT_EQ(*Metric(once_never, "recovery_ms").b, 550.0);
+}
+
+TEST(CheckSameSchema, RefusesToMixV1AndV2AndSaysWhy) {
+  const auto v2 = testing::Report();
+  auto v1 = v2;
+  v1["schema"] = "faultline.report/v1";
+  EXPECT_TRUE(CheckSameSchema({v2}, {v2, v2}).ok());
+  EXPECT_TRUE(CheckSameSchema({v1}, {v1}).ok());
+  const Status st = CheckSameSchema({v1}, {v2});
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  for (const char* part : {"A: 1 x faultline.report/v1", "B: 1 x faultline.report/v2",
+                           "full convergence", "first-path", "last rank's last collective",
+                           "stall_ms is measured in fault-free runs"}) {
+    EXPECT_NE(st.message().find(part), std::string::npos) << part << " in " << st.message();
+  }
+  // Within one side (compare --stats over a folder holding both).
+  const Status mixed = CheckSameSchema({v1, v2, v2}, {});
+  EXPECT_NE(mixed.message().find("A: 1 x faultline.report/v1, 2 x faultline.report/v2"),
+            std::string::npos)
+      << mixed.message();
+  // Two schemas this build has no description of are still refused.
+  auto v9 = v2;
+  v9["schema"] = "faultline.report/v9";
+  EXPECT_NE(CheckSameSchema({v9}, {v2}).message().find("defined differently"), std::string::npos);
+}
+
 TEST(ParseTolerance, Forms) {
   EXPECT_EQ(*ParseTolerance("10%"), 10.0);
   EXPECT_EQ(*ParseTolerance("2.5"), 2.5);
@@ -160,18 +277,46 @@ TEST(RunStats, PerMetricOverRepeatedRuns) {
   EXPECT_EQ(stats[0].runs, 5u);
   EXPECT_EQ(stats[0].verdicts.at("FAIL"), 4u);
   EXPECT_EQ(stats[0].verdicts.at("PASS"), 1u);
-  const MetricStats& stall = stats[0].metrics[1];
-  ASSERT_EQ(stall.metric, "stall_ms");
-  EXPECT_EQ(stall.measured, 4u);
-  EXPECT_EQ(stall.nulls, 1u);
+  const MetricStats& stall = Stat(stats[0], "stall_ms");
+  EXPECT_EQ(stall.n, 4u);
+  EXPECT_EQ(stall.n_never, 0u);
+  EXPECT_EQ(stall.n_na, 1u);
   EXPECT_EQ(*stall.p50, 20.0);
   EXPECT_EQ(*stall.p95, 40.0);
   EXPECT_EQ(*stall.min, 10.0);
-  const MetricStats& recovery = stats[0].metrics[4];
-  EXPECT_EQ(recovery.measured, 0u);
-  EXPECT_FALSE(recovery.p50.has_value());
+  // f2 never recovered in any run: n 5, all never, p50 never.
+  const MetricStats& recovery = Stat(stats[0], "recovery_ms");
+  EXPECT_EQ(recovery.n, 5u);
+  EXPECT_EQ(recovery.n_never, 5u);
+  EXPECT_TRUE(std::isinf(*recovery.p50));
+  const MetricStats& first = Stat(stats[0], "failover_first_ms");
+  EXPECT_EQ(first.n, 0u);
+  EXPECT_EQ(first.n_na, 5u);
+  EXPECT_FALSE(first.p50.has_value());
   const std::string text = FormatStats(stats);
-  EXPECT_NE(text.find("stall_ms              4/5       20          40"), std::string::npos) << text;
+  EXPECT_NE(text.find("stall_ms              4    0      1    20          40"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("recovery_ms           5    5      0    never       never"),
+            std::string::npos)
+      << text;
+}
+
+TEST(RunStats, NeverCountsAsInfinityNotAsADroppedNull) {
+  const auto never = testing::Report();
+  std::vector<nlohmann::json> runs = {Recovered(100), Recovered(200), Recovered(300), never,
+                                      never};
+  const MetricStats one = Stat(RunStats(runs)[0], "recovery_ms");
+  EXPECT_EQ(one.n, 5u);
+  EXPECT_EQ(one.n_never, 2u);
+  EXPECT_EQ(one.n_na, 0u);
+  EXPECT_EQ(*one.p50, 300.0);  // dropping the nulls would give 200
+  EXPECT_TRUE(std::isinf(*one.p95));
+  EXPECT_EQ(*one.min, 100.0);
+  EXPECT_TRUE(std::isinf(*one.max));
+  runs.push_back(never);  // 3 of 6 never: the 3rd smallest is still 300
+  EXPECT_EQ(*Stat(RunStats(runs)[0], "recovery_ms").p50, 300.0);
+  runs.push_back(never);  // 4 of 7: the median is never
+  EXPECT_TRUE(std::isinf(*Stat(RunStats(runs)[0], "recovery_ms").p50));
 }
 
 }  // namespace

@@ -53,7 +53,18 @@ TEST(CheckReport, RequiresTheSchemaAndKeys) {
   EXPECT_TRUE(CheckReport(testing::Report()).ok());
   auto r = testing::Report();
   r["schema"] = "faultline.report/v0";
-  EXPECT_FALSE(CheckReport(r).ok());
+  EXPECT_NE(CheckReport(r).message().find(
+                "schema \"faultline.report/v0\", expected one of \"faultline.report/v1\", "
+                "\"faultline.report/v2\""),
+            std::string::npos)
+      << CheckReport(r).message();
+  r.erase("schema");
+  EXPECT_NE(CheckReport(r).message().find("schema missing"), std::string::npos);
+  // A v1 report has v2's layout keys: it is read (and rendered); compare refuses to mix them.
+  r["schema"] = "faultline.report/v1";
+  EXPECT_TRUE(CheckReport(r).ok());
+  r["schema"] = kReportSchema;
+  EXPECT_TRUE(CheckReport(r).ok());
   r = testing::Report();
   r.erase("expectations");
   EXPECT_NE(CheckReport(r).message().find("expectations"), std::string::npos);

@@ -12,10 +12,12 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <regex>
 #include <string>
 #include <vector>
 
 #include "base/clock.h"
+#include "ftccl/version.h"
 #include "runner/exec/launcher.h"
 #include "workload/check_values.h"
 
@@ -37,6 +39,31 @@ TEST(CclAdapterRegistryTest, KnowsItsAdaptersAndRefusesOthers) {
   EXPECT_EQ(mpi.status().code(), Code::kInvalidArgument);
   EXPECT_NE(mpi.status().message().find("built: ftccl"), std::string::npos)
       << mpi.status().ToString();
+}
+
+// The version each library reports about itself goes into report.json: never empty for the
+// adapters built here, "MAJOR.MINOR.PATCH" first, and for ftccl the library's own.
+TEST(CclAdapterRegistryTest, EveryAdapterSaysItsLibrarysVersion) {
+  const std::regex semver(R"(^[0-9]+\.[0-9]+\.[0-9]+( \(.+\))?$)");
+  for (const std::string& name : AvailableCcls()) {
+    auto a = CreateCclAdapter(name);
+    ASSERT_TRUE(a.ok()) << name;
+    const std::string v = (*a)->Version();
+    EXPECT_TRUE(std::regex_match(v, semver)) << name << ": '" << v << "'";
+    if (name == "ftccl") {
+      EXPECT_EQ(v, ftccl::Version());
+      EXPECT_EQ(v, std::to_string(FTCCL_VERSION_MAJOR) + "." + std::to_string(FTCCL_VERSION_MINOR) +
+                       "." + std::to_string(FTCCL_VERSION_PATCH));
+    }
+#ifdef FAULTLINE_GLOO_PACKAGE
+    if (name == "gloo") {
+      EXPECT_NE(v.find(std::string(" (") + FAULTLINE_GLOO_PACKAGE + ")"), std::string::npos) << v;
+    }
+#endif
+    if (name == "nccl") {
+      EXPECT_EQ(v.rfind("2.", 0), 0u) << v;  // NCCL 2.x
+    }
+  }
 }
 
 TEST(CclAdapterRegistryTest, RefusesOptionsTheLibraryHasNot) {
