@@ -55,8 +55,8 @@ std::vector<Band> Bands(const nlohmann::json& report) {
 std::vector<Marker> Markers(const nlohmann::json& report, const std::vector<Band>& bands) {
   static constexpr std::pair<const char*, const char*> kKinds[] = {
       {"detection_ms", "detection"},
-      {"failover_first_ms", "first path"},
-      {"failover_latency_ms", "full convergence"},
+      {"failover_first_ms", "first-path"},
+      {"failover_latency_ms", "failover"},  // full convergence
       {"recovery_ms", "recovery"}};
   std::vector<Marker> out;
   for (const auto& pf : report.at("per_fault")) {

@@ -370,12 +370,21 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
   std::optional<double> baseline = Median(base_bw);
   if (baseline && *baseline <= 0) baseline.reset();  // barrier: nothing to compare with
   const std::optional<double> base_op_ns = Median(base_time);
-  std::vector<double> base_cycle_bw;
-  for (const Cycle& c : cycles) {
-    if (base_index.count(c.index)) base_cycle_bw.push_back(c.gbps);
-  }
-  std::optional<double> base_cycle = Median(base_cycle_bw);
-  if (base_cycle && *base_cycle <= 0) base_cycle.reset();
+  // The baseline cycle busbw: delivered over elapsed time across the baseline cycles (not a
+  // median of per-cycle rates, which a right-skewed spread of cycles pulls above the rate the
+  // job actually sustains, so that even a window without a fault would read as a loss).
+  auto cycle_rate = [&](const std::set<int64_t>& which) -> std::optional<double> {
+    double delivered = 0;  // Gbit/s x ns
+    int64_t elapsed = 0;
+    for (const Cycle& c : cycles) {
+      if (!which.count(c.index)) continue;
+      delivered += c.gbps * static_cast<double>(c.to - c.from);
+      elapsed += c.to - c.from;
+    }
+    if (elapsed <= 0 || delivered <= 0) return std::nullopt;
+    return delivered / static_cast<double>(elapsed);
+  };
+  std::optional<double> base_cycle = cycle_rate(base_index);
   rm.overall.baseline_busbw_gbps = baseline;
 
   // Completion instants for stall gaps.
@@ -413,16 +422,18 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
 
   if (h.faults.empty() && !measured.empty()) {
     // A fault-free run: the same rules over the measured window, so both read their noise.
-    // Goodput counts from the first measured cycle (whole cycles only).
     const int64_t from = measured.front().start_ns;
     rm.overall.stall_ms = stall_of(longest_gap(from, window_end, from, window_end));
-    std::optional<int64_t> cycles_from;
-    for (const Cycle& c : cycles) {
-      if (base_index.count(c.index) && (!cycles_from || c.from < *cycles_from)) {
-        cycles_from = c.from;
-      }
+    // Goodput as a fault that changes nothing would read it at mid-run: the baseline cycle
+    // from the measured cycles ending in the first half, the loss over the second half. What
+    // it reads is the metric's own noise on this run.
+    const int64_t mid = from + (window_end - from) / 2;
+    std::set<int64_t> first_half;
+    for (const CompletedOp& op : measured) {
+      if (op.end_ns <= mid) first_half.insert(op.index);
     }
-    if (cycles_from) rm.overall.goodput_loss_pct = goodput_loss(*cycles_from, window_end);
+    base_cycle = cycle_rate(first_half);
+    rm.overall.goodput_loss_pct = goodput_loss(mid, window_end);
   }
 
   // Rolling busbw at measured[j] within the window measured[first..last]: bytes over busy time

@@ -12,8 +12,8 @@
 //  - The window ends at WindowEndNs: the last rank's last collective, never the library's
 //    teardown after it. Measured collectives: complete, index >= warm-up count, start >= run
 //    start + warm-up.
-//  - Cycle of complete collective i: from the previous complete collective's end (its own
-//    start for the first) to its end, so it holds the time between collectives too (result
+//  - Cycle of complete collective i: from the previous complete collective's end to its end
+//    (the first collective has none), so it holds the time between collectives too (result
 //    checks, the timed stop agreement): cycle busbw = bytes*8/cycle x factor.
 //  - baseline_busbw_gbps: median busbw of the measured collectives that end before the first
 //    fault is applied (all of them in a fault-free run); null when there are none.
@@ -51,9 +51,10 @@
 //      start in the second half of [a, window end], over the baseline.
 //    goodput_loss_pct: 100 x (1 - delivered / (baseline cycle busbw x (e - a))), delivered =
 //      sum over complete collectives of cycle busbw x the overlap of its cycle with [a, e];
-//      baseline cycle busbw: the median cycle busbw of the baseline collectives. In a fault-free
-//      run (overall only) over the measured window, so it reads the noise around 0. Not
-//      clamped.
+//      baseline cycle busbw: delivered over elapsed time across the baseline collectives'
+//      cycles. In a fault-free run (overall only) as a fault that changes nothing would read
+//      it at mid-run: baseline from the first half of the measured window, loss over the
+//      second half; it reads the metric's own noise. Not clamped.
 //  - Overall: the worst over faults (max; min for degraded_ratio), ignoring nulls, except
 //    recovery_ms and failover_latency_ms, which are null when an applied fault never got there.
 //  - Outcome: hung when the runner's watchdog fired or a rank's own watchdog ended it (a

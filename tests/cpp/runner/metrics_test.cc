@@ -656,11 +656,12 @@ TEST(Metrics, FaultFreeStallAndGoodputAreMeasuredByTheSameRule) {
   RunMetrics m = ComputeMetrics(b.h(), Opts());
   // Completion to completion: 12 ms as a rule, 50 ms once; minus the 10 ms median collective.
   EXPECT_DOUBLE_EQ(*m.overall.stall_ms, 40);
-  // Goodput against the baseline cycle (median 12 ms per collective), from the first cycle
-  // (the first collective's end, 10) to the last collective's end (t - 2 = 276): 19 cycles
-  // where 266 / 12 = 22.17 would have fit.
-  const double window_ms = static_cast<double>(t - 2 - 10);
-  EXPECT_NEAR(*m.overall.goodput_loss_pct, 100.0 * (1.0 - 19.0 * 12.0 / window_ms), 1e-9);
+  // Goodput as a fault that changes nothing at mid-run (0 + 276 / 2 = 138) would read it:
+  // baseline from the cycles ending by then (collectives 1-7, 12 ms each: 8 units per 12 ms),
+  // over [138, 276]: 6 ms of the 50 ms cycle of collective 8 and the whole 12 ms cycles of
+  // collectives 9-19, where 138 ms at the baseline would have carried 92 units.
+  EXPECT_NEAR(*m.overall.goodput_loss_pct,
+              100.0 * (1.0 - (11 * 8.0 + 6 * 8.0 / 50.0) / (138 * 8.0 / 12.0)), 1e-9);
   // Evenly spaced collectives read 0: the time between them is part of the baseline cycle.
   HistoryBuilder even;
   for (int i = 0; i < 20; ++i) even.Op(i * 12, i * 12 + 10);
