@@ -1,0 +1,49 @@
+"""bench/acceptance's table on hand-made run directories (--table DIR: no runs, no root): full
+convergence beside first-path, a fault that never converged counted as never (+inf) and in
+n/never, not dropped."""
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = os.path.join(ROOT, "bench", "acceptance")
+
+
+def run_report(ccl, per_fault):
+    """per_fault: [(first, full, never)]; every fault applied."""
+    r = {"schema": "faultline.report/v2", "scenario": {"name": "acc", "seed": 1}, "ccl": ccl,
+         "outcome": "survived", "correctness": {"checked": True, "wrong": 0},
+         "metrics": {"stall_ms": 50.0}, "faults": [], "per_fault": [],
+         "expectations": [{"name": "outcome", "pass": True}]}
+    for i, (first, full, never) in enumerate(per_fault):
+        fid = f"f{i}"
+        r["faults"].append({"id": fid, "type": "link_down", "applied_s": 1.0 + i,
+                            "reverted_s": 1.5 + i})
+        r["per_fault"].append({"id": fid, "detection_ms": 1.0 if ccl == "ftccl" else None,
+                               "failover_first_ms": first, "failover_latency_ms": full,
+                               "never_converged": never})
+    return r
+
+
+def test_first_and_full_with_never(tmp_path):
+    runs = {
+        "ftccl": [[(2.0, 10.0, False), (3.0, 20.0, False)], [(4.0, None, True)]],
+        "gloo": [[(None, 300.0, False), (None, None, True)], [(None, 500.0, False)]],
+    }
+    for ccl, rs in runs.items():
+        for i, pf in enumerate(rs):
+            d = tmp_path / ccl / "link_down" / f"run{i}"
+            d.mkdir(parents=True)
+            (d / "report.json").write_text(json.dumps(run_report(ccl, pf)))
+    p = subprocess.run([sys.executable, SCRIPT, "--table", str(tmp_path)], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    lines = p.stdout.splitlines()
+    head = lines[0].split()
+    assert "first" in head and "full" in head and "n/never" in head, lines[0]
+    rows = {l.split()[1]: l.split() for l in lines[1:] if l.startswith("link_down")}
+    # ftccl: first 2, 3, 4 -> p50 3.0, p99 4.0; full 10, 20, never -> p50 20.0, p99 never.
+    assert rows["ftccl"][-5:] == ["3.0", "4.0", "20.0", "never", "3/1"], rows["ftccl"]
+    # Gloo: no first-path figure; full 300, never, 500 -> p50 500.0, p99 never.
+    assert rows["gloo"][-5:] == ["-", "-", "500.0", "never", "3/1"], rows["gloo"]
