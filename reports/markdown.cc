@@ -93,8 +93,13 @@ std::string MarkdownSummary(const RunData& run) {
              MarkdownCell(FormatTarget(f.value("target", nlohmann::json()))) + " | " +
              Cell(f.value("applied_s", nlohmann::json())) + " | " +
              Cell(f.value("reverted_s", nlohmann::json())) + " |";
+      const bool never = pf.value("never_converged", false) == true;
       for (const auto& k : kMetricKeys) {
-        out.append(" ").append(Cell(pf.value(k.name, nlohmann::json()))).append(" |");
+        out.append(" ")
+            .append(never && std::string(k.name) == "failover_latency_ms"
+                        ? std::string("**never**")
+                        : Cell(pf.value(k.name, nlohmann::json())))
+            .append(" |");
       }
       out += "\n";
     }
@@ -106,7 +111,9 @@ std::string MarkdownSummary(const RunData& run) {
     out += "| " + std::string(k.name) + " | " + Cell(v) +
            (v.is_null() || *k.unit == '\0' ? "" : std::string(" ") + k.unit) + " |\n";
   }
-  out += "\n— means null: the metric does not apply or could not be measured.\n";
+  out += "\n— means null: the metric does not apply or could not be measured; **never**: the "
+         "fault's affected traffic never fully converged within the run. failover_first_ms is "
+         "first-path convergence, failover_latency_ms full convergence (RFC 6412).\n";
   return out;
 }
 

@@ -151,6 +151,26 @@ TEST(HtmlReport, TablesCarryValuesAndNulls) {
   EXPECT_NE(html.find("<th>knobs.rail_gbps</th><td>1</td>"), std::string::npos);
 }
 
+TEST(HtmlReport, PerFaultShowsFirstAndFullConvergenceAndNever) {
+  nlohmann::json r = testing::Report();
+  r["per_fault"][0]["failover_first_ms"] = 4.0;
+  r["per_fault"][0]["progress_ms"] = 90.0;
+  r["per_fault"][0]["convergence"] = "path_events";
+  r["per_fault"][0]["flows"] = {{{"rank", 0}, {"peer", 1}, {"path", 0}, {"down_s", 2.0},
+                                 {"resumed_s", 2.04}, {"counted", true}},
+                                {{"rank", 1}, {"peer", 0}, {"path", 0}, {"down_s", 2.0},
+                                 {"resumed_s", nullptr}, {"counted", false}}};
+  std::string html = HtmlReport(testing::Run(r));
+  EXPECT_NE(html.find("<th>failover_first_ms</th><th>failover_latency_ms</th>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<td>path_events</td><td>1 of 2 reported down</td>"), std::string::npos)
+      << html;
+  r["per_fault"][0]["failover_latency_ms"] = nullptr;
+  r["per_fault"][0]["never_converged"] = true;
+  html = HtmlReport(testing::Run(r));
+  EXPECT_NE(html.find("<td class=\"fail never\">never</td>"), std::string::npos);
+}
+
 TEST(HtmlReport, HostileScenarioNameCannotInjectMarkup) {
   const std::string html = HtmlReport(testing::Run(testing::Report("</title><script>x()</script>")));
   EXPECT_EQ(html.find("<script>"), std::string::npos);

@@ -22,6 +22,17 @@ TEST(MarkdownSummary, VerdictAndTables) {
   EXPECT_NE(md.find("| kernel | Linux 6.1.0 |\n"), std::string::npos);
 }
 
+TEST(MarkdownSummary, ANeverConvergedFaultSaysNeverNotNull) {
+  nlohmann::json r = testing::Report();
+  r["per_fault"][0]["failover_first_ms"] = 4.0;
+  r["per_fault"][0]["failover_latency_ms"] = nullptr;
+  r["per_fault"][0]["never_converged"] = true;
+  const std::string md = MarkdownSummary(testing::Run(r));
+  EXPECT_NE(md.find("| 12.5 | 4 | **never** | 600 |"), std::string::npos) << md;
+  r["per_fault"][0]["never_converged"] = false;
+  EXPECT_NE(MarkdownSummary(testing::Run(r)).find("| 12.5 | 4 | — | 600 |"), std::string::npos);
+}
+
 TEST(MarkdownSummary, EveryTableRowHasTheHeaderColumnCount) {
   nlohmann::json r = testing::Report("pipe|name");
   r["faults"][0]["type"] = "link|down";
