@@ -1,5 +1,6 @@
 #include "runner/core/report_json.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -16,6 +17,24 @@ nlohmann::json SecondsSince(int64_t origin, const std::optional<int64_t>& t) {
 
 nlohmann::json OptString(const std::optional<std::string>& s) {
   return s ? nlohmann::json(*s) : nlohmann::json(nullptr);
+}
+
+// The timed stop agreements of a duration-bound loop (1-element allreduces through the library
+// between collectives; their time is inside the collectives' cycles): how many, median and
+// longest over every rank's, and how many failed. Null when the loop had none (iters-bound).
+nlohmann::json StopAgreements(const History& h) {
+  if (h.syncs.empty()) return nullptr;
+  std::vector<double> ms;
+  int failed = 0;
+  for (const SyncRecord& s : h.syncs) {
+    ms.push_back(static_cast<double>(s.end_ns - s.start_ns) / 1e6);
+    failed += s.ok ? 0 : 1;
+  }
+  std::sort(ms.begin(), ms.end());
+  return {{"count", ms.size()},
+          {"median_ms", ms[ms.size() / 2]},
+          {"max_ms", ms.back()},
+          {"failed", failed}};
 }
 
 uint32_t Rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
@@ -79,7 +98,8 @@ nlohmann::json BuildReportJson(const ReportInputs& in) {
        {{"start_s", 0.0},
         {"end_s", SecondsSince(h.run_start_ns, WindowEndNs(h))},
         {"runner_end_s", SecondsSince(h.run_start_ns, h.run_end_ns)},
-        {"rails_used", h.rails_used ? nlohmann::json(*h.rails_used) : nlohmann::json(nullptr)}}},
+        {"rails_used", h.rails_used ? nlohmann::json(*h.rails_used) : nlohmann::json(nullptr)},
+        {"stop_agreements", StopAgreements(h)}}},
       {"metrics", m.overall.ToJson()},
       {"per_fault", std::move(per_fault)},
       {"expectations", std::move(expectations)},

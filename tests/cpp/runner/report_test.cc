@@ -186,6 +186,7 @@ TEST(Report, KeysAndValuesOfV2) {
   EXPECT_NEAR(flow["resumed_s"].get<double>() - flow["down_s"].get<double>(), 0.030, 1e-9);
   EXPECT_TRUE(r["per_fault"][0]["flows"][1]["resumed_s"].is_null());
   EXPECT_TRUE(r["metrics"].contains("failover_first_ms"));
+  EXPECT_TRUE(r["window"]["stop_agreements"].is_null());  // this history has none
   EXPECT_EQ(
       r["expectations"][0],
       (nlohmann::json{
