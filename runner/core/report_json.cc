@@ -41,11 +41,19 @@ nlohmann::json BuildReportJson(const ReportInputs& in) {
   for (const FaultMetrics& fm : m.per_fault) {
     nlohmann::json j = {{"id", fm.id}};
     j.update(fm.values.ToJson());
+    if (in.fault_rails != nullptr) {
+      for (const FaultRails& fr : *in.fault_rails) {
+        if (fr.fault_id != fm.id) continue;
+        nlohmann::json rails = nlohmann::json::array();
+        for (const RailWindow& w : fr.rails) rails.push_back(w.ToJson());
+        j["rails"] = std::move(rails);
+      }
+    }
     per_fault.push_back(std::move(j));
   }
   nlohmann::json expectations = nlohmann::json::array();
   for (const CheckResult& c : *in.checks) expectations.push_back(c.ToJson());
-  return {
+  nlohmann::json out = {
       {"schema", kReportSchema},
       {"scenario",
        {{"name", s.name},
@@ -66,8 +74,11 @@ nlohmann::json BuildReportJson(const ReportInputs& in) {
        {{"timeseries", OptString(in.files.timeseries)},
         {"events", OptString(in.files.events)},
         {"junit", OptString(in.files.junit)},
-        {"html", OptString(in.files.html)}}},
+        {"html", OptString(in.files.html)},
+        {"rails", OptString(in.files.rails)}}},
   };
+  if (!in.rails_note.is_null()) out["rails"] = in.rails_note;
+  return out;
 }
 
 std::string Sha256Hex(const std::string& data) {

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "runner/core/report_json.h"
+
 #include <sstream>
 
 namespace faultline::runner {
@@ -195,6 +197,41 @@ TEST(RailsTest, CsvHasOneColumnPairPerPortAndEmptyCellsWithoutRate) {
             "h1_n0_r1_rdma_tx_gbps,h1_n0_r1_rdma_rx_gbps");
   EXPECT_EQ(row1, "0.020000,1.000000,0.000000,,,0.000040,0.000080");
   EXPECT_EQ(row2, "0.040000,1.000000,0.500000,,,,");
+}
+
+TEST(RailsTest, ReportJsonCarriesPerFaultRailsAndTheFile) {
+  Scenario sc;
+  sc.name = "rails";
+  History h;
+  h.faults = {Fault("f1", 2 * kS, 3 * kS), Fault("f2", 4 * kS, 5 * kS)};
+  RunMetrics m;
+  m.per_fault.push_back({"f2", m.overall});  // a different order than the faults
+  m.per_fault.push_back({"f1", m.overall});
+  std::vector<CheckResult> checks;
+  ReportInputs in;
+  in.scenario = &sc;
+  in.history = &h;
+  in.metrics = &m;
+  in.checks = &checks;
+  // Without rail inputs nothing changes but a null files.rails.
+  nlohmann::json plain = BuildReportJson(in);
+  EXPECT_TRUE(plain["files"]["rails"].is_null());
+  EXPECT_FALSE(plain["per_fault"][0].contains("rails"));
+  EXPECT_FALSE(plain.contains("rails"));
+
+  RailSeries s = Build(2, 0, 7 * kS, 20 * kMs, [](int p, int64_t) { return p == 0 ? 1.0 : 0.0; });
+  std::vector<FaultRails> fr = RailWindows(s, h.faults, {0, 7 * kS});
+  in.fault_rails = &fr;
+  in.files.rails = "rails.csv";
+  in.rails_note = {{"sampled", true}};
+  nlohmann::json r = BuildReportJson(in);
+  EXPECT_EQ(r["files"]["rails"], "rails.csv");
+  EXPECT_EQ(r["rails"]["sampled"], true);
+  ASSERT_EQ(r["per_fault"][0]["id"], "f2");
+  ASSERT_EQ(r["per_fault"][0]["rails"].size(), 2u);
+  EXPECT_EQ(r["per_fault"][0]["rails"][1]["rail"], 1);
+  EXPECT_NEAR(r["per_fault"][1]["rails"][0]["during_gbps"].get<double>(), 8.0, 1e-6);
+  EXPECT_EQ(r["per_fault"][1]["rails"][1]["during_gbps"].get<double>(), 0.0);
 }
 
 }  // namespace
