@@ -219,7 +219,10 @@ TEST(RailsTest, ReportJsonCarriesPerFaultRailsAndTheFile) {
   EXPECT_FALSE(plain["per_fault"][0].contains("rails"));
   EXPECT_FALSE(plain.contains("rails"));
 
-  RailSeries s = Build(2, 0, 7 * kS, 20 * kMs, [](int p, int64_t) { return p == 0 ? 1.0 : 0.0; });
+  // Port 0: 1 byte/ns until 4 s, 2 after, so each fault's window reads its own rate.
+  RailSeries s = Build(2, 0, 7 * kS, 20 * kMs, [](int p, int64_t t) {
+    return p == 0 ? (t <= 4 * kS ? 1.0 : 2.0) : 0.0;
+  });
   std::vector<FaultRails> fr = RailWindows(s, h.faults, {0, 7 * kS});
   in.fault_rails = &fr;
   in.files.rails = "rails.csv";
@@ -230,6 +233,7 @@ TEST(RailsTest, ReportJsonCarriesPerFaultRailsAndTheFile) {
   ASSERT_EQ(r["per_fault"][0]["id"], "f2");
   ASSERT_EQ(r["per_fault"][0]["rails"].size(), 2u);
   EXPECT_EQ(r["per_fault"][0]["rails"][1]["rail"], 1);
+  EXPECT_NEAR(r["per_fault"][0]["rails"][0]["during_gbps"].get<double>(), 16.0, 1e-6);
   EXPECT_NEAR(r["per_fault"][1]["rails"][0]["during_gbps"].get<double>(), 8.0, 1e-6);
   EXPECT_EQ(r["per_fault"][1]["rails"][1]["during_gbps"].get<double>(), 0.0);
 }
