@@ -407,13 +407,15 @@ void Run::StartRailSampler() {
   std::vector<RailSamplerPort> ports;
   for (int h = 0; h < topo_->hosts(); ++h) {
     const HostNet& hn = topo_->host(h);
-    for (int r = 0; r < topo_->rails(); ++r) {
-      if (topo_->per_rank_nics()) {
-        for (int l = 0; l < topo_->ranks_per_host(); ++l) {
+    // By rank (per-rank NICs), then rail: each NIC's ports side by side in rails.csv.
+    const int nics = topo_->per_rank_nics() ? topo_->ranks_per_host() : 1;
+    for (int l = 0; l < nics; ++l) {
+      for (int r = 0; r < topo_->rails(); ++r) {
+        if (topo_->per_rank_nics()) {
           ports.push_back({{h, r, l, false}, hn.netns, hn.rank_rail_devs[l][r], std::nullopt});
+        } else {
+          ports.push_back({{h, r, std::nullopt, false}, hn.netns, hn.rail_devs[r], std::nullopt});
         }
-      } else {
-        ports.push_back({{h, r, std::nullopt, false}, hn.netns, hn.rail_devs[r], std::nullopt});
       }
     }
   }
