@@ -51,10 +51,10 @@ struct RailCounters {
 // Samples in time order; counters of sample i and port p at [i * ports.size() + p].
 struct RailSeries {
   std::vector<RailPort> ports;
-  std::vector<int64_t> t_ns;        // CLOCK_MONOTONIC sample times
-  std::vector<RailCounters> net;    // interface counters (rtnetlink stats64)
-  std::vector<RailCounters> rdma;   // RDMA port counters in bytes; empty when no port has one
-  int counter_bits = 64;            // width of the counters (wrap modulo 2^bits below 64)
+  std::vector<int64_t> t_ns;       // CLOCK_MONOTONIC sample times
+  std::vector<RailCounters> net;   // interface counters (rtnetlink stats64)
+  std::vector<RailCounters> rdma;  // RDMA port counters in bytes; empty when no port has one
+  int counter_bits = 64;           // width of the counters (wrap modulo 2^bits below 64)
 
   size_t samples() const { return t_ns.size(); }
   const RailCounters& Net(size_t i, size_t p) const { return net[i * ports.size() + p]; }

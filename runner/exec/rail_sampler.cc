@@ -165,8 +165,8 @@ void RailSampler::Open() {
   for (size_t i = 0; i < ports_.size(); ++i) {
     if (!ports_[i].rdma) continue;
     const RdmaPortRef& r = *ports_[i].rdma;
-    const std::string base = options_.sysfs_root + "/" + r.device + "/ports/" +
-                             std::to_string(r.port) + "/counters/";
+    const std::string base =
+        options_.sysfs_root + "/" + r.device + "/ports/" + std::to_string(r.port) + "/counters/";
     const char* names[2] = {"port_xmit_data", "port_rcv_data"};
     for (int d = 0; d < 2; ++d) {
       const std::string path = base + names[d];

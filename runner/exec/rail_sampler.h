@@ -54,8 +54,8 @@ struct RailSamplerPort {
 
 struct RailSamplerOptions {
   int64_t period_ns = 20'000'000;
-  int64_t start_at_ns = 0;       // first sample (CLOCK_MONOTONIC); 0: at once
-  size_t reserve_samples = 0;    // samples to allocate up front (e.g. the run's length / period)
+  int64_t start_at_ns = 0;     // first sample (CLOCK_MONOTONIC); 0: at once
+  size_t reserve_samples = 0;  // samples to allocate up front (e.g. the run's length / period)
   std::string sysfs_root = "/sys/class/infiniband";
 };
 

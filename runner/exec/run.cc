@@ -429,6 +429,8 @@ void Run::StartRailSampler() {
   o.start_at_ns = t0_ - kRailLeadNs;
   o.reserve_samples = static_cast<size_t>(
       (kRailLeadNs + w.duration_ns.value_or(30'000'000'000LL) + 10'000'000'000LL) / kRailPeriodNs);
+  // Started before DriveTimeline raises its own thread (only that thread) to realtime
+  // priority: the sampler keeps the normal policy and never delays a fault.
   auto s = RailSampler::Start(std::move(ports), o);
   if (!s.ok()) {
     rails_note_["errors"] = {s.status().ToString()};

@@ -64,8 +64,10 @@ TEST(RailSampler, CountsTheBusyRailAndReadsZeroOnTheIdleOne) {
   std::vector<RailSamplerPort> ports;
   for (int h = 0; h < 2; ++h) {
     for (int r = 0; r < 2; ++r) {
-      ports.push_back({{h, r, std::nullopt, false}, topo->host(h).netns,
-                       topo->host(h).rail_devs[r], std::nullopt});
+      ports.push_back({{h, r, std::nullopt, false},
+                       topo->host(h).netns,
+                       topo->host(h).rail_devs[r],
+                       std::nullopt});
     }
   }
   RailSamplerOptions so;

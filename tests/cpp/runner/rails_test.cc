@@ -4,9 +4,9 @@
 
 #include <gtest/gtest.h>
 
-#include "runner/core/report_json.h"
-
 #include <sstream>
+
+#include "runner/core/report_json.h"
 
 namespace faultline::runner {
 namespace {
@@ -45,8 +45,8 @@ FaultRecord Fault(const std::string& id, std::optional<int64_t> applied,
 
 TEST(RailsTest, CounterDeltaHandlesResetAndWrap) {
   EXPECT_EQ(CounterDelta(10, 25, 64), 15u);
-  EXPECT_EQ(CounterDelta(25, 10, 64), std::nullopt);  // a reset, not a huge delta
-  EXPECT_EQ(CounterDelta(0xFFFFFFF0u, 0x10u, 32), 0x20u);  // a 32-bit counter wrapped
+  EXPECT_EQ(CounterDelta(25, 10, 64), std::nullopt);                // a reset, not a huge delta
+  EXPECT_EQ(CounterDelta(0xFFFFFFF0u, 0x10u, 32), 0x20u);           // a 32-bit counter wrapped
   EXPECT_EQ(CounterDelta(uint64_t{1} << 40, 5, 32), std::nullopt);  // wider than its width
 }
 
@@ -149,11 +149,11 @@ TEST(RailsTest, EmptyWindowsAreNull) {
   EXPECT_TRUE(r.ToJson()["before_gbps"].is_null());
   EXPECT_TRUE(r.ToJson()["after_rx_gbps"].is_null());
   // A window with a single sample in it has no interval: null.
-  std::vector<FaultRails> w2 =
-      RailWindows(s, {Fault("g", 1010 * kMs, 1030 * kMs)}, {0, 2 * kS});
+  std::vector<FaultRails> w2 = RailWindows(s, {Fault("g", 1010 * kMs, 1030 * kMs)}, {0, 2 * kS});
   EXPECT_FALSE(w2[0].rails[0].during.gbps());
   // A fault never applied: only the run's baseline.
-  std::vector<FaultRails> w3 = RailWindows(s, {Fault("h", std::nullopt, std::nullopt)}, {0, 2 * kS});
+  std::vector<FaultRails> w3 =
+      RailWindows(s, {Fault("h", std::nullopt, std::nullopt)}, {0, 2 * kS});
   EXPECT_TRUE(w3[0].rails[0].before.gbps());
   EXPECT_FALSE(w3[0].rails[0].during.gbps());
   EXPECT_FALSE(w3[0].rails[0].after.gbps());
@@ -179,12 +179,14 @@ TEST(RailsTest, CsvHasOneColumnPairPerPortAndEmptyCellsWithoutRate) {
   RailSeries s;
   s.ports = {{0, 0, std::nullopt, false}, {1, 1, 0, true}};
   s.t_ns = {10 * kS, 10 * kS + 20 * kMs, 10 * kS + 40 * kMs};
-  s.net = {{0, 0, true}, {0, 0, true},              // sample 0
-           {2'500'000, 0, true}, {0, 0, false},     // sample 1: port 1 unreadable
-           {5'000'000, 1'250'000, true}, {0, 0, true}};
-  s.rdma = {{0, 0, false}, {0, 0, true},
-            {0, 0, false}, {100, 200, true},
-            {0, 0, false}, {50, 400, true}};        // tx went back: a reset
+  s.net = {{0, 0, true},
+           {0, 0, true},  // sample 0
+           {2'500'000, 0, true},
+           {0, 0, false},  // sample 1: port 1 unreadable
+           {5'000'000, 1'250'000, true},
+           {0, 0, true}};
+  s.rdma = {{0, 0, false},    {0, 0, true},  {0, 0, false},
+            {100, 200, true}, {0, 0, false}, {50, 400, true}};  // tx went back: a reset
   const std::string csv = RailsCsv(s, 10 * kS);
   std::istringstream in(csv);
   std::string header, row1, row2, extra;
@@ -220,9 +222,8 @@ TEST(RailsTest, ReportJsonCarriesPerFaultRailsAndTheFile) {
   EXPECT_FALSE(plain.contains("rails"));
 
   // Port 0: 1 byte/ns until 4 s, 2 after, so each fault's window reads its own rate.
-  RailSeries s = Build(2, 0, 7 * kS, 20 * kMs, [](int p, int64_t t) {
-    return p == 0 ? (t <= 4 * kS ? 1.0 : 2.0) : 0.0;
-  });
+  RailSeries s = Build(2, 0, 7 * kS, 20 * kMs,
+                       [](int p, int64_t t) { return p == 0 ? (t <= 4 * kS ? 1.0 : 2.0) : 0.0; });
   std::vector<FaultRails> fr = RailWindows(s, h.faults, {0, 7 * kS});
   in.fault_rails = &fr;
   in.files.rails = "rails.csv";
