@@ -31,6 +31,8 @@ struct RailSampler::Namespace {
 namespace {
 
 constexpr size_t kRecvBuf = 64 * 1024;
+// Longest time reading one sample may take before the sample's time no longer stands for it.
+constexpr int64_t kMaxReadSpreadNs = 2'000'000;
 
 Result<UniqueFd> OpenRtnl() {
   UniqueFd fd(socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE));
@@ -186,8 +188,11 @@ void RailSampler::Loop() {
     const int64_t now = MonoNow();
     if (next < now) next = now + options_.period_ns - (now - next) % options_.period_ns;
   }
-  // The last sample, at the stop (the ranks have exited), if sampling had begun.
-  if (!series_.t_ns.empty()) SampleOnce();
+  // The last sample, at the stop (the ranks have exited), if sampling had begun and the
+  // interval is long enough to give a rate worth reading.
+  if (!series_.t_ns.empty() && MonoNow() - series_.t_ns.back() >= options_.period_ns / 2) {
+    SampleOnce();
+  }
 }
 
 void RailSampler::SampleOnce() {
@@ -250,7 +255,15 @@ void RailSampler::SampleOnce() {
       }
     }
   }
-  for (size_t p = 0; p < n; ++p) {
+  // The sample's time is taken before the reads: a thread preempted between the two would
+  // pair old times with new counters (measured under load: one interval at 2.5x the rail's
+  // rate, the next at ~0). Such a sample is left out rather than misread.
+  const bool late = MonoNow() - series_.t_ns.back() > kMaxReadSpreadNs;
+  if (late) {
+    for (size_t p = 0; p < n; ++p) series_.net[row + p].valid = false;
+    ++late_samples_;
+  }
+  for (size_t p = 0; p < n && !late; ++p) {
     if (!series_.net[row + p].valid) {
       bool ns_ok = false;
       for (auto& ns : namespaces_) {
@@ -270,7 +283,7 @@ void RailSampler::SampleOnce() {
         uint64_t x = 0, r = 0;
         if (ReadCounter(rdma_fds_[0][p], text, sizeof(text), &x) &&
             ReadCounter(rdma_fds_[1][p], text, sizeof(text), &r)) {
-          c = RailCounters{x * 4, r * 4, true};  // 4-byte units
+          c = RailCounters{x * 4, r * 4, !late};  // 4-byte units
         } else {
           Note("RDMA counters of " + ports_[p].rdma->device + " unreadable");
         }

@@ -76,6 +76,10 @@ class RailSampler final {
   const RailSeries& series() const { return series_; }
   // What failed, each kind once with its count ("dump in fl-x-h0: ...: 3 samples").
   std::vector<std::string> errors() const;
+  // Samples left out (all counters invalid) because reading them took longer than 2 ms after
+  // their time was taken: the thread was not scheduled, so the time would not stand for the
+  // counters. Not an error; a loaded machine has a few.
+  size_t late_samples() const { return late_samples_; }
 
  private:
   struct Namespace;
@@ -96,6 +100,7 @@ class RailSampler final {
   std::thread thread_;
   bool stopped_ = false;
   bool has_rdma_ = false;
+  size_t late_samples_ = 0;
 };
 
 }  // namespace faultline::runner

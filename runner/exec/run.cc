@@ -578,6 +578,7 @@ int Run::Finish() {
     const RailSeries& rs = rail_sampler_->series();
     std::vector<std::string> errors = rail_sampler_->errors();
     rails_note_["samples"] = rs.samples();
+    rails_note_["late_samples"] = rail_sampler_->late_samples();
     if (!errors.empty()) rails_note_["errors"] = errors;
     if (rs.samples() >= 2) {
       std::ofstream(out_ + "/rails.csv") << RailsCsv(rs, t0_);
