@@ -103,13 +103,47 @@ std::string Throughput(const RunData& run) {
   return out + "</section>";
 }
 
+// per_fault[].rails as one table: the port's throughput (max of tx and rx) before, during
+// and after each fault.
+std::string RailWindowTable(const nlohmann::json& r) {
+  std::string rows;
+  for (const auto& pf : r.at("per_fault")) {
+    if (!pf.is_object() || !pf.contains("rails") || !pf["rails"].is_array()) continue;
+    for (const auto& w : pf["rails"]) {
+      std::string port = "h";  // appended (GCC 12 warns falsely on "h" + string at -O3)
+      port.append(Str(w, "host"));
+      if (w.contains("rank")) port.append(" n").append(Str(w, "rank"));
+      port.append(" r").append(Str(w, "rail"));
+      rows += "<tr><td>" + HtmlText(Str(pf, "id")) + "</td><td>" + HtmlText(port) + "</td>" +
+              Cell(w.value("before_gbps", nlohmann::json())) +
+              Cell(w.value("during_gbps", nlohmann::json())) +
+              Cell(w.value("after_gbps", nlohmann::json())) + "</tr>";
+    }
+  }
+  if (rows.empty()) return "";
+  return "<table id=\"rail-window-table\"><tr><th>fault</th><th>port</th><th>before Gbit/s</th>"
+         "<th>during Gbit/s</th><th>after Gbit/s</th></tr>" + rows +
+         "</table><p>Per port, the busier direction's average (max of tx and rx): before = the "
+         "baseline window after warm-up, during = applied &#8594; reverted, after = reverted + "
+         "1 s &#8594; the next fault or the end.</p>";
+}
+
 std::string Rails(const RunData& run) {
   std::string out = "<section id=\"rails\"><h2>Rails</h2>";
-  out += "<p class=\"note\" id=\"per-rail-note\">Per-rail throughput is not recorded: the "
-         "workers log the bytes of each collective, not the bytes sent on each rail. This "
-         "section shows what is recorded per rail instead: the path state each rank's CCL "
-         "reported (red: a rank reported the rail's path down) and the faults that target the "
-         "rail.</p>";
+  if (run.rails && !run.rails->columns.empty()) {
+    out += "<p>Throughput of every rail port from the kernel's interface counters, sampled by "
+           "the runner for any CCL (rails.csv; tx = sent by the host's port, solid; rx = "
+           "received, dashed), with the faults shaded (darker: the fault targets this host).</p>";
+    for (int h : RailHosts(run)) out += RailThroughputSvg(run, h);
+    out += RailWindowTable(run.report);
+  } else {
+    const nlohmann::json note = run.report.value("rails", nlohmann::json());
+    std::string why = "rails.csv is not in the run directory";
+    if (note.is_object() && note.contains("errors")) why += " (sampling failed: " + FormatValue(note["errors"]) + ")";
+    out += "<p class=\"note\" id=\"per-rail-note\">Per-rail throughput is not recorded for "
+           "this run: " + HtmlText(why) + ".</p>";
+  }
+  out += "<h3>Path state reported by the CCL</h3>";
   if (run.events.empty()) {
     out += "<p class=\"note\">No CCL path events were recorded in this run (the CCL emits "
            "none, or no path changed state).</p>";

@@ -77,6 +77,71 @@ Result<std::vector<SeriesPoint>> ParseTimeseriesCsv(std::string_view text) {
   return out;
 }
 
+Result<RailsTable> ParseRailsCsv(std::string_view text) {
+  std::vector<std::string_view> lines = Lines(text);
+  if (lines.empty() || Split(lines[0], ',')[0] != "t_s") {
+    return InvalidArgument("rails.csv: line 1: expected a header starting with \"t_s\"");
+  }
+  RailsTable out;
+  const std::vector<std::string_view> header = Split(lines[0], ',');
+  for (size_t c = 1; c < header.size(); ++c) {
+    RailColumn col;
+    col.name = std::string(header[c]);
+    std::string_view rest = header[c];
+    auto number = [&](char tag, int* v) {
+      if (rest.empty() || rest[0] != tag) return false;
+      rest.remove_prefix(1);
+      const size_t end = rest.find('_');
+      if (end == std::string_view::npos || !ParseField(rest.substr(0, end), v)) return false;
+      rest.remove_prefix(end + 1);
+      return true;
+    };
+    int host = 0, rank = 0, rail = 0;
+    bool ok = number('h', &host);
+    if (ok && !rest.empty() && rest[0] == 'n') {
+      ok = number('n', &rank);
+      col.rank = rank;
+    }
+    ok = ok && number('r', &rail);
+    if (ok && rest.substr(0, 5) == "rdma_") {
+      col.rdma = true;
+      rest.remove_prefix(5);
+    }
+    if (ok && (rest == "tx_gbps" || rest == "rx_gbps")) {
+      col.tx = rest == "tx_gbps";
+    } else {
+      return InvalidArgument("rails.csv: line 1: column \"" + col.name +
+                             "\" is not h<h>[_n<l>]_r<r>_[rdma_](tx|rx)_gbps");
+    }
+    col.host = host;
+    col.rail = rail;
+    out.columns.push_back(std::move(col));
+  }
+  for (size_t i = 1; i < lines.size(); ++i) {
+    if (lines[i].empty()) continue;
+    std::vector<std::string_view> f = Split(lines[i], ',');
+    double t = 0;
+    if (f.size() != header.size() || !ParseField(f[0], &t)) {
+      return InvalidArgument("rails.csv: line " + std::to_string(i + 1) + ": expected " +
+                             std::to_string(header.size()) + " cells and a time, got \"" +
+                             std::string(lines[i]) + "\"");
+    }
+    out.t_s.push_back(t);
+    for (size_t c = 1; c < f.size(); ++c) {
+      double v = 0;
+      if (f[c].empty()) {
+        out.columns[c - 1].values.push_back(std::nullopt);
+      } else if (ParseField(f[c], &v)) {
+        out.columns[c - 1].values.push_back(v);
+      } else {
+        return InvalidArgument("rails.csv: line " + std::to_string(i + 1) + ": cell " +
+                               std::to_string(c + 1) + " is not a number");
+      }
+    }
+  }
+  return out;
+}
+
 Result<std::vector<EventRow>> ParseEventsJsonl(std::string_view text) {
   std::vector<std::string_view> lines = Lines(text);
   std::vector<EventRow> out;
@@ -183,6 +248,19 @@ Result<RunData> LoadRunDir(const std::string& dir) {
     run.scenario_text = std::move(*scenario);
   } else {
     run.notes.push_back("scenario.yaml is missing");
+  }
+  const nlohmann::json files = run.report.value("files", nlohmann::json::object());
+  const bool named = files.is_object() && files.value("rails", nlohmann::json()).is_string();
+  auto rails = ReadFile(root / "rails.csv");
+  if (rails.ok()) {
+    auto table = ParseRailsCsv(*rails);
+    if (table.ok()) {
+      run.rails = std::move(*table);
+    } else {
+      run.notes.push_back(table.status().message());
+    }
+  } else if (named) {
+    run.notes.push_back("rails.csv is missing");
   }
   return run;
 }

@@ -37,17 +37,40 @@ struct EventRow {
   std::string reason;
 };
 
+// One column of rails.csv: a rail port's rate in one direction, Gbit/s per sample interval.
+struct RailColumn {
+  std::string name;         // e.g. "h0_r1_tx_gbps", "h1_n0_r0_rdma_rx_gbps"
+  int host = 0;
+  std::optional<int> rank;  // per-rank NICs
+  int rail = 0;
+  bool tx = true;           // tx (sent by the port) or rx
+  bool rdma = false;        // the RDMA device's counters rather than the interface's
+  std::vector<std::optional<double>> values;  // per row; nullopt where the cell is empty
+};
+
+// rails.csv: sample times (seconds from the run start, at each interval's end) and columns.
+struct RailsTable {
+  std::vector<double> t_s;
+  std::vector<RailColumn> columns;
+};
+
 struct RunData {
   nlohmann::json report;                    // report.json
   std::vector<SeriesPoint> series;          // timeseries.csv
   std::vector<EventRow> events;             // events.jsonl, CCL events only
   std::optional<std::string> scenario_text; // scenario.yaml as copied into the run directory
+  std::optional<RailsTable> rails;          // rails.csv, when the run sampled its rail ports
   std::vector<std::string> notes;           // what could not be read, for the reader
 };
 
 // timeseries.csv: the header "index,start_s,end_s,duration_ms,bytes,busbw_gbps" then one row
 // per collective. Fails with kInvalidArgument naming the line on a malformed row.
 Result<std::vector<SeriesPoint>> ParseTimeseriesCsv(std::string_view text);
+
+// rails.csv: the header "t_s" then columns named h<h>[_n<l>]_r<r>_[rdma_](tx|rx)_gbps, then
+// one row of numbers (or empty cells) per sample. kInvalidArgument naming the line on a bad
+// header or row.
+Result<RailsTable> ParseRailsCsv(std::string_view text);
 
 // events.jsonl: keeps the "ccl_event" lines; "fault" lines are in report.json already. A
 // cut-off last line is ignored; any other malformed line fails naming its line.
@@ -64,7 +87,8 @@ Status CheckReport(const nlohmann::json& report);
 Result<nlohmann::json> ParseReport(std::string_view text, const std::string& dir);
 
 // Reads DIR/report.json (required: kNotFound / kInvalidArgument when missing or malformed)
-// and whatever of timeseries.csv, events.jsonl and scenario.yaml exists.
+// and whatever of timeseries.csv, events.jsonl, scenario.yaml and rails.csv exists (a
+// missing rails.csv is a note only when report.json names it under files.rails).
 Result<RunData> LoadRunDir(const std::string& dir);
 
 // Run directories under `path`: `path` itself when it holds report.json, else every directory

@@ -297,3 +297,120 @@ std::string RailPlotSvg(const RunData& run) {
 }
 
 }  // namespace faultline::reports
+
+namespace faultline::reports {
+
+std::vector<int> RailHosts(const RunData& run) {
+  std::vector<int> out;
+  if (!run.rails) return out;
+  for (const auto& c : run.rails->columns) {
+    if (std::find(out.begin(), out.end(), c.host) == out.end()) out.push_back(c.host);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string RailThroughputSvg(const RunData& run, int host) {
+  static constexpr const char* kPalette[] = {"#1a4f8b", "#c0392b", "#1b8a3a", "#8e3fc0",
+                                             "#d17a00", "#00838f", "#6d4c41", "#ad1457"};
+  const RailsTable& rails = *run.rails;
+  const std::vector<Band> bands = Bands(run.report);
+  std::vector<int> fault_hosts(bands.size(), -1);
+  {
+    size_t i = 0;
+    for (const auto& f : run.report.at("faults")) {
+      if (!f.is_object() || !NumberOf(f.value("applied_s", nlohmann::json()))) continue;
+      const nlohmann::json t = f.value("target", nlohmann::json());
+      if (t.is_object() && t.contains("host") && t["host"].is_number_integer()) {
+        fault_hosts[i] = t["host"].get<int>();
+      }
+      ++i;
+    }
+  }
+  constexpr double kHeight = 240, kTop = 24, kBottom = 44;
+  Scale s;
+  s.x0 = std::min(0.0, rails.t_s.empty() ? 0.0 : rails.t_s.front());
+  s.x1 = TimeEnd(run, bands, Markers(run.report, bands));
+  if (!rails.t_s.empty()) s.x1 = std::max(s.x1, rails.t_s.back());
+  if (s.x1 <= s.x0) s.x1 = s.x0 + 1;
+  // Port keys in column order: one colour each.
+  std::vector<std::string> ports;
+  double ymax = 0;
+  for (const auto& c : rails.columns) {
+    if (c.host != host) continue;
+    const std::string key = (c.rank ? "n" + std::to_string(*c.rank) + " " : "") + "rail " +
+                            std::to_string(c.rail) + (c.rdma ? " rdma" : "");
+    if (std::find(ports.begin(), ports.end(), key) == ports.end()) ports.push_back(key);
+    for (const auto& v : c.values) {
+      if (v) ymax = std::max(ymax, *v);
+    }
+  }
+  ymax = ymax <= 0 ? 1 : ymax * 1.12;
+  const double py0 = kHeight - kBottom, py1 = kTop;
+  auto Y = [&](double v) { return py0 - v / ymax * (py0 - py1); };
+  const std::string hs = std::to_string(host);
+  std::string out = "<svg id=\"rail-throughput-h" + hs + "\" class=\"rail-throughput\" data-host=\"" +
+                    hs + "\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " + N(kWidth) +
+                    " " + N(kHeight) + "\" width=\"" + N(kWidth) + "\" height=\"" + N(kHeight) +
+                    "\" role=\"img\" aria-label=\"host " + hs +
+                    " rail throughput over time\" font-family=\"sans-serif\" font-size=\"11\">";
+  out += "<rect x=\"0\" y=\"0\" width=\"" + N(kWidth) + "\" height=\"" + N(kHeight) +
+         "\" fill=\"#fff\"/>";
+  out += "<text x=\"" + N(s.px0) + "\" y=\"14\" font-weight=\"bold\">host " + hs + "</text>";
+  out += "<g class=\"y-axis\">";
+  const double ystep = TickStep(ymax, 4);
+  for (double v = 0; v <= ymax + 1e-12; v += ystep) {
+    out += "<line x1=\"" + N(s.px0) + "\" y1=\"" + N(Y(v)) + "\" x2=\"" + N(s.px1) + "\" y2=\"" +
+           N(Y(v)) + "\" stroke=\"#eee\"/><text x=\"" + N(s.px0 - 6) + "\" y=\"" + N(Y(v) + 4) +
+           "\" text-anchor=\"end\">" + FormatNumber(v, 3) + "</text>";
+  }
+  out += "<text transform=\"translate(16," + N((py0 + py1) / 2) +
+         ") rotate(-90)\" text-anchor=\"middle\">Gbit/s</text></g>";
+  out += TimeAxis(s, py1, py0);
+  for (size_t i = 0; i < bands.size(); ++i) {
+    const Band& b = bands[i];
+    const double x0 = s.X(b.from), x1 = s.X(b.to.value_or(s.x1));
+    const bool here = fault_hosts[i] == host;
+    out += "<rect class=\"fault-band\" data-fault=\"" + XmlEscape(b.id) + "\" x=\"" + N(x0) +
+           "\" y=\"" + N(py1) + "\" width=\"" + N(std::max(x1 - x0, 1.5)) + "\" height=\"" +
+           N(py0 - py1) + "\" fill=\"#f29d38\" fill-opacity=\"" + (here ? "0.30" : "0.12") +
+           "\"><title>" +
+           XmlText(b.id + ": " + b.type + " " + b.target + (here ? "" : " (another host)")) +
+           "</title></rect>";
+  }
+  for (const auto& c : rails.columns) {
+    if (c.host != host) continue;
+    const std::string key = (c.rank ? "n" + std::to_string(*c.rank) + " " : "") + "rail " +
+                            std::to_string(c.rail) + (c.rdma ? " rdma" : "");
+    const size_t colour =
+        static_cast<size_t>(std::find(ports.begin(), ports.end(), key) - ports.begin());
+    std::string pts;
+    auto flush = [&] {
+      if (pts.empty()) return;
+      pts.pop_back();
+      out += "<polyline class=\"rail-rate\" data-column=\"" + XmlEscape(c.name) +
+             "\" fill=\"none\" stroke=\"" + kPalette[colour % 8] + "\" stroke-width=\"1.3\"" +
+             (c.tx ? "" : " stroke-dasharray=\"4 2\"") + " points=\"" + pts + "\"><title>" +
+             XmlText(key + (c.tx ? " tx" : " rx")) + "</title></polyline>";
+      pts.clear();
+    };
+    for (size_t i = 0; i < c.values.size() && i < rails.t_s.size(); ++i) {
+      if (!c.values[i]) {
+        flush();
+        continue;
+      }
+      pts += N(s.X(rails.t_s[i])) + "," + N(Y(*c.values[i])) + " ";
+    }
+    flush();
+  }
+  // Legend: one entry per port.
+  double lx = s.px0 + 60;
+  for (size_t i = 0; i < ports.size(); ++i) {
+    out += "<text class=\"rail-legend\" x=\"" + N(lx) + "\" y=\"14\" fill=\"" + kPalette[i % 8] +
+           "\">" + XmlText(ports[i]) + "</text>";
+    lx += 12 + 7 * static_cast<double>(ports[i].size());
+  }
+  return out + "</svg>";
+}
+
+}  // namespace faultline::reports

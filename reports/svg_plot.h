@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "reports/run_data.h"
 
@@ -27,5 +28,15 @@ int RailCount(const RunData& run);
 // rail, or the end of the plot), a tick per event on the rail, and the faults that target the
 // rail as shaded bands. REQUIRES: RailCount(run) > 0.
 std::string RailPlotSvg(const RunData& run);
+
+// Hosts that have columns in run.rails (sorted); empty without rails.csv.
+std::vector<int> RailHosts(const RunData& run);
+
+// The rail ports of `host` over time from rails.csv (<svg id="rail-throughput-h<host>"
+// class="rail-throughput">): per column a <polyline class="rail-rate" data-column="NAME">
+// (tx solid, rx dashed, one colour per rail or rank/rail port; broken where a cell is empty),
+// and every applied fault as a shaded <rect class="fault-band">, darker when it targets this
+// host. REQUIRES: run.rails.
+std::string RailThroughputSvg(const RunData& run, int host);
 
 }  // namespace faultline::reports

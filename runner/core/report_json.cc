@@ -75,11 +75,19 @@ nlohmann::json BuildReportJson(const ReportInputs& in) {
                        {"counted", fl.counted}});
     }
     j["flows"] = std::move(flows);
+    if (in.fault_rails != nullptr) {
+      for (const FaultRails& fr : *in.fault_rails) {
+        if (fr.fault_id != fm.id) continue;
+        nlohmann::json rails = nlohmann::json::array();
+        for (const RailWindow& w : fr.rails) rails.push_back(w.ToJson());
+        j["rails"] = std::move(rails);
+      }
+    }
     per_fault.push_back(std::move(j));
   }
   nlohmann::json expectations = nlohmann::json::array();
   for (const CheckResult& c : *in.checks) expectations.push_back(c.ToJson());
-  return {
+  nlohmann::json out = {
       {"schema", reports::kReportSchema},
       {"scenario",
        {{"name", s.name},
@@ -107,8 +115,11 @@ nlohmann::json BuildReportJson(const ReportInputs& in) {
        {{"timeseries", OptString(in.files.timeseries)},
         {"events", OptString(in.files.events)},
         {"junit", OptString(in.files.junit)},
-        {"html", OptString(in.files.html)}}},
+        {"html", OptString(in.files.html)},
+        {"rails", OptString(in.files.rails)}}},
   };
+  if (!in.rails_note.is_null()) out["rails"] = in.rails_note;
+  return out;
 }
 
 std::string Sha256Hex(const std::string& data) {

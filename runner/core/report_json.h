@@ -12,6 +12,7 @@
 #include "runner/core/checks.h"
 #include "runner/core/history.h"
 #include "runner/core/metrics.h"
+#include "runner/core/rails.h"
 #include "runner/core/scenario.h"
 
 namespace faultline::runner {
@@ -21,6 +22,7 @@ struct ReportFiles {
   std::optional<std::string> events;
   std::optional<std::string> junit;
   std::optional<std::string> html;
+  std::optional<std::string> rails;  // rails.csv; null when the rail ports were not sampled
 };
 
 struct ReportInputs {
@@ -34,6 +36,11 @@ struct ReportInputs {
   const RunMetrics* metrics = nullptr;
   const std::vector<CheckResult>* checks = nullptr;
   ReportFiles files;
+  // Optional: per-fault rail-port windows (runner/core/rails.h); each becomes
+  // per_fault[i]["rails"] of the fault with the same id. Null: no "rails" key.
+  const std::vector<FaultRails>* fault_rails = nullptr;
+  // Optional: the top-level "rails" object (how the rail ports were sampled, what failed).
+  nlohmann::json rails_note;
 };
 
 // REQUIRES: scenario, history, metrics and checks are set.

@@ -28,6 +28,7 @@
 #include "runner/faults/registry.h"
 #include "runner/core/history.h"
 #include "runner/exec/launcher.h"
+#include "runner/exec/rail_sampler.h"
 #include "runner/core/metrics.h"
 #include "runner/core/report_json.h"
 #include "runner/core/timeline.h"
@@ -116,6 +117,8 @@ class Run final {
   Status LaunchRanks();
   void ChooseHookPaths();
   void RemoveHookPaths();
+  void StartRailSampler();
+  void StopRailSampler();
   void DriveTimeline();
   void WaitRanks();
   void HealAll();
@@ -146,6 +149,12 @@ class Run final {
   std::vector<FaultState> faults_;
   std::map<int, bool> killed_by_fault_;  // global rank -> killed by rank_kill
   std::vector<std::string> harness_errors_;
+  // Every rail port's counters from just before t0 until the ranks have exited
+  // (rail_sampler.h); rails_note_ says how, and what failed.
+  std::unique_ptr<RailSampler> rail_sampler_;
+  nlohmann::json rails_note_ = nlohmann::json::object();
+  static constexpr int64_t kRailPeriodNs = 20'000'000;
+  static constexpr int64_t kRailLeadNs = 200'000'000;  // first sample before t0
 };
 
 Status Run::Setup() {
@@ -401,6 +410,46 @@ void Run::DoAction(const TimelineAction& a) {
   }
 }
 
+void Run::StartRailSampler() {
+  std::vector<RailSamplerPort> ports;
+  for (int h = 0; h < topo_->hosts(); ++h) {
+    const HostNet& hn = topo_->host(h);
+    // By rank (per-rank NICs), then rail: each NIC's ports side by side in rails.csv.
+    const int nics = topo_->per_rank_nics() ? topo_->ranks_per_host() : 1;
+    for (int l = 0; l < nics; ++l) {
+      for (int r = 0; r < topo_->rails(); ++r) {
+        if (topo_->per_rank_nics()) {
+          ports.push_back({{h, r, l, false}, hn.netns, hn.rank_rail_devs[l][r], std::nullopt});
+        } else {
+          ports.push_back({{h, r, std::nullopt, false}, hn.netns, hn.rail_devs[r], std::nullopt});
+        }
+      }
+    }
+  }
+  // The namespace topology builds veth pairs: no RDMA device backs a rail here.
+  rails_note_ = {{"period_ms", kRailPeriodNs / 1e6},
+                 {"source", "rtnetlink IFLA_STATS64 of each rail port (host side)"},
+                 {"rdma", "not sampled: no RDMA device backs a rail of the namespace topology"}};
+  const Workload& w = sc_.workload;
+  RailSamplerOptions o;
+  o.period_ns = kRailPeriodNs;
+  o.start_at_ns = t0_ - kRailLeadNs;
+  o.reserve_samples = static_cast<size_t>(
+      (kRailLeadNs + w.duration_ns.value_or(30'000'000'000LL) + 10'000'000'000LL) / kRailPeriodNs);
+  // Started before DriveTimeline raises its own thread (only that thread) to realtime
+  // priority: the sampler keeps the normal policy and never delays a fault.
+  auto s = RailSampler::Start(std::move(ports), o);
+  if (!s.ok()) {
+    rails_note_["errors"] = {s.status().ToString()};
+    return;
+  }
+  rail_sampler_ = std::move(s).value();
+}
+
+void Run::StopRailSampler() {
+  if (rail_sampler_) rail_sampler_->Stop();
+}
+
 void Run::DriveTimeline() {
   Timeline tl = BuildTimeline(sc_, sc_.seed);
   // The ranks keep every core busy; a fault must still start within a few ms of its time.
@@ -532,7 +581,36 @@ int Run::Finish() {
     ss << in.rdbuf();
     scenario_text = ss.str();
   }
+  // Per-rail throughput from the sampled counters.
+  std::vector<FaultRails> fault_rails;
+  if (rail_sampler_) {
+    const RailSeries& rs = rail_sampler_->series();
+    std::vector<std::string> errors = rail_sampler_->errors();
+    rails_note_["samples"] = rs.samples();
+    rails_note_["late_samples"] = rail_sampler_->late_samples();
+    if (!errors.empty()) rails_note_["errors"] = errors;
+    if (rs.samples() >= 2) {
+      std::ofstream(out_ + "/rails.csv") << RailsCsv(rs, t0_);
+      files.rails = "rails.csv";
+      RailWindowOptions ro;
+      // The baseline window starts where the metrics' does: the first measured collective.
+      ro.baseline_from_ns = t0_ + sc_.workload.warmup_ns;
+      for (const CompletedOp& op : CompleteOps(h)) {
+        if (op.index >= sc_.workload.warmup_iters && op.start_ns >= ro.baseline_from_ns) {
+          ro.baseline_from_ns = op.start_ns;
+          break;
+        }
+      }
+      ro.window_end_ns = WindowEndNs(h);
+      fault_rails = RailWindows(rs, h.faults, ro);
+    } else {
+      rails_note_["why_no_file"] = "fewer than two samples were taken";
+    }
+  }
+  rails_note_["sampled"] = files.rails.has_value();
   ReportInputs in;
+  in.fault_rails = &fault_rails;
+  in.rails_note = rails_note_;
   in.scenario = &sc_;
   in.scenario_file = o_.scenario_path;
   in.scenario_sha256 = Sha256Hex(scenario_text);
@@ -616,8 +694,10 @@ int Run::Execute() {
     if (topo_) (void)topo_->Teardown();
     return st.code() == Code::kInvalidArgument ? 2 : 3;
   }
+  StartRailSampler();
   DriveTimeline();
   WaitRanks();
+  StopRailSampler();
   HealAll();
   // The runner stopped the ranks itself: say so in the report, or a reader would take the
   // outcome (the stopped ranks look crashed) for the CCL's.

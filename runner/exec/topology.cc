@@ -1,6 +1,10 @@
 #include "runner/exec/topology.h"
 
 #include <fcntl.h>
+#include <linux/if_link.h>
+#include <linux/rtnetlink.h>
+#include <netlink/attr.h>
+#include <netlink/msg.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -73,14 +77,66 @@ Status WriteSysctl(const std::string& netns, const std::string& key, const std::
   return Status::Ok();
 }
 
+// Turns IPv6 off on `dev` in `netns` (net.ipv6.conf.<dev>.disable_ipv6=1) so that it sends no
+// router solicitation, MLD report or DAD probe: a rail carries only the traffic of the ranks.
+// A kernel without IPv6 (no /proc/sys/net/ipv6) has nothing to turn off.
+Status DisableIpv6(const std::string& netns, const std::string& dev) {
+  Status st = WriteSysctl(netns, "net/ipv6/conf/" + dev + "/disable_ipv6", "1");
+  if (!st.ok()) {
+    FL_ASSIGN_OR_RETURN(ScopedNetns in, ScopedNetns::Enter(netns));
+    if (access("/proc/sys/net/ipv6", F_OK) != 0 && errno == ENOENT) return Status::Ok();
+  }
+  return st.WithContext("disable IPv6 on " + dev);
+}
+
+// Turns the bridge's multicast snooping off before it comes up (RTM_NEWLINK with
+// IFLA_BR_MCAST_SNOOPING = 0). A snooping bridge joins the multicast-router-discovery group
+// 224.0.0.106 when it comes up and sends IGMPv3 reports for it out of every port (measured:
+// two 54-byte frames on each host's rail port); without snooping it floods multicast like a
+// plain switch, which a rail (unicast TCP and ARP) never notices.
+Status DisableMcastSnooping(NlSock& sock, const std::string& bridge) {
+  FL_ASSIGN_OR_RETURN(LinkState link, GetLink(sock, bridge));
+  nl_msg* msg = nlmsg_alloc_simple(RTM_NEWLINK, NLM_F_REQUEST | NLM_F_ACK);
+  if (msg == nullptr) return Internal("nlmsg_alloc_simple failed");
+  ifinfomsg ifi{};
+  ifi.ifi_family = AF_UNSPEC;
+  ifi.ifi_index = link.ifindex;
+  int err = nlmsg_append(msg, &ifi, sizeof(ifi), NLMSG_ALIGNTO);
+  nlattr* info = err < 0 ? nullptr : nla_nest_start(msg, IFLA_LINKINFO);
+  if (info != nullptr) err = nla_put_string(msg, IFLA_INFO_KIND, "bridge");
+  nlattr* data = info == nullptr || err < 0 ? nullptr : nla_nest_start(msg, IFLA_INFO_DATA);
+  if (data != nullptr) err = nla_put_u8(msg, IFLA_BR_MCAST_SNOOPING, 0);
+  if (data == nullptr || err < 0) {
+    nlmsg_free(msg);
+    return Internal("building the bridge options of " + bridge + " failed");
+  }
+  nla_nest_end(msg, data);
+  nla_nest_end(msg, info);
+  err = nl_send_auto(sock.get(), msg);
+  nlmsg_free(msg);
+  if (err >= 0) err = nl_wait_for_ack(sock.get());
+  if (err < 0) return NlStatus("turn off multicast snooping on " + bridge, err);
+  return Status::Ok();
+}
+
 // A veth from the switch namespace (`sw_dev`, enslaved to `bridge`) to the host namespace
-// (`host_dev` with `cidr`), both ends up, shaped on both ends when `rate_bps` > 0.
+// (`host_dev` with `cidr`), both ends up, shaped on both ends when `rate_bps` > 0. With
+// `ipv6_off` (rails; `netns` names the two namespaces), IPv6 is off on both ends before they
+// come up.
+struct WireNetns {
+  const std::string* sw = nullptr;
+  const std::string* host = nullptr;
+};
 Status Wire(NlSock& sw, NlSock& host, int host_netns_fd, const std::string& sw_dev,
             const std::string& host_dev, const std::string& bridge, const std::string& cidr,
-            uint64_t rate_bps) {
+            uint64_t rate_bps, const WireNetns& ipv6_off = {}) {
   // The peer is created directly inside the host namespace: its name never meets the
   // switch's own names.
   FL_RETURN_IF_ERROR(CreateVeth(sw, sw_dev, host_dev, host_netns_fd));
+  if (ipv6_off.sw != nullptr) {
+    FL_RETURN_IF_ERROR(DisableIpv6(*ipv6_off.sw, sw_dev));
+    FL_RETURN_IF_ERROR(DisableIpv6(*ipv6_off.host, host_dev));
+  }
   FL_RETURN_IF_ERROR(SetMaster(sw, sw_dev, bridge));
   FL_ASSIGN_OR_RETURN(LinkState sw_link, GetLink(sw, sw_dev));
   FL_ASSIGN_OR_RETURN(LinkState host_link, GetLink(host, host_dev));
@@ -224,6 +280,10 @@ Status NetTopology::BuildSwitch() {
   FL_RETURN_IF_ERROR(SetLinkUp(sw, "lo", true));
   for (int r = 0; r < options_.rails; ++r) {
     FL_RETURN_IF_ERROR(CreateBridge(sw, RailBridge(r)));
+    // The bridge's own IPv6 (router solicitations, MLD) and IGMP would flood to every port of
+    // the rail.
+    FL_RETURN_IF_ERROR(DisableIpv6(switch_netns_, RailBridge(r)));
+    FL_RETURN_IF_ERROR(DisableMcastSnooping(sw, RailBridge(r)));
     FL_RETURN_IF_ERROR(SetLinkUp(sw, RailBridge(r), true));
   }
   if (options_.management) {
@@ -244,7 +304,7 @@ Status NetTopology::BuildHost(int h) {
     const int rail = static_cast<int>(r);
     FL_RETURN_IF_ERROR(Wire(sw, hs, host_fd.get(), SwitchRailDev(h, rail), host.rail_devs[r],
                             RailBridge(rail), host.rail_addrs[r] + "/" + std::to_string(kPrefixLen),
-                            rate_bps)
+                            rate_bps, {&switch_netns_, &host.netns})
                            .WithContext("rail " + std::to_string(r)));
   }
   for (size_t l = 0; l < host.rank_rail_devs.size(); ++l) {
@@ -252,7 +312,8 @@ Status NetTopology::BuildHost(int h) {
       FL_RETURN_IF_ERROR(
           Wire(sw, hs, host_fd.get(), SwitchPortDev(h, static_cast<int>(l), r),
                host.rank_rail_devs[l][r], RailBridge(r),
-               host.rank_rail_addrs[l][r] + "/" + std::to_string(kPrefixLen), rate_bps)
+               host.rank_rail_addrs[l][r] + "/" + std::to_string(kPrefixLen), rate_bps,
+               {&switch_netns_, &host.netns})
               .WithContext("rank " + std::to_string(l) + " rail " + std::to_string(r)));
     }
   }

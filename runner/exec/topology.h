@@ -7,7 +7,11 @@
 // built the same way: `mgmt` (198.19.0.<h+1>/24) to `h<h>m` on bridge `mgmt`. lo is up in every
 // namespace. Every rail is shaped to rail_gbps by a root tbf with the project's shaping handle
 // (kShapingHandle) on both ends of its veth, so the fabric and not the CPU is the bottleneck;
-// the management network is never shaped.
+// the management network is never shaped. IPv6 is off (disable_ipv6=1) on both ends of every
+// rail veth and on every rail bridge, and the rail bridges do no multicast snooping (a snooping
+// bridge sends IGMP reports of its own), all set before they come up, so that no router
+// solicitation, MLD or IGMP report or DAD probe travels on a rail: a rail carries the ranks'
+// traffic (and ARP).
 //
 // With `nics` = kPerRank every rank owns a NIC with one port per rail instead: in host
 // namespace h, rank l's port on rail r is `n<l>r<r>` (198.18.<r>.<h*ranks_per_host+l+1>/24) to

@@ -191,7 +191,13 @@ def test_html_renders_offline_in_chromium(runs, tmp_path):
                      ("failover_latency_ms", "marker marker-failover"),
                      ("recovery_ms", "marker marker-recovery")):
         assert dom.count("line", cls, "busbw-plot") == (0 if pf[key] is None else 1), key
-    assert "Per-rail throughput is not recorded" in dom.text["per-rail-note"]
+    # Per-rail throughput from the sampled counters: a plot per host, each port's tx and rx
+    # (a line breaks where a sample had no rate), the applied fault shaded.
+    assert r["files"]["rails"] == "rails.csv"
+    assert "per-rail-note" not in dom.text
+    for h in (0, 1):
+        assert dom.count("polyline", "rail-rate", f"rail-throughput-h{h}") >= 4, h
+        assert dom.count("rect", "fault-band", f"rail-throughput-h{h}") == len(applied), h
     assert dom.count("g", "rail-lane", "rail-plot") == 2
     assert "name: py-link-down-rail0" in dom.text["scenario"]
     assert r["environment"]["kernel"] in dom.text["environment"]

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <regex>
+#include <sstream>
 
 #include "reports/svg_plot.h"
 #include "synthetic.h"
@@ -13,6 +14,12 @@ namespace {
 using testing::CountByClass;
 using testing::ParseXml;
 using testing::SvgById;
+
+int CountOf(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
 
 TEST(HtmlReport, VerdictFirstThenSectionsInOrder) {
   const std::string html = HtmlReport(testing::Run(testing::Report()));
@@ -103,6 +110,70 @@ TEST(BusbwPlot, NoCollectivesSaysSo) {
   EXPECT_NE(svg.find("no completed collective"), std::string::npos);
   EXPECT_EQ(CountByClass(svg, "polyline", "busbw"), 0);
   EXPECT_EQ(CountByClass(svg, "rect", "fault-band"), 2);
+}
+
+TEST(RailThroughput, OnePlotPerHostWithEachPortsTxAndRxAndTheFaultBands) {
+  RunData run = testing::Run(testing::Report());
+  auto table = ParseRailsCsv(testing::RailsCsv());
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  run.rails = std::move(*table);
+  run.report["per_fault"][0]["rails"] = testing::F1Rails();
+  ASSERT_EQ(RailHosts(run), (std::vector<int>{0, 1}));
+  const std::string html = HtmlReport(run);
+  EXPECT_EQ(html.find("Per-rail throughput is not recorded"), std::string::npos);
+  for (int h : {0, 1}) {
+    std::string id = "rail-throughput-h";
+    id.append(std::to_string(h));
+    const std::string svg = SvgById(html, id);
+    ASSERT_FALSE(svg.empty()) << h;
+    auto root = ParseXml(svg);
+    ASSERT_TRUE(root) << h;
+    // f1 and f2 were applied; f3 never was.
+    EXPECT_EQ(CountByClass(svg, "rect", "fault-band"), 2) << h;
+    std::vector<std::string> columns;
+    for (const auto* p : root->All("polyline")) columns.push_back(p->Attr("data-column"));
+    // Host 0's rail-0 tx line is broken at the empty cell: two pieces.
+    std::string pre = "h";
+    pre.append(std::to_string(h));
+    std::vector<std::string> want = {pre + "_r0_tx_gbps", pre + "_r0_rx_gbps", pre + "_r1_tx_gbps",
+                                     pre + "_r1_rx_gbps"};
+    if (h == 0) want.insert(want.begin(), "h0_r0_tx_gbps");
+    EXPECT_EQ(columns, want) << h;
+  }
+  // Host 1's rail 0 is at the bottom of the plot (0 Gbit/s) inside f1's band, at 0.8 outside.
+  const std::string svg1 = SvgById(html, "rail-throughput-h1");
+  auto root = ParseXml(svg1);
+  const testing::XmlNode* band = nullptr;
+  for (const auto* r : root->All("rect")) {
+    if (r->Attr("data-fault") == "f1") band = r;
+  }
+  ASSERT_NE(band, nullptr);
+  EXPECT_EQ(band->Attr("fill-opacity"), "0.30");  // f1 targets host 1
+  const double bx0 = std::stod(band->Attr("x")), bx1 = bx0 + std::stod(band->Attr("width"));
+  const double bottom = std::stod(band->Attr("y")) + std::stod(band->Attr("height"));
+  int inside = 0, outside = 0;
+  for (const auto* p : root->All("polyline")) {
+    if (p->Attr("data-column") != "h1_r0_tx_gbps") continue;
+    std::istringstream pts(p->Attr("points"));
+    std::string xy;
+    while (pts >> xy) {
+      const double x = std::stod(xy.substr(0, xy.find(','))), y = std::stod(xy.substr(xy.find(',') + 1));
+      if (x > bx0 + 2 && x < bx1 - 2) {
+        ++inside;
+        EXPECT_NEAR(y, bottom, 0.01);
+      } else if (x < bx0 - 2) {
+        ++outside;
+        EXPECT_LT(y, bottom - 50);
+      }
+    }
+  }
+  EXPECT_GT(inside, 40);
+  EXPECT_GT(outside, 90);
+  // The per-fault windows: one row per port.
+  EXPECT_NE(html.find("<table id=\"rail-window-table\">"), std::string::npos);
+  EXPECT_EQ(CountOf(html, "<tr><td>f1</td>"), 4);
+  // The CCL's path state is still shown.
+  EXPECT_FALSE(SvgById(html, "rail-plot").empty());
 }
 
 TEST(RailPlot, PathDownFromEventsAndTheNoPerRailBytesNote) {

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "reports/html.h"
 #include "reports/write_reports.h"
 #include "synthetic.h"
 
@@ -83,6 +84,36 @@ TEST(CheckReport, RequiresTheSchemaAndKeys) {
   EXPECT_TRUE(ParseReport(testing::Report().dump(), "run").ok());
 }
 
+TEST(RunData, ParsesRailsCsv) {
+  auto t = ParseRailsCsv(
+      "t_s,h0_r0_tx_gbps,h0_r0_rx_gbps,h1_n2_r1_rdma_rx_gbps\n0.02,1.5,,0.25\n0.04,2,3,\n");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->t_s, (std::vector<double>{0.02, 0.04}));
+  ASSERT_EQ(t->columns.size(), 3u);
+  EXPECT_EQ(t->columns[0].name, "h0_r0_tx_gbps");
+  EXPECT_TRUE(t->columns[0].tx);
+  EXPECT_FALSE(t->columns[1].tx);
+  EXPECT_EQ(t->columns[1].values[0], std::nullopt);
+  EXPECT_EQ(t->columns[1].values[1], 3.0);
+  const RailColumn& c = t->columns[2];
+  EXPECT_EQ(c.host, 1);
+  EXPECT_EQ(c.rank, 2);
+  EXPECT_EQ(c.rail, 1);
+  EXPECT_TRUE(c.rdma);
+  EXPECT_FALSE(c.tx);
+  // Bad input names the line.
+  EXPECT_NE(ParseRailsCsv("time,h0_r0_tx_gbps\n").status().message().find("line 1"),
+            std::string::npos);
+  EXPECT_NE(ParseRailsCsv("t_s,h0_rx_tx_gbps\n").status().message().find("h0_rx_tx_gbps"),
+            std::string::npos);
+  EXPECT_NE(ParseRailsCsv("t_s,h0_r0_up_gbps\n").status().message().find("line 1"),
+            std::string::npos);
+  EXPECT_NE(ParseRailsCsv("t_s,h0_r0_tx_gbps\n0.1,1,2\n").status().message().find("line 2"),
+            std::string::npos);
+  EXPECT_NE(ParseRailsCsv("t_s,h0_r0_tx_gbps\n0.1,x\n").status().message().find("line 2"),
+            std::string::npos);
+}
+
 class RunDirTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -103,6 +134,33 @@ class RunDirTest : public ::testing::Test {
   }
   std::string dir_;
 };
+
+TEST_F(RunDirTest, LoadsRailsCsvAndRendersItsPlots) {
+  nlohmann::json report = testing::Report();
+  report["files"]["rails"] = "rails.csv";
+  Write("run/report.json", report.dump(2));
+  auto missing = LoadRunDir(dir_ + "/run");
+  ASSERT_TRUE(missing.ok());
+  EXPECT_FALSE(missing->rails);
+  EXPECT_NE(std::find(missing->notes.begin(), missing->notes.end(), "rails.csv is missing"),
+            missing->notes.end());
+  Write("run/rails.csv", testing::RailsCsv());
+  auto run = LoadRunDir(dir_ + "/run");
+  ASSERT_TRUE(run.ok());
+  ASSERT_TRUE(run->rails);
+  EXPECT_EQ(run->rails->columns.size(), 8u);
+  EXPECT_EQ(run->rails->t_s.size(), 405u);
+  const std::string html = HtmlReport(*run);
+  EXPECT_FALSE(testing::SvgById(html, "rail-throughput-h0").empty());
+  EXPECT_FALSE(testing::SvgById(html, "rail-throughput-h1").empty());
+  EXPECT_EQ(testing::XmlError(testing::SvgById(html, "rail-throughput-h1")), "");
+  // A malformed file is a note, not a failure to load the run.
+  Write("run/rails.csv", "t_s,bad\n");
+  auto bad = LoadRunDir(dir_ + "/run");
+  ASSERT_TRUE(bad.ok());
+  EXPECT_FALSE(bad->rails);
+  EXPECT_FALSE(bad->notes.empty());
+}
 
 TEST_F(RunDirTest, WriteReportsRendersAllThreeAndNamesThemInReportJson) {
   Write("run/report.json", testing::Report().dump(2));

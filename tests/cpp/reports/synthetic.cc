@@ -1,5 +1,7 @@
 #include "synthetic.h"
 
+#include <cstdio>
+
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 
@@ -78,6 +80,47 @@ RunData Run(const nlohmann::json& report) {
                 {3.2, 1, "failback", 0, ""}};
   run.scenario_text = "name: rail-flap\nfaults: [] # <b>&</b>\n";
   return run;
+}
+
+std::string RailsCsv() {
+  std::string out = "t_s";
+  for (int h = 0; h < 2; ++h) {
+    for (int r = 0; r < 2; ++r) {
+      std::string pre = "h";
+      pre.append(std::to_string(h)).append("_r").append(std::to_string(r));
+      out += "," + pre + "_tx_gbps," + pre + "_rx_gbps";
+    }
+  }
+  out += "\n";
+  for (int i = -4; i <= 400; ++i) {
+    const double t = i * 0.02;
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.6f", t);
+    out += buf;
+    for (int h = 0; h < 2; ++h) {
+      const bool down = h == 1 && t > 2.0 && t <= 3.0;
+      const char* r0 = down ? "0.000000" : "0.800000";
+      out += (h == 0 && i == 200) ? std::string(",") : std::string(",") + r0;
+      out += std::string(",") + r0 + ",0.000000,0.000000";
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+nlohmann::json F1Rails() {
+  nlohmann::json out = nlohmann::json::array();
+  for (int h = 0; h < 2; ++h) {
+    for (int r = 0; r < 2; ++r) {
+      const double level = r == 0 ? 0.8 : 0.0;
+      out.push_back({{"host", h},
+                     {"rail", r},
+                     {"before_gbps", level},
+                     {"during_gbps", h == 1 ? 0.0 : level},
+                     {"after_gbps", level}});
+    }
+  }
+  return out;
 }
 
 std::string XmlError(const std::string& xml) {

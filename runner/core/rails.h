@@ -1,0 +1,115 @@
+// Per-rail-port throughput from kernel counters (DESIGN.md, "Metrics"): the counter series a
+// sampler records during a run (runner/exec/rail_sampler.h), the rates of `rails.csv` and the
+// per-fault windows of report.json (`per_fault[].rails`). Library-neutral: the numbers come
+// from the kernel's byte counters of each rail port, not from the CCL. Pure; thread-compatible.
+//
+// Direction is the port's own (the host's or the rank's NIC's): tx = bytes sent out of it.
+// A rate is taken over the interval between two consecutive samples. A counter that went
+// backwards was reset (the device was re-created, or a driver cleared it): that interval has
+// no rate (an empty cell / excluded from windows), never a made-up one. Counters narrower than
+// 64 bits (RailSeries::counter_bits) wrap instead: a decrease is read modulo 2^bits.
+//
+// Windows (`RailWindows`), per fault, clipped to [baseline_from_ns, window_end_ns]:
+//   before: baseline_from_ns (the run start + the warm-up) -> the first applied fault;
+//   during: the fault applied -> reverted (or the window end);
+//   after:  reverted + after_delay_ns (1 s) -> the next fault applied after this one, or the
+//           window end.
+// A window's rate is the bytes of the sample intervals lying entirely inside it over their
+// summed duration; an interval straddling an edge is left out. A window with no such interval
+// (fewer than two samples inside) is null. `gbps` = max(tx, rx): the busier direction, which
+// is comparable with the rail's capacity (a full-duplex port carries rail_gbps each way);
+// tx_gbps and rx_gbps are reported beside it.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runner/core/history.h"
+
+namespace faultline::runner {
+
+// One rail port: host h's port on rail r, or with per-rank NICs local rank l's.
+struct RailPort {
+  int host = 0;
+  int rail = 0;
+  std::optional<int> rank;  // set with per-rank NICs
+  bool rdma = false;        // an RDMA device backs the port: RDMA counters are recorded too
+  // Column prefix: "h<h>_r<r>" or "h<h>_n<l>_r<r>".
+  std::string Prefix() const;
+};
+
+// Byte counters of one port at one sample; `valid` false when the read failed.
+struct RailCounters {
+  uint64_t tx_bytes = 0;
+  uint64_t rx_bytes = 0;
+  bool valid = false;
+};
+
+// Samples in time order; counters of sample i and port p at [i * ports.size() + p].
+struct RailSeries {
+  std::vector<RailPort> ports;
+  std::vector<int64_t> t_ns;       // CLOCK_MONOTONIC sample times
+  std::vector<RailCounters> net;   // interface counters (rtnetlink stats64)
+  std::vector<RailCounters> rdma;  // RDMA port counters in bytes; empty when no port has one
+  int counter_bits = 64;           // width of the counters (wrap modulo 2^bits below 64)
+
+  size_t samples() const { return t_ns.size(); }
+  const RailCounters& Net(size_t i, size_t p) const { return net[i * ports.size() + p]; }
+  const RailCounters* Rdma(size_t i, size_t p) const {
+    return rdma.empty() ? nullptr : &rdma[i * ports.size() + p];
+  }
+};
+
+// The increase of a counter from `prev` to `cur` of width `bits` (1..64): nullopt when it went
+// backwards on a 64-bit counter (a reset).
+std::optional<uint64_t> CounterDelta(uint64_t prev, uint64_t cur, int bits);
+
+// tx and rx Gbit/s of port p over the interval ending at sample i (i >= 1); nullopt when
+// either sample is invalid, the time did not advance, or a counter was reset.
+struct RailRate {
+  double tx_gbps = 0;
+  double rx_gbps = 0;
+};
+std::optional<RailRate> RateAt(const RailSeries& s, const std::vector<RailCounters>& counters,
+                               size_t i, size_t p);
+
+// rails.csv: header `t_s` then per port `<prefix>_tx_gbps,<prefix>_rx_gbps` (and
+// `<prefix>_rdma_tx_gbps,<prefix>_rdma_rx_gbps` for ports with `rdma`); one row per sample
+// after the first, t_s = (t_ns - t0_ns) / 1e9 at the interval's end; an empty cell where the
+// interval has no rate.
+std::string RailsCsv(const RailSeries& s, int64_t t0_ns);
+
+struct RailWindowOptions {
+  int64_t baseline_from_ns = 0;  // run start + warm-up
+  int64_t window_end_ns = 0;     // WindowEndNs(history)
+  int64_t after_delay_ns = 1'000'000'000;
+};
+
+struct RailWindowRate {
+  std::optional<double> tx_gbps;
+  std::optional<double> rx_gbps;
+  std::optional<double> gbps() const;  // max(tx, rx); nullopt when either is
+};
+
+struct RailWindow {
+  RailPort port;
+  RailWindowRate before, during, after;
+  // {host, rail, (rank), before_gbps, during_gbps, after_gbps, before_tx_gbps, ...}; null
+  // where a window has no rate.
+  nlohmann::json ToJson() const;
+};
+
+struct FaultRails {
+  std::string fault_id;
+  std::vector<RailWindow> rails;  // in the order of s.ports
+};
+
+// One entry per fault of `faults`, in order. A fault never applied has null during and after
+// windows. Uses the interface counters (RDMA counters are in rails.csv only).
+std::vector<FaultRails> RailWindows(const RailSeries& s, const std::vector<FaultRecord>& faults,
+                                    const RailWindowOptions& options);
+
+}  // namespace faultline::runner
