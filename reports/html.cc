@@ -90,7 +90,9 @@ std::string Throughput(const RunData& run) {
          "<span><i class=\"swatch\" style=\"background:#666\"></i>baseline (dashed)</span>"
          "<span><i class=\"swatch\" style=\"background:#f29d38;opacity:.5\"></i>fault applied &#8594; reverted</span>"
          "<span><i class=\"swatch\" style=\"background:#1f6fd1\"></i>D detection</span>"
-         "<span><i class=\"swatch\" style=\"background:#8e3fc0\"></i>F failover</span>"
+         "<span><i class=\"swatch\" style=\"background:#d17a00\"></i>P first path</span>"
+         "<span><i class=\"swatch\" style=\"background:#8e3fc0\"></i>F failover (full "
+         "convergence)</span>"
          "<span><i class=\"swatch\" style=\"background:#1b8a3a\"></i>R recovery</span></div>";
   size_t not_applied = 0;
   for (const auto& f : run.report.at("faults")) {

@@ -89,7 +89,8 @@ struct Scale {
   double X(double t) const { return px0 + (t - x0) / (x1 - x0) * (px1 - px0); }
 };
 
-double TimeEnd(const RunData& run, const std::vector<Band>& bands, const std::vector<Marker>& markers) {
+double TimeEnd(const RunData& run, const std::vector<Band>& bands,
+               const std::vector<Marker>& markers) {
   double end = 0;
   for (const auto& p : run.series) end = std::max(end, p.end_s);
   for (const auto& b : bands) end = std::max(end, b.to.value_or(b.from));
@@ -119,8 +120,21 @@ std::string TimeAxis(const Scale& s, double y_top, double y_bottom) {
 
 const char* MarkerColor(const std::string& kind) {
   if (kind == "detection") return "#1f6fd1";
+  if (kind == "first-path") return "#d17a00";
   if (kind == "failover") return "#8e3fc0";
   return "#1b8a3a";
+}
+
+// The marker's letter and its row above the axis: D detection, P first path, F failover
+// (full convergence), R recovery.
+char MarkerLetter(const std::string& kind) {
+  return kind == "first-path" ? 'P' : static_cast<char>(std::toupper(kind[0]));
+}
+int MarkerRow(const std::string& kind) {
+  if (kind == "first-path") return 1;
+  if (kind == "failover") return 2;
+  if (kind == "recovery") return 3;
+  return 0;
 }
 
 }  // namespace
@@ -131,7 +145,8 @@ std::string BusbwPlotSvg(const RunData& run) {
   constexpr double kHeight = 360, kTop = 28, kBottom = 44;
   Scale s;
   s.x1 = TimeEnd(run, bands, markers);
-  const auto baseline = NumberOf(run.report.at("metrics").value("baseline_busbw_gbps", nlohmann::json()));
+  const auto baseline =
+      NumberOf(run.report.at("metrics").value("baseline_busbw_gbps", nlohmann::json()));
   double ymax = baseline.value_or(0);
   for (const auto& p : run.series) ymax = std::max(ymax, p.busbw_gbps);
   ymax = ymax <= 0 ? 1 : ymax * 1.12;
@@ -140,9 +155,11 @@ std::string BusbwPlotSvg(const RunData& run) {
 
   std::string out = "<svg id=\"busbw-plot\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " +
                     N(kWidth) + " " + N(kHeight) + "\" width=\"" + N(kWidth) + "\" height=\"" +
-                    N(kHeight) + "\" role=\"img\" aria-label=\"bus bandwidth over time\" "
+                    N(kHeight) +
+                    "\" role=\"img\" aria-label=\"bus bandwidth over time\" "
                     "font-family=\"sans-serif\" font-size=\"11\">";
-  out += "<rect x=\"0\" y=\"0\" width=\"" + N(kWidth) + "\" height=\"" + N(kHeight) + "\" fill=\"#fff\"/>";
+  out += "<rect x=\"0\" y=\"0\" width=\"" + N(kWidth) + "\" height=\"" + N(kHeight) +
+         "\" fill=\"#fff\"/>";
   // y axis and grid
   out += "<g class=\"y-axis\">";
   const double ystep = TickStep(ymax, 6);
@@ -152,8 +169,8 @@ std::string BusbwPlotSvg(const RunData& run) {
     out += "<text x=\"" + N(s.px0 - 6) + "\" y=\"" + N(Y(v) + 4) + "\" text-anchor=\"end\">" +
            FormatNumber(v, 3) + "</text>";
   }
-  out += "<line x1=\"" + N(s.px0) + "\" y1=\"" + N(py1) + "\" x2=\"" + N(s.px0) + "\" y2=\"" + N(py0) +
-         "\" stroke=\"#444\"/>";
+  out += "<line x1=\"" + N(s.px0) + "\" y1=\"" + N(py1) + "\" x2=\"" + N(s.px0) + "\" y2=\"" +
+         N(py0) + "\" stroke=\"#444\"/>";
   out += "<text transform=\"translate(16," + N((py0 + py1) / 2) +
          ") rotate(-90)\" text-anchor=\"middle\">busbw (Gbit/s)</text></g>";
   out += TimeAxis(s, py1, py0);
@@ -163,7 +180,8 @@ std::string BusbwPlotSvg(const RunData& run) {
     const double x1 = s.X(b.to.value_or(s.x1));
     out += "<rect class=\"fault-band\" data-fault=\"" + XmlEscape(b.id) + "\" x=\"" + N(x0) +
            "\" y=\"" + N(py1) + "\" width=\"" + N(std::max(x1 - x0, 1.5)) + "\" height=\"" +
-           N(py0 - py1) + "\" fill=\"#f29d38\" fill-opacity=\"0.28\" stroke=\"#e07b00\" "
+           N(py0 - py1) +
+           "\" fill=\"#f29d38\" fill-opacity=\"0.28\" stroke=\"#e07b00\" "
            "stroke-opacity=\"0.6\"><title>" +
            XmlText(b.id + ": " + b.type + " " + b.target + ", applied " + FormatNumber(b.from) +
                    " s, " + (b.to ? "reverted " + FormatNumber(*b.to) + " s" : "not reverted")) +
@@ -180,8 +198,9 @@ std::string BusbwPlotSvg(const RunData& run) {
   }
   // busbw step line
   if (run.series.empty()) {
-    out += "<text class=\"no-data\" x=\"" + N((s.px0 + s.px1) / 2) + "\" y=\"" + N((py0 + py1) / 2) +
-           "\" text-anchor=\"middle\" font-size=\"14\" fill=\"#a00\">no completed collective</text>";
+    out +=
+        "<text class=\"no-data\" x=\"" + N((s.px0 + s.px1) / 2) + "\" y=\"" + N((py0 + py1) / 2) +
+        "\" text-anchor=\"middle\" font-size=\"14\" fill=\"#a00\">no completed collective</text>";
   } else {
     std::string pts;
     for (const auto& p : run.series) {
@@ -189,8 +208,10 @@ std::string BusbwPlotSvg(const RunData& run) {
              N(Y(p.busbw_gbps)) + " ";
     }
     pts.pop_back();
-    out += "<polyline class=\"busbw\" fill=\"none\" stroke=\"#1a4f8b\" stroke-width=\"1.5\" points=\"" +
-           pts + "\"/>";
+    out +=
+        "<polyline class=\"busbw\" fill=\"none\" stroke=\"#1a4f8b\" stroke-width=\"1.5\" "
+        "points=\"" +
+        pts + "\"/>";
   }
   // measured instants
   for (const auto& m : markers) {
@@ -198,12 +219,13 @@ std::string BusbwPlotSvg(const RunData& run) {
     out += "<line class=\"marker marker-" + m.kind + "\" data-fault=\"" + XmlEscape(m.fault) +
            "\" x1=\"" + N(x) + "\" y1=\"" + N(py1) + "\" x2=\"" + N(x) + "\" y2=\"" + N(py0) +
            "\" stroke=\"" + MarkerColor(m.kind) + "\" stroke-width=\"1.5\" stroke-dasharray=\"" +
-           (m.kind == "detection" ? "2 2" : m.kind == "failover" ? "5 2" : "8 3") + "\"><title>" +
-           XmlText(m.fault + " " + m.kind + " after " + FormatNumber(m.ms) + " ms") +
+           (m.kind == "detection"  ? "2 2"
+            : m.kind == "failover" ? "5 2"
+                                   : "8 3") +
+           "\"><title>" + XmlText(m.fault + " " + m.kind + " after " + FormatNumber(m.ms) + " ms") +
            "</title></line>";
-    out += "<text x=\"" + N(x + 2) + "\" y=\"" + N(py0 - 4 - 12 * (m.kind == "failover") -
-                                                      24 * (m.kind == "recovery")) +
-           "\" fill=\"" + MarkerColor(m.kind) + "\">" + std::string(1, static_cast<char>(std::toupper(m.kind[0]))) +
+    out += "<text x=\"" + N(x + 2) + "\" y=\"" + N(py0 - 4 - 12 * MarkerRow(m.kind)) +
+           "\" fill=\"" + MarkerColor(m.kind) + "\">" + std::string(1, MarkerLetter(m.kind)) +
            "</text>";
   }
   out += "</svg>";
@@ -214,8 +236,8 @@ int RailCount(const RunData& run) {
   const nlohmann::json& env = run.report.value("environment", nlohmann::json::object());
   if (env.is_object() && env.contains("topology") && env["topology"].is_object()) {
     const auto& hosts = env["topology"].value("hosts", nlohmann::json());
-    if (hosts.is_array() && !hosts.empty() && hosts[0].is_object() &&
-        hosts[0].contains("rails") && hosts[0]["rails"].is_array()) {
+    if (hosts.is_array() && !hosts.empty() && hosts[0].is_object() && hosts[0].contains("rails") &&
+        hosts[0]["rails"].is_array()) {
       return static_cast<int>(hosts[0]["rails"].size());
     }
   }
@@ -237,9 +259,11 @@ std::string RailPlotSvg(const RunData& run) {
   s.x1 = TimeEnd(run, bands, markers);
   std::string out = "<svg id=\"rail-plot\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " +
                     N(kWidth) + " " + N(height) + "\" width=\"" + N(kWidth) + "\" height=\"" +
-                    N(height) + "\" role=\"img\" aria-label=\"rail path state over time\" "
+                    N(height) +
+                    "\" role=\"img\" aria-label=\"rail path state over time\" "
                     "font-family=\"sans-serif\" font-size=\"11\">";
-  out += "<rect x=\"0\" y=\"0\" width=\"" + N(kWidth) + "\" height=\"" + N(height) + "\" fill=\"#fff\"/>";
+  out += "<rect x=\"0\" y=\"0\" width=\"" + N(kWidth) + "\" height=\"" + N(height) +
+         "\" fill=\"#fff\"/>";
   out += TimeAxis(s, kTop, kTop + kLane * rails);
   for (int r = 0; r < rails; ++r) {
     const double y = kTop + kLane * r;
@@ -349,9 +373,10 @@ std::string RailThroughputSvg(const RunData& run, int host) {
   const double py0 = kHeight - kBottom, py1 = kTop;
   auto Y = [&](double v) { return py0 - v / ymax * (py0 - py1); };
   const std::string hs = std::to_string(host);
-  std::string out = "<svg id=\"rail-throughput-h" + hs + "\" class=\"rail-throughput\" data-host=\"" +
-                    hs + "\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " + N(kWidth) +
-                    " " + N(kHeight) + "\" width=\"" + N(kWidth) + "\" height=\"" + N(kHeight) +
+  std::string out = "<svg id=\"rail-throughput-h" + hs +
+                    "\" class=\"rail-throughput\" data-host=\"" + hs +
+                    "\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " + N(kWidth) + " " +
+                    N(kHeight) + "\" width=\"" + N(kWidth) + "\" height=\"" + N(kHeight) +
                     "\" role=\"img\" aria-label=\"host " + hs +
                     " rail throughput over time\" font-family=\"sans-serif\" font-size=\"11\">";
   out += "<rect x=\"0\" y=\"0\" width=\"" + N(kWidth) + "\" height=\"" + N(kHeight) +
@@ -394,13 +419,36 @@ std::string RailThroughputSvg(const RunData& run, int host) {
              XmlText(key + (c.tx ? " tx" : " rx")) + "</title></polyline>";
       pts.clear();
     };
-    for (size_t i = 0; i < c.values.size() && i < rails.t_s.size(); ++i) {
-      if (!c.values[i]) {
-        flush();
-        continue;
+    // Drawn as 100 ms averages: the 20 ms samples of a striping library alternate between
+    // rails burst by burst, which hides one rail under the other; rails.csv keeps them all.
+    // A bin without a valid sample breaks the line.
+    constexpr double kBinS = 0.1;
+    int64_t bin = INT64_MIN;
+    double sum = 0;
+    int n = 0;
+    bool gap = false;
+    auto emit = [&] {
+      if (bin == INT64_MIN) return;
+      if (n == 0 || gap) flush();
+      if (n > 0) {
+        pts += N(s.X((static_cast<double>(bin) + 0.5) * kBinS)) + "," + N(Y(sum / n)) + " ";
       }
-      pts += N(s.X(rails.t_s[i])) + "," + N(Y(*c.values[i])) + " ";
+    };
+    for (size_t i = 0; i < c.values.size() && i < rails.t_s.size(); ++i) {
+      const int64_t b = static_cast<int64_t>(std::floor(rails.t_s[i] / kBinS));
+      if (b != bin) {
+        emit();
+        gap = bin != INT64_MIN && b != bin + 1;
+        bin = b;
+        sum = 0;
+        n = 0;
+      }
+      if (c.values[i]) {
+        sum += *c.values[i];
+        ++n;
+      }
     }
+    emit();
     flush();
   }
   // Legend: one entry per port.

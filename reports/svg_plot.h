@@ -34,7 +34,8 @@ std::vector<int> RailHosts(const RunData& run);
 
 // The rail ports of `host` over time from rails.csv (<svg id="rail-throughput-h<host>"
 // class="rail-throughput">): per column a <polyline class="rail-rate" data-column="NAME">
-// (tx solid, rx dashed, one colour per rail or rank/rail port; broken where a cell is empty),
+// (tx solid, rx dashed, one colour per rail or rank/rail port; drawn as 100 ms averages of
+// the samples, broken where a 100 ms bin has no valid cell),
 // and every applied fault as a shaded <rect class="fault-band">, darker when it targets this
 // host. REQUIRES: run.rails.
 std::string RailThroughputSvg(const RunData& run, int host);

@@ -282,8 +282,8 @@ int64_t WindowEndNs(const History& h) {
   return end > 0 ? end : h.run_end_ns;
 }
 
-bool FlowCrosses(const FaultRecord& f, const MetricsOptions::FaultModel* model,
-                 const Topology& t, int rank, int peer, int path) {
+bool FlowCrosses(const FaultRecord& f, const MetricsOptions::FaultModel* model, const Topology& t,
+                 int rank, int peer, int path) {
   if (rank == peer || rank < 0 || peer < 0) return false;
   const faults::FaultDescriptor& kind = faults::DescriptorOf(f.kind);
   const int rph = std::max(1, t.ranks_per_host);
@@ -310,8 +310,8 @@ namespace {
 
 // Whether rank g sits behind the fault's target: the rank of a rank fault (and the peer of a
 // connection fault), the owner of a per-rank port, or a rank on the host of a rail fault.
-bool RankOnTarget(const FaultRecord& f, const MetricsOptions::FaultModel* model,
-                  const Topology& t, int g) {
+bool RankOnTarget(const FaultRecord& f, const MetricsOptions::FaultModel* model, const Topology& t,
+                  int g) {
   const faults::FaultDescriptor& kind = faults::DescriptorOf(f.kind);
   if (kind.rank_target()) {
     const std::optional<int> r = f.target.GlobalRank(t);
@@ -350,9 +350,9 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
     const int64_t from = by_end[k - 1].end_ns;
     const int64_t to = by_end[k].end_ns;
     if (to <= from) continue;
-    cycles.push_back({by_end[k].index, from, to,
-                      static_cast<double>(by_end[k].bytes) * 8.0 /
-                          static_cast<double>(to - from) * factor});
+    cycles.push_back(
+        {by_end[k].index, from, to,
+         static_cast<double>(by_end[k].bytes) * 8.0 / static_cast<double>(to - from) * factor});
   }
 
   std::optional<int64_t> first_fault;

@@ -177,7 +177,7 @@ struct RunMetrics {
   std::string outcome_reason;  // one line saying why
   // Distinct collectives with a wrong output on any rank; absent when results are not checked.
   std::optional<int64_t> wrong_results;
-  int64_t completed_ops = 0;   // complete collectives, warm-up included
+  int64_t completed_ops = 0;  // complete collectives, warm-up included
 };
 
 // A complete collective, for plots and tests.

@@ -63,7 +63,8 @@ nlohmann::json BuildReportJson(const ReportInputs& in) {
     nlohmann::json j = {{"id", fm.id}};
     j.update(fm.values.ToJson());
     j["progress_ms"] = fm.progress_ms ? nlohmann::json(*fm.progress_ms) : nlohmann::json(nullptr);
-    j["convergence"] = fm.convergence.empty() ? nlohmann::json(nullptr) : nlohmann::json(fm.convergence);
+    j["convergence"] =
+        fm.convergence.empty() ? nlohmann::json(nullptr) : nlohmann::json(fm.convergence);
     j["never_converged"] = fm.never_converged;
     nlohmann::json flows = nlohmann::json::array();
     for (const Flow& fl : fm.flows) {
@@ -100,7 +101,7 @@ nlohmann::json BuildReportJson(const ReportInputs& in) {
       {"correctness",
        {{"checked", s.workload.check},
         {"wrong", s.workload.check && m.wrong_results ? nlohmann::json(*m.wrong_results)
-                                                       : nlohmann::json(nullptr)}}},
+                                                      : nlohmann::json(nullptr)}}},
       {"faults", std::move(faults)},
       {"window",
        {{"start_s", 0.0},

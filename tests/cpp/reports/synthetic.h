@@ -29,7 +29,7 @@ RunData Run(const nlohmann::json& report);
 
 // rails.csv of Run(): hosts 0 and 1 x rails 0 and 1 sampled every 20 ms from -0.1 s to 8 s;
 // rail 0 carries 0.8 Gbit/s each way, except on host 1 during f1 (2.0..3.0 s: 0); rail 1
-// carries 0; host 0 rail 0's tx cell at 4.0 s is empty (no rate).
+// carries 0; host 0 rail 0's tx cells over [3.98, 4.10] s are empty (no rate).
 std::string RailsCsv();
 
 // per_fault[].rails for Report()'s f1, as faultline run writes it.
