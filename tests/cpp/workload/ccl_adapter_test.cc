@@ -143,7 +143,9 @@ int RankBody(const std::string& ccl, int rank, const std::string& bootstrap, int
 class CclAdapterGroupTest : public ::testing::TestWithParam<std::tuple<std::string, bool>> {};
 
 TEST_P(CclAdapterGroupTest, TwoRanksRunCheckedCollectives) {
-  const auto& [ccl, abort] = GetParam();
+  // Plain copies: a lambda may not capture structured bindings before C++20's P1091 (clang 14).
+  const std::string ccl = std::get<0>(GetParam());
+  const bool abort = std::get<1>(GetParam());
   if (!CreateCclAdapter(ccl).ok()) GTEST_SKIP() << ccl << " is not built here";
   char tmpl[] = "/tmp/faultline_adapter_test_XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
