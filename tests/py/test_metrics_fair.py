@@ -7,17 +7,7 @@ import textwrap
 
 import pytest
 
-from test_run import Env, check_report_shape, namespaces_possible, netns_names, position_of  # noqa: F401
-
-
-@pytest.fixture
-def fl(tmp_path, namespaces_possible, request):  # noqa: F811
-    e = Env(tmp_path)
-    try:
-        yield e
-    finally:
-        rep = getattr(request.node, "rep_call", None)
-        e.safety_cleanup(failed=rep is not None and rep.failed)
+from test_run import check_report_shape, fl, namespaces_possible, netns_names, position_of  # noqa: F401,E501 (fixtures)
 
 
 def write(tmp_path, name, text):
