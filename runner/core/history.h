@@ -80,7 +80,9 @@ struct RankEnd {
   bool watchdog = false;
 };
 
-// One stop agreement of one rank (WorkerSync): a 1-element allreduce between collectives.
+// One stop agreement of one rank: the 1-element allreduce (through the library under test)
+// with which the ranks of a duration-bound loop agree to stop, between two collectives; timed,
+// so that the report shows what it cost.
 struct SyncRecord {
   int rank = 0;
   int64_t after_index = 0;

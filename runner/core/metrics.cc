@@ -33,17 +33,6 @@ const MetricsOptions::FaultModel* FindModel(const MetricsOptions& o, const std::
   return nullptr;
 }
 
-// Time of the first event of `kind` at or after `from` that `match` accepts.
-template <typename Match>
-std::optional<int64_t> FirstEvent(const History& h, EventKind kind, int64_t from, Match match) {
-  std::optional<int64_t> best;
-  for (const CclEvent& e : h.events) {
-    if (e.kind != kind || e.time_ns < from || !match(e)) continue;
-    if (!best || e.time_ns < *best) best = e.time_ns;
-  }
-  return best;
-}
-
 Outcome ClassifyOutcome(const History& h, const MetricsOptions& o, std::string* reason) {
   if (h.watchdog_fired) {
     *reason = "the watchdog fired: the run did not finish in time";
@@ -334,6 +323,7 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
       measured.push_back(op);
     }
   }
+  if (!measured.empty()) rm.measured_from_ns = measured.front().start_ns;
   const double factor = BusBwFactor(h.op, h.world_size);
 
   // Cycles: each complete collective owns the time since the previous one's end.

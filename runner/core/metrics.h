@@ -178,6 +178,9 @@ struct RunMetrics {
   // Distinct collectives with a wrong output on any rank; absent when results are not checked.
   std::optional<int64_t> wrong_results;
   int64_t completed_ops = 0;  // complete collectives, warm-up included
+  // The first measured collective's start: where the baseline window begins; absent when no
+  // collective was measured.
+  std::optional<int64_t> measured_from_ns;
 };
 
 // A complete collective, for plots and tests.

@@ -146,7 +146,7 @@ std::string WorkerHeaderLine(const WorkerHeader& h) {
   return Line(j);
 }
 
-std::string WorkerSyncLine(const WorkerSync& s) {
+std::string WorkerSyncLine(const SyncRecord& s) {
   json j;
   j["type"] = "sync";
   j["after_index"] = s.after_index;

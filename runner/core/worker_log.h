@@ -75,21 +75,12 @@ struct WorkerEnd {
   bool watchdog = false;  // the worker's watchdog ended the process: a call never returned
 };
 
-// One stop agreement of a duration-bound loop (a 1-element allreduce through the library
-// under test, between two collectives): timed, so that the metrics can show where it went.
-struct WorkerSync {
-  int64_t after_index = 0;  // the collective it follows
-  int64_t start_ns = 0;
-  int64_t end_ns = 0;
-  bool ok = true;
-};
-
 // One line each, with the trailing newline.
 std::string WorkerHeaderLine(const WorkerHeader& h);
 std::string WorkerOpLine(const WorkerOp& op);
 std::string WorkerEventLine(const CclEvent& e);
 std::string WorkerEndLine(const WorkerEnd& end);
-std::string WorkerSyncLine(const WorkerSync& sync);
+std::string WorkerSyncLine(const SyncRecord& sync);  // rank is the header's
 
 // One rank's log as the runner's history types.
 struct WorkerLog {

@@ -594,13 +594,7 @@ int Run::Finish() {
       files.rails = "rails.csv";
       RailWindowOptions ro;
       // The baseline window starts where the metrics' does: the first measured collective.
-      ro.baseline_from_ns = t0_ + sc_.workload.warmup_ns;
-      for (const CompletedOp& op : CompleteOps(h)) {
-        if (op.index >= sc_.workload.warmup_iters && op.start_ns >= ro.baseline_from_ns) {
-          ro.baseline_from_ns = op.start_ns;
-          break;
-        }
-      }
+      ro.baseline_from_ns = m.measured_from_ns.value_or(t0_ + sc_.workload.warmup_ns);
       ro.window_end_ns = WindowEndNs(h);
       fault_rails = RailWindows(rs, h.faults, ro);
     } else {

@@ -119,14 +119,15 @@ Status DisableMcastSnooping(NlSock& sock, const std::string& bridge) {
   return Status::Ok();
 }
 
-// A veth from the switch namespace (`sw_dev`, enslaved to `bridge`) to the host namespace
-// (`host_dev` with `cidr`), both ends up, shaped on both ends when `rate_bps` > 0. With
-// `ipv6_off` (rails; `netns` names the two namespaces), IPv6 is off on both ends before they
-// come up.
+// The namespaces of a wire's two ends, for settings made inside them.
 struct WireNetns {
   const std::string* sw = nullptr;
   const std::string* host = nullptr;
 };
+
+// A veth from the switch namespace (`sw_dev`, enslaved to `bridge`) to the host namespace
+// (`host_dev` with `cidr`), both ends up, shaped on both ends when `rate_bps` > 0. With
+// `ipv6_off` set (rails), IPv6 is off on both ends before they come up.
 Status Wire(NlSock& sw, NlSock& host, int host_netns_fd, const std::string& sw_dev,
             const std::string& host_dev, const std::string& bridge, const std::string& cidr,
             uint64_t rate_bps, const WireNetns& ipv6_off = {}) {

@@ -389,7 +389,8 @@ class Worker final {
     a.count = 1;
     a.dtype = workload::DType::kI32;
     a.redop = workload::RedOp::kMax;
-    WorkerSync sync;
+    SyncRecord sync;
+    sync.rank = o_.rank;
     sync.after_index = next_index_ - 1;
     sync.start_ns = NowNs();
     const Status st = Guarded("stop agreement", o_.timeout, std::nullopt,

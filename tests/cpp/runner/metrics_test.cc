@@ -267,6 +267,7 @@ TEST(Metrics, WarmupByCountExcludesTheFirstCollectives) {
   MetricsOptions o = Opts();
   o.warmup_iters = 6;
   EXPECT_DOUBLE_EQ(*ComputeMetrics(b.h(), o).overall.baseline_busbw_gbps, 0.8);
+  EXPECT_EQ(*ComputeMetrics(b.h(), o).measured_from_ns, 240 * kMs);  // the baseline's start
   o.warmup_iters = 5;  // 0.2 and four 0.8: odd count, median 0.8
   EXPECT_DOUBLE_EQ(*ComputeMetrics(b.h(), o).overall.baseline_busbw_gbps, 0.8);
   o.warmup_iters = 4;  // 0.2, 0.2, 0.8 x 4: even count, median (0.8 + 0.8) / 2

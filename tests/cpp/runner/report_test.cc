@@ -196,6 +196,10 @@ TEST(Report, KeysAndValuesOfV2) {
   // Unchecked results report no count rather than zero.
   s.workload.check = false;
   EXPECT_TRUE(BuildReportJson(in)["correctness"]["wrong"].is_null());
+  // The timed stop agreements: how many, median, longest, failed.
+  h.syncs = {{0, 5, 0, 2 * kMs, true}, {1, 5, 0, 6 * kMs, true}, {0, 6, 0, 3 * kMs, false}};
+  const nlohmann::json sa = BuildReportJson(in)["window"]["stop_agreements"];
+  EXPECT_EQ(sa, (nlohmann::json{{"count", 3}, {"median_ms", 3.0}, {"max_ms", 6.0}, {"failed", 1}}));
 }
 
 // A fault whose time never came because every rank had ended: no harness failure when the ranks

@@ -30,6 +30,8 @@ WorkerHeader SampleHeader() {
   h.iters = 2;
   h.timeout_ms = 5000;
   h.seed = 7;
+  h.rails_used = std::vector<int>{0};
+  h.ccl_version = "0.1.0";
   return h;
 }
 
@@ -60,9 +62,14 @@ std::string SampleLog() {
   end.message = "collective 2: PEER_LOST";
   end.t_ns = 410;
   end.first_error_ns = 400;
+  end.watchdog = true;
+  SyncRecord sync;
+  sync.after_index = 1;
+  sync.start_ns = 205;
+  sync.end_ns = 230;
   return WorkerHeaderLine(SampleHeader()) + WorkerOpLine(Op(0, 100, 150, 0)) +
-         WorkerOpLine(Op(1, 160, 200, 3)) + WorkerEventLine(e) + WorkerOpLine(failed) +
-         WorkerEndLine(end);
+         WorkerOpLine(Op(1, 160, 200, 3)) + WorkerSyncLine(sync) + WorkerEventLine(e) +
+         WorkerOpLine(failed) + WorkerEndLine(end);
 }
 
 TEST(WorkerLogTest, EveryLineTypeRoundTrips) {
@@ -80,6 +87,14 @@ TEST(WorkerLogTest, EveryLineTypeRoundTrips) {
   EXPECT_EQ(h.iters, 2);
   EXPECT_FALSE(h.duration_ns.has_value());
   EXPECT_EQ(h.seed, 7u);
+  EXPECT_EQ(h.rails_used, std::vector<int>{0});
+  EXPECT_EQ(h.ccl_version, "0.1.0");
+  ASSERT_EQ(log->syncs.size(), 1u);
+  EXPECT_EQ(log->syncs[0].rank, 2);
+  EXPECT_EQ(log->syncs[0].after_index, 1);
+  EXPECT_EQ(log->syncs[0].start_ns, 205);
+  EXPECT_EQ(log->syncs[0].end_ns, 230);
+  EXPECT_TRUE(log->syncs[0].ok);
   ASSERT_EQ(log->ops.size(), 3u);
   EXPECT_EQ(log->ops[0].rank, 2);
   EXPECT_EQ(log->ops[1].index, 1);
@@ -104,6 +119,7 @@ TEST(WorkerLogTest, EveryLineTypeRoundTrips) {
   EXPECT_EQ(log->end->exit, RankExit::kError);
   EXPECT_EQ(log->end->end_ns, 410);
   EXPECT_EQ(log->end->first_error_ns, 400);
+  EXPECT_TRUE(log->end->watchdog);
   EXPECT_EQ(log->end_message, "collective 2: PEER_LOST");
   EXPECT_FALSE(log->truncated);
 }
