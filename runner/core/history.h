@@ -91,6 +91,14 @@ struct SyncRecord {
   bool ok = true;
 };
 
+// What a training workload (workload kind torch_ddp) reported at its end: the SHA-256 of its
+// final parameters and its last step's loss.
+struct TrainResult {
+  int rank = 0;
+  std::string param_sha256;  // 64 lowercase hex digits
+  double loss = 0;
+};
+
 struct History {
   int world_size = 0;
   CollOp op = CollOp::kAllReduce;
@@ -104,6 +112,7 @@ struct History {
   std::vector<OpRecord> ops;
   std::vector<CclEvent> events;
   std::vector<SyncRecord> syncs;
+  std::vector<TrainResult> results;  // training workloads: one per rank that finished
   std::vector<FaultRecord> faults;
   std::vector<RankEnd> ranks;
   bool watchdog_fired = false;

@@ -636,4 +636,43 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
   return rm;
 }
 
+TrainingMetrics ComputeTraining(const History& h, int64_t warmup_iters) {
+  TrainingMetrics t;
+  int64_t first = 0, last = 0;
+  for (const CompletedOp& op : CompleteOps(h)) {
+    if (op.index < warmup_iters) continue;
+    if (t.steps_completed == 0) first = op.start_ns;
+    last = std::max(last, op.end_ns);
+    ++t.steps_completed;
+  }
+  if (t.steps_completed > 0 && last > first) t.steps_per_s = t.steps_completed / ((last - first) / 1e9);
+  double loss_sum = 0;
+  int losses = 0;
+  for (const TrainResult& r : h.results) {
+    ++t.ranks_reported;
+    if (!t.param_sha256) {
+      t.param_sha256 = r.param_sha256;
+    } else if (*t.param_sha256 != r.param_sha256) {
+      t.param_sha256_agree = false;
+    }
+    if (!std::isnan(r.loss)) {
+      loss_sum += r.loss;
+      ++losses;
+    }
+  }
+  if (!t.param_sha256_agree) t.param_sha256.reset();
+  if (losses > 0) t.final_loss = loss_sum / losses;
+  return t;
+}
+
+nlohmann::json TrainingMetrics::ToJson() const {
+  using nlohmann::json;
+  return {{"steps_completed", steps_completed},
+          {"steps_per_s", steps_per_s ? json(*steps_per_s) : json(nullptr)},
+          {"param_sha256", param_sha256 ? json(*param_sha256) : json(nullptr)},
+          {"param_sha256_agree", param_sha256_agree},
+          {"ranks_reported", ranks_reported},
+          {"final_loss", final_loss ? json(*final_loss) : json(nullptr)}};
+}
+
 }  // namespace faultline::runner

@@ -199,4 +199,21 @@ int64_t WindowEndNs(const History& history);
 
 RunMetrics ComputeMetrics(const History& history, const MetricsOptions& options);
 
+// A training workload's own figures (torch_ddp): from its steps (the ops) and the ranks'
+// result lines (History::results).
+struct TrainingMetrics {
+  int64_t steps_completed = 0;  // steps past the warm-up that completed on every rank
+  // Those steps over [the first one's start, the last one's end]; absent with fewer than one.
+  std::optional<double> steps_per_s;
+  int ranks_reported = 0;  // ranks that wrote a result (finished training)
+  // The hash every reporting rank gave; absent when none reported or they differ.
+  std::optional<std::string> param_sha256;
+  bool param_sha256_agree = true;  // false: two ranks ended with different parameters
+  std::optional<double> final_loss;  // mean of the reporting ranks' last-step losses
+  // {"steps_completed", "steps_per_s", "param_sha256", "param_sha256_agree",
+  //  "ranks_reported", "final_loss"}; nulls where absent.
+  nlohmann::json ToJson() const;
+};
+TrainingMetrics ComputeTraining(const History& history, int64_t warmup_iters);
+
 }  // namespace faultline::runner

@@ -120,6 +120,18 @@ nlohmann::json BuildReportJson(const ReportInputs& in) {
         {"rails", OptString(in.files.rails)}}},
   };
   if (!in.rails_note.is_null()) out["rails"] = in.rails_note;
+  if (in.training != nullptr) {
+    out["metrics"].update(in.training->ToJson());
+    nlohmann::json args = nlohmann::json::object();
+    for (const auto& [k, v] : s.workload.script_args) args[k] = v;
+    out["workload"] = {
+        {"kind", WorkloadKindName(s.workload.kind)},
+        {"script", s.workload.script.empty() ? nlohmann::json("faultline_torch.ddp_train")
+                                             : nlohmann::json(s.workload.script)},
+        {"steps", s.workload.iters.value_or(0)},
+        {"warmup", s.workload.warmup_iters},
+        {"args", std::move(args)}};
+  }
   return out;
 }
 

@@ -39,6 +39,9 @@ struct ReportInputs {
   // Optional: per-fault rail-port windows (runner/core/rails.h); each becomes
   // per_fault[i]["rails"] of the fault with the same id. Null: no "rails" key.
   const std::vector<FaultRails>* fault_rails = nullptr;
+  // Optional: a training workload's figures, merged into "metrics" (with a top-level
+  // "workload" object describing the training). Null for a collectives workload.
+  const TrainingMetrics* training = nullptr;
   // Optional: the top-level "rails" object (how the rail ports were sampled, what failed).
   nlohmann::json rails_note;
 };

@@ -3,6 +3,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <set>
@@ -71,6 +73,7 @@ class Parser final : public YamlReader {
  private:
   void ParseTopology(const YAML::Node& n, Scenario* s);
   void ParseWorkload(const YAML::Node& n, Scenario* s);
+  void ParseTorchWorkload(const YAML::Node& n, Scenario* s);
   void ParseFaults(const YAML::Node& n, Scenario* s);
   std::optional<FaultSpec> ParseFault(const YAML::Node& n, const Scenario& s);
   void ParseExpect(const YAML::Node& n, Scenario* s);
@@ -296,7 +299,17 @@ void Parser::ParseTopology(const YAML::Node& n, Scenario* s) {
 
 void Parser::ParseWorkload(const YAML::Node& n, Scenario* s) {
   if (!ExpectMap(n, "workload")) return;
-  CheckKeys(n, {"op", "dtype", "reduce", "root", "bytes", "duration", "iters", "warmup", "check"},
+  if (n["kind"]) {
+    auto v = Choice(n["kind"], "workload.kind", std::vector<std::string>{"collectives", "torch_ddp"});
+    if (!v) return;
+    if (*v == "torch_ddp") {
+      ParseTorchWorkload(n, s);
+      return;
+    }
+  }
+  CheckKeys(n,
+            {"kind", "op", "dtype", "reduce", "root", "bytes", "duration", "iters", "warmup",
+             "check"},
             "workload");
   Workload& w = s->workload;
   std::vector<std::string> op_names;
@@ -378,6 +391,64 @@ void Parser::ParseWorkload(const YAML::Node& n, Scenario* s) {
   }
   if (n["check"]) {
     if (auto v = Bool(n["check"], "workload.check")) w.check = *v;
+  }
+}
+
+void Parser::ParseTorchWorkload(const YAML::Node& n, Scenario* s) {
+  CheckKeys(n, {"kind", "script", "steps", "warmup", "args"}, "workload");
+  Workload& w = s->workload;
+  w.kind = WorkloadKind::kTorchDdp;
+  w.op = CollOp::kAllReduce;
+  w.check = false;
+  if (Required(n, "steps", "workload", "add 'steps: 300'")) {
+    if (auto v = Int(n["steps"], "workload.steps", 1, 100'000'000)) w.iters = *v;
+  }
+  if (n["warmup"]) {
+    if (auto v = Int(n["warmup"], "workload.warmup", 0, 100'000'000)) w.warmup_iters = *v;
+  }
+  if (n["script"]) {
+    const YAML::Node sc = n["script"];
+    if (!sc.IsScalar() || sc.Scalar().empty()) {
+      Error(sc, "workload.script must be a path, got " + Describe(sc));
+    } else {
+      std::filesystem::path p(sc.Scalar());
+      if (p.is_relative() && file_ != "-" && !file_.empty()) {
+        p = std::filesystem::path(file_).parent_path() / p;
+      }
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(p, ec)) {
+        Error(sc, "workload.script " + p.string() + " is not a file",
+              "give a path relative to this scenario's folder, or drop 'script' for the "
+              "reference script");
+      } else {
+        w.script = std::filesystem::absolute(p, ec).lexically_normal().string();
+      }
+    }
+  }
+  if (n["args"]) {
+    const YAML::Node a = n["args"];
+    if (!a.IsMap()) {
+      Error(a, "workload.args must be a mapping of the script's options, got " + Describe(a),
+            "write 'args: {hidden: 512}'");
+    } else {
+      for (const auto& kv : a) {
+        const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "";
+        const bool name_ok =
+            !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
+              return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+            });
+        if (!name_ok) {
+          Error(kv.first, "workload.args keys must be option names (letters, digits, - and _)");
+        } else if (!kv.second.IsScalar()) {
+          Error(kv.second, "workload.args." + key + " must be a scalar, got " +
+                               Describe(kv.second));
+        } else {
+          std::string opt = key;
+          std::replace(opt.begin(), opt.end(), '_', '-');
+          w.script_args.emplace_back(opt, kv.second.Scalar());
+        }
+      }
+    }
   }
 }
 
@@ -651,6 +722,10 @@ std::string Diagnostic::ToString() const {
       file + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.column) + ": " + message;
   if (!hint.empty()) out += " (" + hint + ")";
   return out;
+}
+
+const char* WorkloadKindName(WorkloadKind k) {
+  return k == WorkloadKind::kTorchDdp ? "torch_ddp" : "collectives";
 }
 
 const char* CclNameString(CclName c) {

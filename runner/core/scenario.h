@@ -74,7 +74,14 @@ const char* CollOpName(CollOp op);  // "allreduce", ... (the ftccl spelling)
 // busbw / algbw for `op` over `world` ranks: workload::BusBwFactorOf, the one copy of the rule.
 double BusBwFactor(CollOp op, int world);
 
+// What the ranks run: faultline-worker's loop of one collective ("collectives"), or a
+// PyTorch DistributedDataParallel training script over the scenario's CCL ("torch_ddp",
+// integrations/torch), whose training steps are the ops the metrics see.
+enum class WorkloadKind { kCollectives, kTorchDdp };
+const char* WorkloadKindName(WorkloadKind k);  // "collectives", "torch_ddp"
+
 struct Workload {
+  WorkloadKind kind = WorkloadKind::kCollectives;
   CollOp op = CollOp::kAllReduce;
   std::string dtype = "f32";           // f32 f64 f16 bf16 i32 i64 u8
   std::string reduce = "sum";          // sum prod min max avg (reducing ops only)
@@ -85,6 +92,13 @@ struct Workload {
   int64_t warmup_ns = 0;     // warm-up given as a duration ...
   int64_t warmup_iters = 0;  // ... or as a number of collectives
   bool check = true;         // verify every result against the known answer
+  // torch_ddp: `steps` is iters and `warmup` warmup_iters; op is allreduce (the gradients'),
+  // check is off (the parameters' hash is the check). The script: a path (relative ones
+  // resolved against the scenario file's folder), or empty for the reference script
+  // (python3 -m faultline_torch.ddp_train). Its own options (workload.args), in file order,
+  // are passed as --key value.
+  std::string script;
+  std::vector<std::pair<std::string, std::string>> script_args;
 };
 
 // A fault kind is named by its registry name ("link_down", ...); everything the runner knows
@@ -198,7 +212,7 @@ struct Scenario {
 // injector/FAULT_HOOK.md, for conn_corrupt and qp_error) and "verbs" (ftccl's verbs
 // transport, for qp_error). A fault implies what its kind's descriptor names
 // (FaultDescriptor::requires_features; requirements.h).
-inline constexpr const char* kKnownRequirements[] = {"sch_netem", "fault_hook", "verbs"};
+inline constexpr const char* kKnownRequirements[] = {"sch_netem", "fault_hook", "verbs", "torch"};
 
 // The keys a `matrix:` may vary and the scenario key each one sets.
 //   op dtype reduce root bytes duration -> workload.<key>; seed ccl -> top level;

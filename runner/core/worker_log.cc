@@ -1,5 +1,7 @@
 #include "runner/core/worker_log.h"
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -44,6 +46,7 @@ WorkerHeader HeaderFrom(const json& j) {
     h.rails_used = it->get<std::vector<int>>();
   }
   h.ccl_version = j.value("ccl_version", std::string());
+  h.workload = j.value("workload", std::string("collectives"));
   return h;
 }
 
@@ -100,6 +103,21 @@ std::string Apply(const json& j, bool first, WorkerLog* log) {
     log->syncs.push_back(r);
     return "";
   }
+  if (type == "result") {
+    if (log->result) return "a second result line";
+    TrainResult r;
+    r.rank = log->header.rank;
+    r.param_sha256 = j.at("param_sha256").get<std::string>();
+    const bool hex = r.param_sha256.size() == 64 &&
+                     std::all_of(r.param_sha256.begin(), r.param_sha256.end(), [](char c) {
+                       return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+                     });
+    if (!hex) return "param_sha256 is not a SHA-256 digest (64 lowercase hex digits)";
+    // JSON has no NaN: a diverged loss is written as null.
+    r.loss = j.at("loss").is_null() ? std::nan("") : j.at("loss").get<double>();
+    log->result = std::move(r);
+    return "";
+  }
   if (type == "end") {
     const std::string status = j.at("status").get<std::string>();
     if (status != "ok" && status != "error") return "unknown end status '" + status + "'";
@@ -143,6 +161,7 @@ std::string WorkerHeaderLine(const WorkerHeader& h) {
   j["seed"] = h.seed;
   j["rails_used"] = h.rails_used ? json(*h.rails_used) : json(nullptr);
   j["ccl_version"] = h.ccl_version;
+  if (h.workload != "collectives") j["workload"] = h.workload;
   return Line(j);
 }
 
@@ -153,6 +172,14 @@ std::string WorkerSyncLine(const SyncRecord& s) {
   j["start_ns"] = s.start_ns;
   j["end_ns"] = s.end_ns;
   j["ok"] = s.ok;
+  return Line(j);
+}
+
+std::string WorkerResultLine(const TrainResult& r) {
+  json j;
+  j["type"] = "result";
+  j["param_sha256"] = r.param_sha256;
+  j["loss"] = std::isnan(r.loss) ? json(nullptr) : json(r.loss);
   return Line(j);
 }
 

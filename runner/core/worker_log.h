@@ -7,7 +7,12 @@
 //   {"type":"op","index","start_ns","end_ns","bytes","ok","wrong"(elements; null unchecked),
 //    "warmup","error"(only when !ok)}
 //   {"type":"event","t_ns","kind","path","reason"}
+//   {"type":"result","param_sha256","loss"}  (training workloads, before the end line)
 //   {"type":"end","status":"ok"|"error","message","t_ns","first_error_ns"|null}
+//
+// A training workload (torch_ddp, written by integrations/torch/python/faultline_torch) logs
+// one "op" per training step, with the bytes of the gradients it allreduces, and says
+// "workload":"torch_ddp" in its header.
 //
 // Times are absolute CLOCK_MONOTONIC nanoseconds. `bytes` is the nccl-tests size of the
 // collective (the larger buffer of one rank, workload::SizeLayout::bytes) and `count` its
@@ -54,6 +59,7 @@ struct WorkerHeader {
   // chooses its interfaces itself (CclAdapter::RailsUsed).
   std::optional<std::vector<int>> rails_used;
   std::string ccl_version;  // as the library reports it; "" when it reports none
+  std::string workload = "collectives";  // "collectives" (faultline-worker) or "torch_ddp"
 };
 
 struct WorkerOp {
@@ -81,6 +87,7 @@ std::string WorkerOpLine(const WorkerOp& op);
 std::string WorkerEventLine(const CclEvent& e);
 std::string WorkerEndLine(const WorkerEnd& end);
 std::string WorkerSyncLine(const SyncRecord& sync);  // rank is the header's
+std::string WorkerResultLine(const TrainResult& result);  // rank is the header's
 
 // One rank's log as the runner's history types.
 struct WorkerLog {
@@ -88,6 +95,7 @@ struct WorkerLog {
   std::vector<OpRecord> ops;     // in log order; rank filled from the header
   std::vector<CclEvent> events;  // rank filled from the header
   std::vector<SyncRecord> syncs;  // rank filled from the header
+  std::optional<TrainResult> result;  // rank filled from the header
   // Absent when the worker never wrote its end line (killed or crashed); the runner decides
   // which from the process status.
   std::optional<RankEnd> end;

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "injector/netem.h"
+#include "runner/exec/torch_workload.h"
 #include "runner/faults/registry.h"
 
 namespace faultline::runner {
@@ -30,6 +31,7 @@ std::vector<std::string> RequiredFeatures(const Scenario& sc) {
   auto add = [&](const char* f) {
     if (std::find(out.begin(), out.end(), f) == out.end()) out.push_back(f);
   };
+  if (sc.workload.kind == WorkloadKind::kTorchDdp) add("torch");
   for (const auto& f : sc.faults) {
     for (const std::string& feature : f.descriptor().requires_features) add(feature.c_str());
   }
@@ -43,8 +45,10 @@ std::optional<std::string> RequirementChecker::Missing(const std::vector<std::st
       return "ccl " + std::string(ccl) + " serves no fault hook (" + KindsNeeding("fault_hook") +
              " need ranks that serve injector/FAULT_HOOK.md; only ftccl does)";
     }
-    auto it = cache_.find(f);
-    if (it == cache_.end()) it = cache_.emplace(f, Probe(f)).first;
+    // What torch needs depends on the ccl (its backend); probed once per ccl.
+    const std::string key = f == "torch" ? f + ":" + std::string(ccl) : f;
+    auto it = cache_.find(key);
+    if (it == cache_.end()) it = cache_.emplace(key, Probe(key)).first;
     if (it->second) return it->second;
   }
   return std::nullopt;
@@ -69,6 +73,10 @@ std::optional<std::string> RequirementChecker::Probe(const std::string& feature)
     if (help.find("--fault-hook") != std::string::npos) return std::nullopt;
     return "ftccl ranks serve no fault hook (" + worker_path_ +
            " has no --fault-hook option; see injector/FAULT_HOOK.md)";
+  }
+  if (feature.rfind("torch:", 0) == 0) {
+    const std::string bin_dir = worker_path_.substr(0, worker_path_.find_last_of('/'));
+    return ProbeTorch(bin_dir.empty() ? "." : bin_dir, feature.substr(6));
   }
   if (feature == "verbs") {
     return std::string(

@@ -15,7 +15,8 @@
 namespace faultline::runner {
 
 // What `sc` needs: its `requires:` and what its faults imply (conn_corrupt and qp_error need
-// fault_hook, qp_error also verbs), each once, `requires:` first.
+// fault_hook, qp_error also verbs), and torch for a torch_ddp workload, each once, `requires:`
+// first.
 std::vector<std::string> RequiredFeatures(const Scenario& sc);
 
 class RequirementChecker final {
@@ -30,6 +31,7 @@ class RequirementChecker final {
   //   fault_hook: the ranks serve the fault-hook protocol (injector/FAULT_HOOK.md): the ccl is
   //               ftccl and the worker announces a --fault-hook option in its --help.
   //   verbs:      ftccl's verbs transport (qp_error); this build has none.
+  //   torch:      a torch_ddp workload's ranks can run over `ccl` (torch_workload.h ProbeTorch).
   std::optional<std::string> Missing(const std::vector<std::string>& features,
                                      std::string_view ccl);
 

@@ -33,6 +33,7 @@
 #include "runner/core/report_json.h"
 #include "runner/core/timeline.h"
 #include "runner/exec/topology.h"
+#include "runner/exec/torch_workload.h"
 #include "runner/worker/worker.h"
 #include "runner/core/worker_log.h"
 
@@ -192,15 +193,19 @@ Status Run::LaunchRanks() {
   if (!l.ok()) return l.status();
   launcher_ = std::move(l.value());
   const std::string worker = o_.worker_path.empty() ? ExeDir() + "/faultline-worker" : o_.worker_path;
-  if (access(worker.c_str(), X_OK) != 0) {
+  if (sc_.workload.kind == WorkloadKind::kCollectives && access(worker.c_str(), X_OK) != 0) {
     return Status(Code::kNotFound, "worker binary " + worker + " not found (build faultline-worker)");
   }
   const Topology& t = sc_.topology;
   const int world = t.world_size();
   ChooseHookPaths();
   // Every rank starts its workload at t0 (CLOCK_MONOTONIC is shared by all namespaces), which
-  // leaves time to join the group; scenario offsets count from there.
-  t0_ = MonoNow() + 2'000'000'000LL + 50'000'000LL * world;
+  // leaves time to join the group; scenario offsets count from there. A Python rank first
+  // loads PyTorch (about 1.5 s of CPU each, the ranks sharing this machine's cores).
+  const bool torch = sc_.workload.kind == WorkloadKind::kTorchDdp;
+  const int64_t cores = std::max<int64_t>(1, sysconf(_SC_NPROCESSORS_ONLN));
+  t0_ = MonoNow() + 2'000'000'000LL + 50'000'000LL * world +
+        (torch ? 1'500'000'000LL * world / cores : 0);
   for (auto& f : faults_) f.record.scheduled_ns = t0_ + f.spec->at_ns;
   const Workload& w = sc_.workload;
   std::error_code ec;
@@ -215,12 +220,37 @@ Status Run::LaunchRanks() {
       std::string rails;
       // The rank's rail addresses in rail order: its own NIC's ports with per-rank NICs.
       for (const auto& a : topo_->RankRailAddrs(h, l)) rails += (rails.empty() ? "" : ",") + a;
-      std::vector<std::string> argv = {
+      const std::string log =
+          fs::absolute(out_ + "/ranks/rank" + std::to_string(g) + ".jsonl").string();
+      const std::string bootstrap =
+          NetTopology::MgmtAddress(0) + ":" + std::to_string(kBootstrapPort);
+      std::vector<std::string> argv;
+      if (torch) {
+        // A training script (torch_workload.h); its steps are the ops.
+        argv = TorchScriptArgv(w);
+        argv.insert(argv.end(), {
+            "--ccl", CclNameString(sc_.ccl),
+            "--rank", std::to_string(g),
+            "--size", std::to_string(world),
+            "--bootstrap", bootstrap,
+            "--rails", rails,
+            "--store-dir", fs::absolute(out_ + "/store").string(),
+            "--steps", std::to_string(w.iters.value_or(1)),
+            "--warmup", std::to_string(w.warmup_iters),
+            "--timeout", std::to_string(o_.op_timeout_ms),
+            "--log", log,
+            "--seed", std::to_string(sc_.seed),
+            "--start-at", std::to_string(t0_),
+        });
+        if (!hook_paths_[g].empty()) argv.insert(argv.end(), {"--fault-hook", hook_paths_[g]});
+        for (auto& a : TorchScriptOptions(w)) argv.push_back(std::move(a));
+      } else {
+        argv = {
           worker,
           "--ccl", CclNameString(sc_.ccl),
           "--rank", std::to_string(g),
           "--size", std::to_string(world),
-          "--bootstrap", NetTopology::MgmtAddress(0) + ":" + std::to_string(kBootstrapPort),
+          "--bootstrap", bootstrap,
           "--rails", rails,
           "--store-dir", fs::absolute(out_ + "/store").string(),
           "--op", CollOpName(w.op),
@@ -229,22 +259,26 @@ Status Run::LaunchRanks() {
           "--bytes", std::to_string(w.bytes) + "B",
           "--warmup", std::to_string(w.warmup_iters),
           "--timeout", std::to_string(o_.op_timeout_ms) + "ms",
-          "--log", fs::absolute(out_ + "/ranks/rank" + std::to_string(g) + ".jsonl").string(),
+          "--log", log,
           "--seed", std::to_string(sc_.seed),
           "--start-at", std::to_string(t0_),
-      };
-      if (w.op == CollOp::kAllReduce || w.op == CollOp::kReduceScatter || w.op == CollOp::kReduce) {
-        argv.insert(argv.end(), {"--redop", w.reduce});
+        };
+        if (w.op == CollOp::kAllReduce || w.op == CollOp::kReduceScatter ||
+            w.op == CollOp::kReduce) {
+          argv.insert(argv.end(), {"--redop", w.reduce});
+        }
+        if (w.duration_ns) {
+          argv.insert(argv.end(),
+                      {"--duration", std::to_string(*w.duration_ns / 1000000) + "ms"});
+        } else {
+          argv.insert(argv.end(), {"--iters", std::to_string(w.iters.value_or(1))});
+        }
+        if (w.check) argv.push_back("--check");
+        if (!hook_paths_[g].empty()) argv.insert(argv.end(), {"--fault-hook", hook_paths_[g]});
       }
-      if (w.duration_ns) {
-        argv.insert(argv.end(), {"--duration", std::to_string(*w.duration_ns / 1000000) + "ms"});
-      } else {
-        argv.insert(argv.end(), {"--iters", std::to_string(w.iters.value_or(1))});
-      }
-      if (w.check) argv.push_back("--check");
-      if (!hook_paths_[g].empty()) argv.insert(argv.end(), {"--fault-hook", hook_paths_[g]});
       LaunchSpec spec;
       spec.argv = std::move(argv);
+      if (torch) spec.env = {"PYTHONPATH=" + fs::absolute(TorchPackageDir(ExeDir())).string()};
       spec.placement = {h, l, g};
       spec.name = "rank" + std::to_string(g);
       specs.push_back(std::move(spec));
@@ -520,6 +554,7 @@ int Run::Finish() {
       h.events.insert(h.events.end(), log->events.begin(), log->events.end());
       h.events_supported = h.events_supported || log->header.events;
       h.syncs.insert(h.syncs.end(), log->syncs.begin(), log->syncs.end());
+      if (log->result) h.results.push_back(*log->result);
       if (g == 0) h.rails_used = log->header.rails_used;
       if (!log->header.ccl_version.empty()) ccl_versions.insert(log->header.ccl_version);
     }
@@ -621,6 +656,11 @@ int Run::Finish() {
   in.metrics = &m;
   in.checks = &checks;
   in.files = files;
+  std::optional<TrainingMetrics> training;
+  if (sc_.workload.kind == WorkloadKind::kTorchDdp) {
+    training = ComputeTraining(h, sc_.workload.warmup_iters);
+    in.training = &*training;
+  }
   nlohmann::json report = BuildReportJson(in);
   if (!harness_errors_.empty()) report["harness_errors"] = harness_errors_;
   std::ofstream(out_ + "/report.json") << report.dump(2) << "\n";

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace faultline::runner {
 namespace {
 
@@ -725,6 +727,48 @@ TEST(Metrics, OptionsFromScenario) {
   EXPECT_TRUE(o.faults[1].permanent);
   EXPECT_DOUBLE_EQ(*o.faults[1].capacity, 0.5);
   EXPECT_DOUBLE_EQ(*o.faults[2].capacity, 0.5);  // recovers to what the drop left
+}
+
+// A training workload: steps are the ops; the ranks' result lines give the hash and loss.
+TEST(Metrics, TrainingStepsPerSecondCountsOnlyMeasuredStepsOnEveryRank) {
+  HistoryBuilder b(2);
+  b.Ops(2, 0, 500);    // warm-up steps 0, 1
+  b.Ops(10, 1000, 100);  // steps 2..11: 10 steps over [1000, 2000] ms
+  b.FailedOp(2000, 2100);  // step 12 failed: not a completed step
+  b.End(2200);
+  const std::string sha(64, 'a');
+  b.h().results = {{0, sha, 2.0}, {1, sha, 3.0}};
+  TrainingMetrics t = ComputeTraining(b.h(), 2);
+  EXPECT_EQ(t.steps_completed, 10);
+  ASSERT_TRUE(t.steps_per_s.has_value());
+  EXPECT_NEAR(*t.steps_per_s, 10.0, 1e-9);
+  EXPECT_EQ(t.ranks_reported, 2);
+  ASSERT_TRUE(t.param_sha256.has_value());
+  EXPECT_EQ(*t.param_sha256, sha);
+  EXPECT_TRUE(t.param_sha256_agree);
+  ASSERT_TRUE(t.final_loss.has_value());
+  EXPECT_DOUBLE_EQ(*t.final_loss, 2.5);
+}
+
+TEST(Metrics, TrainingHashIsNullWhenReplicasDisagreeOrNoneFinished) {
+  HistoryBuilder b(2);
+  b.Ops(3, 0, 100).End(300);
+  b.h().results = {{0, std::string(64, 'a'), 1.0}, {1, std::string(64, 'b'), std::nan("")}};
+  TrainingMetrics t = ComputeTraining(b.h(), 0);
+  EXPECT_FALSE(t.param_sha256.has_value());
+  EXPECT_FALSE(t.param_sha256_agree);
+  ASSERT_TRUE(t.final_loss.has_value());
+  EXPECT_DOUBLE_EQ(*t.final_loss, 1.0);  // a NaN loss is left out, not averaged in
+  EXPECT_TRUE(t.ToJson()["param_sha256"].is_null());
+
+  HistoryBuilder none(2);
+  none.Ops(1, 0, 100).End(100);
+  TrainingMetrics u = ComputeTraining(none.h(), 5);  // every step was warm-up
+  EXPECT_EQ(u.steps_completed, 0);
+  EXPECT_FALSE(u.steps_per_s.has_value());
+  EXPECT_FALSE(u.param_sha256.has_value());
+  EXPECT_FALSE(u.final_loss.has_value());
+  EXPECT_TRUE(u.ToJson()["steps_per_s"].is_null());
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include "runner/core/scenario.h"
 
 #include <gtest/gtest.h>
+#include <cstdio>
+#include <unistd.h>
 
 #include <fstream>
 #include <regex>
@@ -609,6 +611,73 @@ TEST(ScenarioFiles, ReadmeExamplesValidate) {
     ++checked;
   }
   EXPECT_GE(checked, 2);
+}
+
+// workload kind torch_ddp: steps/warmup/args/script, a relative script resolved against the
+// scenario's folder, and line:col errors for what is wrong.
+TEST(ScenarioTorch, ParsesTheTrainingWorkload) {
+  const std::string yaml =
+      "name: t\n"
+      "topology: {hosts: 2, ranks_per_host: 1, rails: 2}\n"
+      "workload: {kind: torch_ddp, steps: 50, warmup: 3, args: {hidden: 64, bucket_mb: 0.5}}\n";
+  ParseOutcome r = ParseScenario(yaml, "t.yaml");
+  ASSERT_TRUE(r.ok()) << Dump(r.diagnostics);
+  const Workload& w = r.scenario->workload;
+  EXPECT_EQ(w.kind, WorkloadKind::kTorchDdp);
+  EXPECT_EQ(w.iters, 50);
+  EXPECT_EQ(w.warmup_iters, 3);
+  EXPECT_FALSE(w.check);
+  EXPECT_EQ(w.op, CollOp::kAllReduce);
+  EXPECT_TRUE(w.script.empty());  // the reference script
+  const std::vector<std::pair<std::string, std::string>> args = {{"hidden", "64"},
+                                                                 {"bucket-mb", "0.5"}};
+  EXPECT_EQ(w.script_args, args);
+}
+
+TEST(ScenarioTorch, ScriptIsResolvedAgainstTheScenarioFolder) {
+  char dir[] = "/tmp/faultline_scenario_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string d(dir);
+  std::ofstream(d + "/train.py") << "print(1)\n";
+  const std::string yaml =
+      "name: t\n"
+      "topology: {hosts: 2, ranks_per_host: 1, rails: 1}\n"
+      "workload: {kind: torch_ddp, steps: 5, script: train.py}\n";
+  ParseOutcome r = ParseScenario(yaml, d + "/s.yaml");
+  EXPECT_TRUE(r.ok()) << Dump(r.diagnostics);
+  if (r.ok()) {
+    EXPECT_EQ(r.scenario->workload.script, d + "/train.py");
+  }
+  std::remove((d + "/train.py").c_str());
+  ParseOutcome gone = ParseScenario(yaml, d + "/s.yaml");
+  ASSERT_FALSE(gone.ok());
+  EXPECT_NE(Find(gone.diagnostics, 3, Col(yaml, 3, "train.py"), "is not a file"), nullptr)
+      << Dump(gone.diagnostics);
+  rmdir(dir);
+}
+
+TEST(ScenarioTorch, BadTrainingWorkloadsAreErrorsWithTheirPlace) {
+  const std::string yaml =
+      "name: t\n"
+      "topology: {hosts: 2, ranks_per_host: 1, rails: 1}\n"
+      "workload: {kind: torch_ddp, steps: 0, bytes: 4MiB, args: [1, 2]}\n";
+  auto ds = Errors(yaml);
+  EXPECT_NE(Find(ds, 3, Col(yaml, 3, "0,"), "workload.steps"), nullptr) << Dump(ds);
+  EXPECT_NE(Find(ds, 3, Col(yaml, 3, "bytes"), "unknown key 'bytes'"), nullptr) << Dump(ds);
+  EXPECT_NE(Find(ds, 3, Col(yaml, 3, "[1"), "workload.args must be a mapping"), nullptr)
+      << Dump(ds);
+  const std::string no_steps =
+      "name: t\n"
+      "topology: {hosts: 2, ranks_per_host: 1, rails: 1}\n"
+      "workload: {kind: torch_ddp}\n";
+  auto ds2 = Errors(no_steps);
+  EXPECT_NE(Find(ds2, 3, Col(no_steps, 3, "{"), "steps"), nullptr) << Dump(ds2);
+  const std::string bad_kind =
+      "name: t\n"
+      "topology: {hosts: 2, ranks_per_host: 1, rails: 1}\n"
+      "workload: {kind: torch_dp, steps: 3}\n";
+  auto ds3 = Errors(bad_kind);
+  EXPECT_NE(Find(ds3, 3, Col(bad_kind, 3, "torch_dp"), "workload.kind"), nullptr) << Dump(ds3);
 }
 
 }  // namespace

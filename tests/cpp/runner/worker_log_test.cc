@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -199,6 +200,57 @@ TEST(WorkerLogTest, LoadsAFileAndReportsAMissingOne) {
   auto missing = LoadWorkerLog(std::string(path) + ".absent");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), Code::kNotFound);
+}
+
+// A training workload's log (faultline_torch): the header names it, the result line carries
+// the parameters' hash and loss (null for a NaN), and a malformed hash is refused.
+TEST(WorkerLogTest, TrainingResultLineRoundTrips) {
+  WorkerHeader h = SampleHeader();
+  h.workload = "torch_ddp";
+  TrainResult r;
+  r.param_sha256 = std::string(32, 'f') + std::string(32, '0');
+  r.loss = 2.25;
+  WorkerEnd end;
+  end.t_ns = 99;
+  auto log = ParseWorkerLog(WorkerHeaderLine(h) + WorkerResultLine(r) + WorkerEndLine(end), "t");
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  EXPECT_EQ(log->header.workload, "torch_ddp");
+  ASSERT_TRUE(log->result.has_value());
+  EXPECT_EQ(log->result->rank, 2);
+  EXPECT_EQ(log->result->param_sha256, r.param_sha256);
+  EXPECT_DOUBLE_EQ(log->result->loss, 2.25);
+
+  // A collectives log names no workload and keeps the default.
+  auto plain = ParseWorkerLog(WorkerHeaderLine(SampleHeader()), "t");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->header.workload, "collectives");
+  EXPECT_FALSE(plain->result.has_value());
+
+  r.loss = std::nan("");
+  const std::string nan_line = WorkerResultLine(r);
+  EXPECT_NE(nan_line.find("\"loss\":null"), std::string::npos) << nan_line;
+  auto nan_log = ParseWorkerLog(WorkerHeaderLine(h) + nan_line, "t");
+  ASSERT_TRUE(nan_log.ok()) << nan_log.status().ToString();
+  EXPECT_TRUE(std::isnan(nan_log->result->loss));
+}
+
+TEST(WorkerLogTest, MalformedTrainingResultIsAnError) {
+  const std::string head = WorkerHeaderLine(SampleHeader());
+  for (const std::string& bad : {
+           std::string(R"({"type":"result","param_sha256":"abc","loss":1})"),
+           std::string(R"({"type":"result","param_sha256":")") + std::string(64, 'G') +
+               R"(","loss":1})",
+           std::string(R"({"type":"result","loss":1})"),
+       }) {
+    auto log = ParseWorkerLog(head + bad + "\n", "t");
+    ASSERT_FALSE(log.ok()) << bad;
+    EXPECT_NE(log.status().message().find("t:2:"), std::string::npos) << log.status().ToString();
+  }
+  TrainResult r;
+  r.param_sha256 = std::string(64, 'a');
+  auto twice = ParseWorkerLog(head + WorkerResultLine(r) + WorkerResultLine(r), "t");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.status().message().find("second result"), std::string::npos);
 }
 
 }  // namespace

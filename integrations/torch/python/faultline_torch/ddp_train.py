@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Faultline's reference torch_ddp workload: DistributedDataParallel training of a small MLP
+on synthetic, seeded data, deterministic on CPU.
+
+Every rank builds the same model from --seed, draws its own batches from (seed, step, rank),
+and trains --warmup + --steps steps of SGD under DDP over the scenario's CCL. The result line
+carries the SHA-256 of the final parameters: two runs with the same seed and a lossless CCL
+end with the same hash, faults or not. Options of its own (the scenario's workload.args):
+--hidden (width, 512), --layers (hidden layers, 3), --batch (per rank, 32), --features (64),
+--classes (10), --lr (0.05), --bucket-mb (DDP bucket size, 1).
+"""
+import argparse
+import sys
+
+import torch
+import torch.nn as nn
+
+import faultline_torch
+
+
+def main():
+    rank = faultline_torch.Rank.from_argv()
+    p = argparse.ArgumentParser(prog="ddp_train.py")
+    p.add_argument("--hidden", type=int, default=512)
+    p.add_argument("--layers", type=int, default=3)
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--features", type=int, default=64)
+    p.add_argument("--classes", type=int, default=10)
+    p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--bucket-mb", type=float, default=1.0)
+    opt, unknown = p.parse_known_args(rank.extra)
+    if unknown:
+        print(f"ddp_train.py: unknown options {unknown}", file=sys.stderr)
+        sys.exit(faultline_torch.EXIT_USAGE)
+
+    # Determinism: one thread, deterministic kernels, every random draw seeded.
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    torch.manual_seed(rank.args.seed)
+    layers, width = [], opt.features
+    for _ in range(opt.layers):
+        layers += [nn.Linear(width, opt.hidden), nn.ReLU()]
+        width = opt.hidden
+    layers.append(nn.Linear(width, opt.classes))
+    model = nn.Sequential(*layers)
+
+    try:
+        rank.init_process_group()
+        ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=opt.bucket_mb)
+    except Exception as e:  # joining failed: nothing to train
+        print(f"rank {rank.args.rank}: joining the group failed: {e}", file=sys.stderr)
+        sys.exit(faultline_torch.EXIT_CCL_ERROR)
+    sgd = torch.optim.SGD(ddp.parameters(), lr=opt.lr)
+    loss_fn = nn.CrossEntropyLoss()
+    rank.header(model)
+    rank.wait_start()
+
+    loss = torch.tensor(float("nan"))
+    for step in rank.steps():
+        g = torch.Generator().manual_seed((rank.args.seed * 1_000_003 + step) * 4099 + rank.args.rank)
+        x = torch.randn(opt.batch, opt.features, generator=g)
+        y = torch.randint(0, opt.classes, (opt.batch,), generator=g)
+        try:
+            sgd.zero_grad(set_to_none=True)
+            loss = loss_fn(ddp(x), y)
+            loss.backward()  # DDP allreduces the gradients, bucket by bucket
+            sgd.step()
+        except Exception as e:
+            rank.step_failed(e)
+    rank.finish(model, loss.item())
+
+
+if __name__ == "__main__":
+    main()
