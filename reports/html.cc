@@ -76,6 +76,7 @@ std::string Facts(const RunData& run) {
                                     : Str(c, "wrong"));
   }
   out += Row("completed collectives", std::to_string(run.series.size()));
+  for (const auto& [label, text] : TrainingFacts(r)) out += Row(label, text);
   if (!run.series.empty()) {
     out += Row("collective size", std::to_string(run.series.front().bytes) + " bytes");
   }

@@ -44,6 +44,9 @@ std::string MarkdownSummary(const RunData& run) {
            " |\n";
   }
   out += "| completed collectives | " + std::to_string(run.series.size()) + " |\n";
+  for (const auto& [label, text] : TrainingFacts(r)) {
+    out += "| " + MarkdownCell(label) + " | " + MarkdownCell(text) + " |\n";
+  }
   if (r.contains("environment") && r["environment"].is_object()) {
     const auto& env = r["environment"];
     if (env.contains("kernel")) out += "| kernel | " + MarkdownCell(Str(env, "kernel")) + " |\n";

@@ -150,4 +150,30 @@ std::optional<double> NumberOf(const nlohmann::json& v) {
   return v.get<double>();
 }
 
+std::vector<std::pair<std::string, std::string>> TrainingFacts(const nlohmann::json& r) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!r.contains("workload") || !r["workload"].is_object()) return out;
+  const nlohmann::json& w = r["workload"];
+  const nlohmann::json m = r.value("metrics", nlohmann::json::object());
+  auto get = [](const nlohmann::json& o, const char* k) {
+    return o.is_object() && o.contains(k) ? o[k] : nlohmann::json();
+  };
+  out.emplace_back("workload", FormatValue(get(w, "kind")) + " (" + FormatValue(get(w, "script")) + ")");
+  out.emplace_back("training steps", FormatValue(get(m, "steps_completed")) + " of " +
+                                         FormatValue(get(w, "steps")) + " completed");
+  out.emplace_back("steps/s", FormatValue(get(m, "steps_per_s")));
+  const nlohmann::json sha = get(m, "param_sha256");
+  std::string sha_text;
+  if (sha.is_string()) {
+    sha_text = sha.get<std::string>();
+  } else if (get(m, "param_sha256_agree") == false) {
+    sha_text = "replicas differ";
+  } else {
+    sha_text = "none (no rank finished training)";
+  }
+  out.emplace_back("parameters sha256", sha_text);
+  out.emplace_back("final loss", FormatValue(get(m, "final_loss"), 6));
+  return out;
+}
+
 }  // namespace faultline::reports

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 #include <string_view>
 
 namespace faultline::reports {
@@ -40,5 +42,9 @@ std::string FormatTarget(const nlohmann::json& target);
 
 // The number in `v` when it is one.
 std::optional<double> NumberOf(const nlohmann::json& v);
+
+// A training workload's rows for the run table (label, text): workload, steps, steps/s, the
+// parameters' hash, final loss. Empty for a report without a "workload" object.
+std::vector<std::pair<std::string, std::string>> TrainingFacts(const nlohmann::json& report);
 
 }  // namespace faultline::reports

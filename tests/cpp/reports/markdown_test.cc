@@ -68,5 +68,28 @@ TEST(MarkdownSummary, FaultFreeAndNoExpectations) {
   EXPECT_NE(md.find("The scenario sets no expectation."), std::string::npos);
 }
 
+// A training run (torch_ddp) shows its steps, rate, the parameters' hash and final loss; a
+// collectives run shows none of it.
+TEST(MarkdownSummary, TrainingRunShowsStepsHashAndLoss) {
+  nlohmann::json r = testing::Report();
+  EXPECT_EQ(MarkdownSummary(testing::Run(r)).find("parameters sha256"), std::string::npos);
+  r["workload"] = {{"kind", "torch_ddp"}, {"script", "faultline_torch.ddp_train"},
+                   {"steps", 400}, {"warmup", 5}, {"args", nlohmann::json::object()}};
+  r["metrics"]["steps_completed"] = 400;
+  r["metrics"]["steps_per_s"] = 42.25;
+  r["metrics"]["param_sha256"] = std::string(64, 'c');
+  r["metrics"]["param_sha256_agree"] = true;
+  r["metrics"]["final_loss"] = 2.3015361;
+  std::string md = MarkdownSummary(testing::Run(r));
+  EXPECT_NE(md.find("| training steps | 400 of 400 completed |\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("| steps/s | 42.2"), std::string::npos) << md;
+  EXPECT_NE(md.find("| parameters sha256 | " + std::string(64, 'c') + " |\n"), std::string::npos);
+  EXPECT_NE(md.find("| final loss | 2.301536 |\n"), std::string::npos) << md;
+  r["metrics"]["param_sha256"] = nullptr;
+  r["metrics"]["param_sha256_agree"] = false;
+  md = MarkdownSummary(testing::Run(r));
+  EXPECT_NE(md.find("| parameters sha256 | replicas differ |\n"), std::string::npos) << md;
+}
+
 }  // namespace
 }  // namespace faultline::reports
