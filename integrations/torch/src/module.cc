@@ -32,6 +32,14 @@ ProcessGroupFtccl& AsFtccl(const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "ftccl as a torch.distributed backend";
+  faultline::torch_ftccl::SetGilReleaser([](const std::function<void()>& fn) {
+    if (Py_IsInitialized() && PyGILState_Check()) {
+      py::gil_scoped_release release;
+      fn();
+    } else {
+      fn();
+    }
+  });
   m.def("create_process_group", &Create, py::arg("store"), py::arg("rank"), py::arg("size"),
         py::arg("timeout"));
   m.def("version", [] { return std::string(ftccl::Version()); });
@@ -73,4 +81,12 @@ PYBIND11_MODULE(_C, m) {
   m.def("num_rails", [](const c10::intrusive_ptr<c10d::ProcessGroup>& pg) {
     return AsFtccl(pg).NumRails();
   });
+  m.def(
+      "shutdown",
+      [](const c10::intrusive_ptr<c10d::ProcessGroup>& pg) { AsFtccl(pg).Shutdown(); },
+      "Waits for the collectives already issued, then closes the group's connections in order.");
+  m.def(
+      "busy_since_ns",
+      [](const c10::intrusive_ptr<c10d::ProcessGroup>& pg) { return AsFtccl(pg).BusySinceNs(); },
+      "CLOCK_MONOTONIC ns at which the collective now running started; 0 when none runs.");
 }

@@ -8,6 +8,7 @@
 #include <ATen/core/ivalue.h>
 #include <c10/util/Exception.h>
 
+#include <ctime>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -108,7 +109,32 @@ std::pair<int, std::string> ListenEphemeral(const std::string& host) {
 
 const char kBootstrapKey[] = "ftccl/bootstrap";
 
+int64_t MonoNowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+std::function<void(const std::function<void()>&)>& GilReleaser() {
+  static std::function<void(const std::function<void()>&)> f;
+  return f;
+}
+
+// Runs `fn` with the Python GIL released where the caller holds it (a group destroyed or shut
+// down from Python): the group's thread may need the GIL to release a tensor.
+void WithoutGil(const std::function<void()>& fn) {
+  if (GilReleaser()) {
+    GilReleaser()(fn);
+  } else {
+    fn();
+  }
+}
+
 }  // namespace
+
+void SetGilReleaser(std::function<void(const std::function<void()>&)> releaser) {
+  GilReleaser() = std::move(releaser);
+}
 
 // A queued collective and the Work that reports it.
 class WorkFtccl final : public c10d::Work {
@@ -122,15 +148,16 @@ class WorkFtccl final : public c10d::Work {
   std::vector<at::Tensor> result() override { return outputs_; }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
 
+  // The Future first, then the Work (as ProcessGroupGloo): once wait() returns, the Future's
+  // value is there.
   void Complete(const ftccl::Status& st) {
     if (st.ok()) {
-      finish();
       future_->markCompleted(c10::IValue(outputs_));
+      finish();
     } else {
-      auto error = std::make_exception_ptr(
-          std::runtime_error("ftccl: " + st.ToString()));
-      finish(error);
+      auto error = std::make_exception_ptr(std::runtime_error("ftccl: " + st.ToString()));
       future_->setError(error);
+      finish(error);
     }
   }
 
@@ -192,23 +219,86 @@ ProcessGroupFtccl::ProcessGroupFtccl(const c10::intrusive_ptr<c10d::Store>& stor
   if (listen_fd >= 0) close(listen_fd);  // Create dup()s it
   TORCH_CHECK(comm.ok(), "ftccl: joining the group failed: ", comm.status().ToString());
   comm_ = std::move(comm).value();
+  num_rails_ = comm_->num_rails();
   thread_ = std::thread([this] { Loop(); });
   init();
 }
 
 ProcessGroupFtccl::~ProcessGroupFtccl() {
-  bool busy;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-    busy = running_ || !queue_.empty();
-  }
-  cv_.notify_all();
-  // Whatever is still queued or running ends: Abort fails it at once (its Work gets the error).
-  if (busy) comm_->Abort("process group destroyed with collectives pending");
-  thread_.join();
-  comm_.reset();
+  WithoutGil([this] {
+    bool busy;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (thread_.joinable()) stop_ = true;
+      busy = running_ || !queue_.empty();
+    }
+    cv_.notify_all();
+    // Whatever is still queued or running ends: Abort fails it at once (its Work gets the
+    // error).
+    if (busy && comm_) comm_->Abort("process group destroyed with collectives pending");
+    if (thread_.joinable()) thread_.join();
+    StopCompleters();
+    comm_.reset();
+  });
 }
+
+void ProcessGroupFtccl::Complete(std::function<void()> task) {
+  std::lock_guard<std::mutex> lock(completion_mu_);
+  completions_.push_back(std::move(task));
+  // A completer blocked in a callback (waiting for another collective) must not hold up the
+  // rest: with none idle, one more is started.
+  if (idle_completers_ == 0) {
+    completers_.emplace_back([this] { CompleterLoop(); });
+  } else {
+    completion_cv_.notify_one();
+  }
+}
+
+void ProcessGroupFtccl::CompleterLoop() {
+  std::unique_lock<std::mutex> lock(completion_mu_);
+  for (;;) {
+    if (!completions_.empty()) {
+      std::function<void()> task = std::move(completions_.front());
+      completions_.pop_front();
+      lock.unlock();
+      task();
+      lock.lock();
+      continue;
+    }
+    if (stop_completers_) return;
+    ++idle_completers_;
+    completion_cv_.wait(lock);
+    --idle_completers_;
+  }
+}
+
+void ProcessGroupFtccl::StopCompleters() {
+  {
+    std::lock_guard<std::mutex> lock(completion_mu_);
+    stop_completers_ = true;
+  }
+  completion_cv_.notify_all();
+  for (auto& t : completers_) t.join();  // each finishes the queue first
+  completers_.clear();
+}
+
+void ProcessGroupFtccl::Shutdown() {
+  WithoutGil([this] {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (!thread_.joinable()) return;
+      // What was issued runs to its end first (a shutdown is orderly, not an abort).
+      idle_.wait(lock, [this] { return queue_.empty() && !running_; });
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+    StopCompleters();
+    comm_.reset();  // closes every connection in order
+  });
+}
+
+int64_t ProcessGroupFtccl::BusySinceNs() const { return busy_since_ns_.load(); }
 
 void ProcessGroupFtccl::Loop() {
   for (;;) {
@@ -222,20 +312,35 @@ void ProcessGroupFtccl::Loop() {
       running_ = true;
     }
     ftccl::Status st;
+    busy_since_ns_ = MonoNowNs();
     try {
       st = item->body();
-    } catch (const std::exception& e) {  // a tensor copy failed (out of memory)
+    } catch (const std::exception& e) {
+      // A tensor copy failed (out of memory) before or after ftccl's call: the peers' matching
+      // collective must not wait out its deadline for this rank.
       st = ftccl::Status(ftccl::Code::kInternal, e.what());
+      comm_->Abort(std::string("collective failed on this rank: ") + e.what());
     }
-    item->work->Complete(st);
+    busy_since_ns_ = 0;
+    // The Future's callbacks run where it completes (Future::markCompleted runs them inline),
+    // and a callback may issue another collective of this group and wait for it (DDP's
+    // PowerSGD hook does): never on this thread, which that collective needs. The inputs are
+    // released here; the outputs travel with the Work.
+    item->inputs.clear();
+    Complete([work = item->work, st] { work->Complete(st); });
     std::lock_guard<std::mutex> lock(mu_);
     running_ = false;
+    idle_.notify_all();
   }
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupFtccl::Enqueue(OpType type, Body body,
                                                          std::vector<at::Tensor> outputs,
                                                          std::vector<at::Tensor> inputs) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    TORCH_CHECK(!stop_, "ftccl: the process group was shut down");
+  }
   auto item = std::make_shared<Item>();
   item->body = std::move(body);
   item->work = c10::make_intrusive<WorkFtccl>(rank_, type, std::move(outputs));
@@ -473,11 +578,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupFtccl::barrier(const c10d::BarrierOpt
   return Enqueue(OpType::BARRIER, [this] { return comm_->Barrier(Deadline()); }, {}, {});
 }
 
-std::vector<ftccl::Event> ProcessGroupFtccl::DrainEvents() { return comm_->DrainEvents(); }
-ftccl::CommStats ProcessGroupFtccl::Stats() const { return comm_->Stats(); }
+// After Shutdown the communicator is gone: nothing to drain, no counters.
+std::vector<ftccl::Event> ProcessGroupFtccl::DrainEvents() {
+  return comm_ ? comm_->DrainEvents() : std::vector<ftccl::Event>{};
+}
+ftccl::CommStats ProcessGroupFtccl::Stats() const {
+  TORCH_CHECK(comm_, "ftccl: the process group was shut down");
+  return comm_->Stats();
+}
 std::vector<std::pair<std::string, std::string>> ProcessGroupFtccl::Knobs() const {
+  TORCH_CHECK(comm_, "ftccl: the process group was shut down");
   return ftccl::EffectiveKnobs(comm_->options());
 }
-int ProcessGroupFtccl::NumRails() const { return comm_->num_rails(); }
+int ProcessGroupFtccl::NumRails() const { return num_rails_; }
 
 }  // namespace faultline::torch_ftccl

@@ -4,7 +4,10 @@
 // One ftccl::Communicator per process group. Collectives are queued in call order and run, one
 // at a time, on the group's own thread (ftccl runs a communicator's collectives in order anyway);
 // the caller gets a Work at once. A Work completes when ftccl returns: its Future (getFuture(),
-// which DDP's reducer waits on) then holds the output tensors, or the error. The error carries
+// which DDP's reducer waits on) then holds the output tensors, or the error; the Future is
+// completed first, then the Work, on the group's completion threads rather than its collective
+// thread, and a completion thread blocked in a callback gets another beside it: a Future
+// callback may issue and wait for another collective of the group (DDP's PowerSGD hook does). The error carries
 // ftccl's message; after one, the communicator's error is sticky (every later collective fails
 // with it at once), as for any ftccl rank.
 //
@@ -21,6 +24,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -88,6 +92,11 @@ class ProcessGroupFtccl final : public c10d::ProcessGroup {
   // name -> value of every ftccl knob in force.
   std::vector<std::pair<std::string, std::string>> Knobs() const;
   int NumRails() const;
+  // Orderly end: waits for the collectives already issued, then closes the communicator.
+  // Later collectives throw. The destructor does the same but aborts what is still pending.
+  void Shutdown();
+  // CLOCK_MONOTONIC ns at which the collective now running started; 0 when none runs.
+  int64_t BusySinceNs() const;
 
  private:
   // One queued collective: runs on the group's thread, returns ftccl's status.
@@ -98,19 +107,38 @@ class ProcessGroupFtccl final : public c10d::ProcessGroup {
                                          std::vector<at::Tensor> outputs,
                                          std::vector<at::Tensor> inputs);
   void Loop();
+  // Runs `task` (a Work's completion) on a completion thread.
+  void Complete(std::function<void()> task);
+  void CompleterLoop();
+  void StopCompleters();  // after the collective thread: finishes what is queued, joins
   ftccl::Millis Deadline() const { return timeout_; }
 
   std::unique_ptr<ftccl::Communicator> comm_;
   const ftccl::Millis timeout_;
+  int num_rails_ = 0;
+  std::atomic<int64_t> busy_since_ns_{0};
 
   struct Item;
   std::mutex mu_;
   std::condition_variable cv_;
+  std::condition_variable idle_;  // the queue ran empty
   std::deque<std::shared_ptr<Item>> queue_;
   bool stop_ = false;
   bool running_ = false;  // the thread is inside a collective
   std::thread thread_;
+
+  std::mutex completion_mu_;
+  std::condition_variable completion_cv_;
+  std::deque<std::function<void()>> completions_;
+  int idle_completers_ = 0;
+  bool stop_completers_ = false;
+  std::vector<std::thread> completers_;
 };
+
+// How the groups release the Python GIL around their blocking teardown (Shutdown, the
+// destructor) when the calling thread holds it: set once by the Python module; unset, they
+// block as they are.
+void SetGilReleaser(std::function<void(const std::function<void()>&)> releaser);
 
 // GroupConfig from FTCCL_BOOTSTRAP, FTCCL_RAILS (comma-separated) and MASTER_ADDR.
 // Throws c10::Error naming what is missing.

@@ -18,13 +18,15 @@ import torch.distributed as dist
 
 from . import _C
 
-__all__ = ["version", "drain_events", "stats", "knobs", "num_rails"]
+__all__ = ["version", "drain_events", "stats", "knobs", "num_rails", "shutdown", "busy_since_ns"]
 
 version = _C.version
 drain_events = _C.drain_events
 stats = _C.stats
 knobs = _C.knobs
 num_rails = _C.num_rails
+shutdown = _C.shutdown
+busy_since_ns = _C.busy_since_ns
 
 if not hasattr(dist.Backend, "FTCCL"):
     dist.Backend.register_backend("ftccl", _C.create_process_group)
