@@ -445,7 +445,17 @@ void Parser::ParseTorchWorkload(const YAML::Node& n, Scenario* s) {
         } else {
           std::string opt = key;
           std::replace(opt.begin(), opt.end(), '_', '-');
-          w.script_args.emplace_back(opt, kv.second.Scalar());
+          // The runner's own options of a training rank (faultline_torch.RESERVED).
+          static const std::set<std::string> kReserved = {
+              "ccl",   "rank",    "size", "bootstrap", "rails",    "store-dir", "steps",
+              "warmup", "timeout", "log",  "seed",      "start-at", "fault-hook"};
+          if (kReserved.count(opt)) {
+            Error(kv.first, "workload.args." + key + " is an option the runner passes itself",
+                  "set it through the scenario (steps, warmup, seed, ...) or rename the "
+                  "script's option");
+          } else {
+            w.script_args.emplace_back(opt, kv.second.Scalar());
+          }
         }
       }
     }

@@ -74,10 +74,7 @@ std::optional<std::string> RequirementChecker::Probe(const std::string& feature)
     return "ftccl ranks serve no fault hook (" + worker_path_ +
            " has no --fault-hook option; see injector/FAULT_HOOK.md)";
   }
-  if (feature.rfind("torch:", 0) == 0) {
-    const std::string bin_dir = worker_path_.substr(0, worker_path_.find_last_of('/'));
-    return ProbeTorch(bin_dir.empty() ? "." : bin_dir, feature.substr(6));
-  }
+  if (feature.rfind("torch:", 0) == 0) return ProbeTorch(feature.substr(6));
   if (feature == "verbs") {
     return std::string(
         "ftccl has no verbs transport yet (qp_error moves a verbs QP to the error state; a TCP "

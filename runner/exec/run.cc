@@ -278,7 +278,7 @@ Status Run::LaunchRanks() {
       }
       LaunchSpec spec;
       spec.argv = std::move(argv);
-      if (torch) spec.env = {"PYTHONPATH=" + fs::absolute(TorchPackageDir(ExeDir())).string()};
+      if (torch) spec.env = {"PYTHONPATH=" + TorchPythonPath()};
       spec.placement = {h, l, g};
       spec.name = "rank" + std::to_string(g);
       specs.push_back(std::move(spec));

@@ -270,8 +270,18 @@ int RunScenarios(const RunOptions& given) {
   for (const auto& f : files) {
     ExpandOutcome expanded = ExpandScenarioFile(f);
     if (expanded.ok()) {
+      const bool matrix_ccl =
+          std::any_of(expanded.runs.begin(), expanded.runs.end(), [](const Scenario& sc) {
+            return std::any_of(sc.matrix.begin(), sc.matrix.end(),
+                               [](const auto& kv) { return kv.first == "ccl"; });
+          });
       if (auto err = SelectRuns(selection, &expanded.runs)) {
         expanded.diagnostics.push_back({f, {}, *err, ""});
+      } else if (options.ccl && matrix_ccl) {
+        // Overriding would run one library under every combination's ccl label.
+        const std::string c = CclNameString(*options.ccl);
+        expanded.diagnostics.push_back({f, {}, "--ccl " + c + " conflicts with the file's matrix.ccl",
+                                        "choose the matrix's runs with --only ccl=" + c});
       } else if (expanded.runs.empty()) {
         continue;  // --only matched none of this file's combinations
       }

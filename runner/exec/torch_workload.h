@@ -17,8 +17,12 @@ namespace faultline::runner {
 // is), else python3 from $PATH.
 std::string TorchPython();
 
-// <bin_dir>/../python: ftccl_torch (the backend) and faultline_torch (the rank side).
-std::string TorchPackageDir(const std::string& bin_dir);
+// <directory of this executable>/../python, absolute: ftccl_torch (the backend) and
+// faultline_torch (the rank side), as the build puts them.
+std::string TorchPackageDir();
+
+// The rank's PYTHONPATH: TorchPackageDir(), then the caller's own PYTHONPATH if any.
+std::string TorchPythonPath();
 
 // The launch of one rank up to the rank's own options: the interpreter, then the script, or
 // `-m faultline_torch.ddp_train` for the reference script.
@@ -29,7 +33,8 @@ std::vector<std::string> TorchScriptOptions(const Workload& w);
 
 // nullopt when this machine can run a torch_ddp rank over `ccl`: the interpreter imports torch
 // with torch.distributed, and ftccl_torch for ftccl, or finds a GPU for nccl; else why not,
-// e.g. "PyTorch is not installed (apt install python3-torch)". Runs the interpreter.
-std::optional<std::string> ProbeTorch(const std::string& bin_dir, std::string_view ccl);
+// e.g. "PyTorch is not installed (apt install python3-torch)". Runs the interpreter (fork and
+// exec, no shell).
+std::optional<std::string> ProbeTorch(std::string_view ccl);
 
 }  // namespace faultline::runner

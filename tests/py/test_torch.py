@@ -82,8 +82,9 @@ COLLECTIVES = """
     check("product f64", t, torch.full((5,), float(torch.arange(1, n + 1).prod()), dtype=torch.float64))
     t = torch.full((7,), 3 * (r + 1), dtype=torch.int64); dist.all_reduce(t, op=dist.ReduceOp.AVG)
     check("avg i64", t, torch.full((7,), 3 * sum(range(1, n + 1)) // n, dtype=torch.int64))
-    t = torch.ones(4, 3) * (r + 1); tt = t.t()  # not contiguous
-    dist.all_reduce(tt); check("non-contiguous", t, torch.ones(4, 3) * sum(range(1, n + 1)))
+    t = torch.arange(12.).view(4, 3) * (r + 1); tt = t.t()  # not contiguous
+    dist.all_reduce(tt)
+    check("non-contiguous", t, torch.arange(12.).view(4, 3) * sum(range(1, n + 1)))
     t = torch.full((3,), r, dtype=torch.int32); dist.broadcast(t, src=n - 1)
     check("broadcast", t, torch.full((3,), n - 1, dtype=torch.int32))
     outs = [torch.zeros(2, dtype=torch.bfloat16) for _ in range(n)]
@@ -102,8 +103,16 @@ COLLECTIVES = """
     want = torch.cat([torch.arange(2 * r, 2 * r + 2) + 100 * q for q in range(n)])
     check("alltoall", dst, want)
     b = torch.tensor([r % 2 == 0]); dist.broadcast(b, src=1); check("broadcast bool", b, torch.tensor([False]))
-    w = dist.all_reduce(torch.ones(3), async_op=True); fut = w.get_future(); fut.wait()
-    check("future value", fut.value()[0], torch.full((3,), float(n)))
+    w = dist.all_reduce(torch.ones(3), async_op=True); w.wait()
+    check("future value right after wait()", w.get_future().value()[0], torch.full((3,), float(n)))
+    # A Future callback that issues another collective of the group and waits for it (as
+    # DDP's PowerSGD hook does) must not deadlock the group.
+    def nested(fut):
+        t2 = fut.value()[0] * 2
+        dist.all_reduce(t2, async_op=True).get_future().wait()
+        return t2
+    chained = dist.all_reduce(torch.ones(3), async_op=True).get_future().then(nested)
+    check("nested collective in a callback", chained.wait(), torch.full((3,), float(2 * n * n)))
     dist.barrier()
     try:
         dist.all_reduce(torch.ones(2, dtype=torch.int16))
@@ -115,10 +124,14 @@ COLLECTIVES = """
         raise AssertionError("a bool sum was accepted")
     except RuntimeError as e:
         assert "no reduction over" in str(e), e
-    events = ftccl_torch.drain_events(dist.group.WORLD)
-    assert isinstance(events, list)
     assert ftccl_torch.num_rails(dist.group.WORLD) == 2
     assert sum(ftccl_torch.stats(dist.group.WORLD)["payload_bytes_sent_per_rail"]) > 0
+    ftccl_torch.shutdown(dist.group.WORLD)  # orderly: waits for what was issued
+    try:
+        dist.all_reduce(torch.ones(1))
+        raise AssertionError("a collective after shutdown was accepted")
+    except RuntimeError as e:
+        assert "shut down" in str(e), e
     dist.destroy_process_group()
     print("ok", r)
 """
@@ -269,3 +282,34 @@ def test_ddp_rank_kill_makes_every_survivor_raise_within_the_abort_bound(fl, tor
             assert "failed: ftccl: " in ef.read()
     assert rep["metrics"]["param_sha256"] is None  # nobody finished training
     assert killed_at is not None
+
+
+def test_a_python_without_torch_skips_the_run_with_the_reason(fl, tmp_path):
+    # An interpreter that cannot import torch (-S: no site packages): the run is skipped, the
+    # reason says so, and nothing is started.
+    fake = tmp_path / "python-without-torch"
+    fake.write_text(f"#!/bin/sh\nexec {PYTHON} -S \"$@\"\n")
+    fake.chmod(0o755)
+    fl.env["FAULTLINE_PYTHON"] = str(fake)
+    before = netns_names()
+    r = fl.run(os.path.join(TORCH_SCENARIOS, "fault_free.yaml"), "--only", "ccl=ftccl")
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout + r.stderr
+    assert "SKIP" in out.upper() and "PyTorch is not installed" in out, out
+    assert netns_names() == before
+    [path] = glob.glob(os.path.join(fl.out, "**", "report.json"), recursive=True)
+    with open(path) as f:
+        rep = json.load(f)
+    assert rep["outcome"] == "skipped" and "PyTorch is not installed" in rep["skipped"], rep
+    assert not os.path.exists(os.path.join(os.path.dirname(path), "ranks"))  # nothing started
+
+
+def test_ccl_override_of_a_matrix_over_ccl_is_refused(fl):
+    # --ccl would run one library under both combinations' labels: bad input, nothing started.
+    before = netns_names()
+    r = fl.run(os.path.join(TORCH_SCENARIOS, "fault_free.yaml"), "--ccl", "gloo")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "--ccl gloo conflicts with the file's matrix.ccl" in r.stderr, r.stderr
+    assert "--only ccl=gloo" in r.stderr
+    assert not os.path.exists(os.path.join(fl.out, "ccl=ftccl"))
+    assert netns_names() == before

@@ -672,6 +672,17 @@ TEST(ScenarioTorch, BadTrainingWorkloadsAreErrorsWithTheirPlace) {
       "workload: {kind: torch_ddp}\n";
   auto ds2 = Errors(no_steps);
   EXPECT_NE(Find(ds2, 3, Col(no_steps, 3, "{"), "steps"), nullptr) << Dump(ds2);
+  const std::string reserved =
+      "name: t\n"
+      "topology: {hosts: 2, ranks_per_host: 1, rails: 1}\n"
+      "workload: {kind: torch_ddp, steps: 3, args: {size: 1024, store_dir: x, hidden: 8}}\n";
+  auto ds4 = Errors(reserved);
+  EXPECT_NE(Find(ds4, 3, Col(reserved, 3, "size"), "option the runner passes itself"), nullptr)
+      << Dump(ds4);
+  EXPECT_NE(Find(ds4, 3, Col(reserved, 3, "store_dir"), "option the runner passes itself"),
+            nullptr)
+      << Dump(ds4);
+  EXPECT_EQ(ds4.size(), 2u) << Dump(ds4);
   const std::string bad_kind =
       "name: t\n"
       "topology: {hosts: 2, ranks_per_host: 1, rails: 1}\n"

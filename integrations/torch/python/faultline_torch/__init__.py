@@ -23,14 +23,22 @@ A script uses it as:
     rank.finish(model, loss)                    # result + end line; exits
 
 A step that raises (a collective failed) is logged as a failed op with the message, the end
-line says error, and the process exits with 10, as faultline-worker does. A step that outlives
-the collective timeout plus a grace period (the library did not honour its deadline) is ended
-by a watchdog: the end line says so and the process exits with 10.
+line says error, and the process exits with 10, as faultline-worker does. A collective that
+outlives its deadline plus a grace period (the library did not honour it) is ended by a
+watchdog: the end line says so and the process exits with 10. With ftccl the watchdog times
+the collective now running (ftccl_torch.busy_since_ns); with another library, which says
+nothing of its collectives, the step, allowing `collectives_per_step` deadlines (header()).
+At the end every rank passes a barrier (no rank leaves while a peer still waits for its
+acknowledgements) and, on ftccl, closes the group in order before the process exits.
+
+The script's own options must not reuse the runner's names (RESERVED); abbreviations are not
+accepted, so a script option is never taken for a runner option.
 """
 import argparse
 import datetime
 import hashlib
 import json
+import math
 import os
 import subprocess
 import sys
@@ -42,6 +50,10 @@ EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_CCL_ERROR = 10
 
+# The runner's options: a script (workload.args) must not define them.
+RESERVED = ("ccl", "rank", "size", "bootstrap", "rails", "store-dir", "steps", "warmup",
+            "timeout", "log", "seed", "start-at", "fault-hook")
+
 
 def _now():
     return time.monotonic_ns()  # CLOCK_MONOTONIC, the runner's clock
@@ -49,13 +61,15 @@ def _now():
 
 def param_sha256(model):
     """SHA-256 over every parameter in registration order: name, dtype, shape, raw bytes."""
+    import torch
+
     h = hashlib.sha256()
     for name, p in model.named_parameters():
         t = p.detach().contiguous().cpu()
         h.update(name.encode())
         h.update(str(t.dtype).encode())
         h.update(str(tuple(t.shape)).encode())
-        h.update(t.numpy().tobytes())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())  # any dtype, bf16 too
     return h.hexdigest()
 
 
@@ -70,8 +84,14 @@ def _interface_of(addr):
     raise RuntimeError(f"no interface holds {addr} in this network namespace")
 
 
+def _first_line(error):
+    text = str(error).strip()
+    return text.splitlines()[0] if text else repr(error)
+
+
 def _parse(argv):
-    p = argparse.ArgumentParser(description="a rank of Faultline's torch_ddp workload")
+    p = argparse.ArgumentParser(description="a rank of Faultline's torch_ddp workload",
+                                allow_abbrev=False)
     p.add_argument("--ccl", required=True, choices=["ftccl", "gloo", "nccl"])
     p.add_argument("--rank", type=int, required=True)
     p.add_argument("--size", type=int, required=True)
@@ -99,8 +119,10 @@ class Rank:
         self._index = 0
         self._first_error_ns = None
         self._step_start = None  # watchdog: the running step's start
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # one writer at a time; nothing after the end line
         self._ended = False
+        self._bytes = 0
+        self._per_step = 1
         self.rails = [r for r in args.rails.split(",") if r]
 
     @classmethod
@@ -109,23 +131,19 @@ class Rank:
         return cls(args, extra)
 
     # -- the log -------------------------------------------------------------------------
-    def _write(self, obj):
-        os.write(self._fd, (json.dumps(obj, separators=(",", ":")) + "\n").encode())
+    def _write(self, obj, end=False):
+        """Writes one line; False (and nothing written) once the end line is out."""
+        line = (json.dumps(obj, separators=(",", ":"), allow_nan=False) + "\n").encode()
+        with self._lock:
+            if self._ended:
+                return False
+            os.write(self._fd, line)
+            self._ended = end
+            return True
 
-    def header(self, model):
-        import torch
-
-        count = sum(p.numel() for p in model.parameters() if p.requires_grad)
-        elem = next(model.parameters()).element_size()
+    def _header(self, count, elem, rails_used, version):
         n = self.args.size
-        if self.args.ccl == "ftccl":
-            import ftccl_torch
-
-            rails_used = list(range(ftccl_torch.num_rails(self.pg)))
-            version = ftccl_torch.version()
-        else:
-            rails_used = [0] if self.args.ccl == "gloo" else None
-            version = f"torch {torch.__version__}"
+        self._bytes = count * elem
         self._write({
             "type": "header", "schema": SCHEMA, "rank": self.args.rank, "size": n,
             "ccl": self.args.ccl, "op": "allreduce", "dtype": "f32", "redop": "sum", "root": 0,
@@ -137,7 +155,36 @@ class Rank:
             "iters": self.args.steps, "duration_ns": None, "timeout_ms": self.args.timeout,
             "seed": self.args.seed, "rails_used": rails_used, "ccl_version": version,
             "workload": "torch_ddp"})
-        self._bytes = count * elem
+
+    def join_failed(self, error):
+        """Joining the group failed: a header without a model and an error end line; exits 10
+        (the rank ended with an error, as faultline-worker's that cannot join)."""
+        msg = _first_line(error)
+        self._first_error_ns = _now()
+        self._header(0, 0, None, "")
+        self._end(False, "joining the group failed: " + msg)
+        print(f"rank {self.args.rank}: joining the group failed: {msg}", file=sys.stderr)
+        sys.stderr.flush()
+        os._exit(EXIT_CCL_ERROR)
+
+    def header(self, model, collectives_per_step=1):
+        """The log's header, once the group is joined and the model built. A step issues
+        `collectives_per_step` collectives one after another (DDP: one per gradient bucket);
+        without a library's own timing the watchdog allows that many deadlines per step."""
+        import torch
+
+        self._per_step = max(1, int(collectives_per_step))
+        count = sum(p.numel() for p in model.parameters() if p.requires_grad)
+        elem = next(model.parameters()).element_size()
+        if self.args.ccl == "ftccl":
+            import ftccl_torch
+
+            rails_used = list(range(ftccl_torch.num_rails(self.pg)))
+            version = ftccl_torch.version()
+        else:
+            rails_used = [0] if self.args.ccl == "gloo" else None
+            version = f"torch {torch.__version__}"
+        self._header(count, elem, rails_used, version)
 
     def _drain(self):
         if self.args.ccl != "ftccl" or self.pg is None:
@@ -152,10 +199,7 @@ class Rank:
             self._write(line)
 
     def _end(self, ok, message, watchdog=False):
-        with self._lock:
-            if self._ended:
-                return False
-            self._ended = True
+        """Writes the end line; False when it was already written (by the other thread)."""
         try:
             self._drain()
         except Exception:  # a broken group has nothing more to say
@@ -164,8 +208,7 @@ class Rank:
                "t_ns": _now(), "first_error_ns": self._first_error_ns}
         if watchdog:
             end["watchdog"] = True
-        self._write(end)
-        return True
+        return self._write(end, end=True)
 
     # -- the group -----------------------------------------------------------------------
     def init_process_group(self):
@@ -193,14 +236,23 @@ class Rank:
         return self.pg
 
     def _watchdog(self):
-        grace_ns = (1000 + self.args.timeout // 4) * 1_000_000
+        grace_ns = (1000 + self.args.timeout // 4) * 1_000_000  # as faultline-worker's
         limit = self.args.timeout * 1_000_000 + grace_ns
+        busy_since = None
+        if self.args.ccl == "ftccl":
+            import ftccl_torch
+
+            busy_since = ftccl_torch.busy_since_ns
         while True:
             time.sleep(0.05)
-            s = self._step_start
-            if s is not None and _now() - s > limit:
-                if self._end(False, f"step {self._index} outlived its deadline "
-                             f"({self.args.timeout} ms) and the grace period", watchdog=True):
+            if busy_since is not None:
+                start, allowed, what = busy_since(self.pg), limit, "a collective"
+            else:
+                start, allowed, what = self._step_start, limit * self._per_step, \
+                    f"step {self._index}"
+            if start and _now() - start > allowed:
+                if self._end(False, f"{what} outlived its deadline ({self.args.timeout} ms) and "
+                             "the grace period", watchdog=True):
                     os._exit(EXIT_CCL_ERROR)
 
     def wait_start(self):
@@ -235,7 +287,7 @@ class Rank:
         start = self._step_start or now
         self._step_start = None
         self._first_error_ns = now
-        msg = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+        msg = _first_line(error)
         self._write({"type": "op", "index": self._index, "start_ns": start, "end_ns": now,
                      "bytes": self._bytes, "ok": False, "wrong": None,
                      "warmup": self._index < self.args.warmup, "error": msg})
@@ -245,13 +297,26 @@ class Rank:
         os._exit(EXIT_CCL_ERROR)  # a failed group is not torn down (peers may be gone)
 
     def finish(self, model, loss):
-        """Writes the result line (parameter hash, final loss) and the end line; exits 0."""
-        loss = float(loss)
-        self._write({"type": "result", "param_sha256": param_sha256(model),
-                     "loss": None if loss != loss else loss})  # JSON has no NaN
-        self._end(True, "")
+        """A final barrier, the result line (parameter hash, final loss) and the end line, then
+        an orderly close of the group; exits 0 (10 when the barrier fails)."""
         import torch.distributed as dist
 
-        dist.destroy_process_group()
+        self._step_start = _now()
+        try:
+            dist.barrier()
+        except Exception as e:
+            self._step_start = None
+            self._first_error_ns = _now()
+            self._end(False, "final barrier: " + _first_line(e))
+            os._exit(EXIT_CCL_ERROR)
+        self._step_start = None
+        loss = float(loss)
+        self._write({"type": "result", "param_sha256": param_sha256(model),
+                     "loss": loss if math.isfinite(loss) else None})  # JSON has no NaN, inf
+        self._end(True, "")
+        if self.args.ccl == "ftccl":
+            import ftccl_torch
+
+            ftccl_torch.shutdown(self.pg)  # DDP still holds the group: close it here
         sys.stdout.flush()
         os._exit(EXIT_OK)

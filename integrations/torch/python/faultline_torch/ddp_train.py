@@ -8,8 +8,12 @@ carries the SHA-256 of the final parameters: two runs with the same seed and a l
 end with the same hash, faults or not. Options of its own (the scenario's workload.args):
 --hidden (width, 512), --layers (hidden layers, 3), --batch (per rank, 32), --features (64),
 --classes (10), --lr (0.05), --bucket-mb (DDP bucket size, 1).
+
+Over nccl (a CUDA build of PyTorch) each rank trains on GPU rank % device_count; the CPU
+determinism settings do not make CUDA kernels bit-reproducible across runs.
 """
 import argparse
+import math
 import sys
 
 import torch
@@ -20,7 +24,7 @@ import faultline_torch
 
 def main():
     rank = faultline_torch.Rank.from_argv()
-    p = argparse.ArgumentParser(prog="ddp_train.py")
+    p = argparse.ArgumentParser(prog="ddp_train.py", allow_abbrev=False)
     p.add_argument("--hidden", type=int, default=512)
     p.add_argument("--layers", type=int, default=3)
     p.add_argument("--batch", type=int, default=32)
@@ -43,23 +47,31 @@ def main():
         width = opt.hidden
     layers.append(nn.Linear(width, opt.classes))
     model = nn.Sequential(*layers)
+    device = torch.device("cpu")
+    if rank.args.ccl == "nccl":
+        device = torch.device("cuda", rank.args.rank % torch.cuda.device_count())
+        torch.cuda.set_device(device)
+        model = model.to(device)
 
     try:
         rank.init_process_group()
-        ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=opt.bucket_mb)
+        ddp = nn.parallel.DistributedDataParallel(
+            model, bucket_cap_mb=opt.bucket_mb,
+            device_ids=[device.index] if device.type == "cuda" else None)
     except Exception as e:  # joining failed: nothing to train
-        print(f"rank {rank.args.rank}: joining the group failed: {e}", file=sys.stderr)
-        sys.exit(faultline_torch.EXIT_CCL_ERROR)
+        rank.join_failed(e)
     sgd = torch.optim.SGD(ddp.parameters(), lr=opt.lr)
     loss_fn = nn.CrossEntropyLoss()
-    rank.header(model)
+    # One allreduce per gradient bucket (DDP's first bucket is smaller: one more).
+    grad_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    rank.header(model, collectives_per_step=math.ceil(grad_bytes / (opt.bucket_mb * 2**20)) + 1)
     rank.wait_start()
 
     loss = torch.tensor(float("nan"))
     for step in rank.steps():
         g = torch.Generator().manual_seed((rank.args.seed * 1_000_003 + step) * 4099 + rank.args.rank)
-        x = torch.randn(opt.batch, opt.features, generator=g)
-        y = torch.randint(0, opt.classes, (opt.batch,), generator=g)
+        x = torch.randn(opt.batch, opt.features, generator=g).to(device)
+        y = torch.randint(0, opt.classes, (opt.batch,), generator=g).to(device)
         try:
             sgd.zero_grad(set_to_none=True)
             loss = loss_fn(ddp(x), y)
