@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
   faultline::cli::RegisterImport(app, &action);
   faultline::cli::RegisterReport(app, &action);
   faultline::cli::RegisterCompare(app, &action);
+  faultline::cli::RegisterCalibrate(app, &action);
+  faultline::cli::RegisterSimulate(app, &action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,150 @@
+#include "runner/sim/calibration.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "reports/schema.h"
+
+namespace faultline::sim {
+namespace {
+
+std::optional<double> Num(const nlohmann::json& obj, const char* key) {
+  if (!obj.is_object()) return std::nullopt;
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+nlohmann::json Opt(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+int KindCalibration::Survived() const {
+  return static_cast<int>(
+      std::count_if(samples.begin(), samples.end(), [](const FaultSample& s) { return s.survived; }));
+}
+
+const KindCalibration* Calibration::Find(const std::string& ccl, const std::string& kind) const {
+  for (const auto& e : entries) {
+    if (e.ccl == ccl && e.kind == kind) return &e;
+  }
+  return nullptr;
+}
+
+Status AddReport(const nlohmann::json& r, const std::string& source, Calibration* cal) {
+  if (!r.is_object() || !r.contains("schema")) return InvalidArgument("not a report.json");
+  if (r["schema"] != reports::kReportSchema) {
+    return InvalidArgument("schema " + r["schema"].dump() + ", not " + reports::kReportSchema +
+                           " (the metrics' meaning changes with the schema)");
+  }
+  if (!r.contains("ccl") || !r["ccl"].is_string() || !r.contains("faults") ||
+      !r["faults"].is_array() || !r.contains("per_fault") || !r["per_fault"].is_array()) {
+    return InvalidArgument("a report without ccl, faults or per_fault");
+  }
+  cal->sources.push_back(source);
+  const std::string ccl = r["ccl"].get<std::string>();
+  const std::string outcome = r.value("outcome", std::string());
+  std::map<std::string, const nlohmann::json*> per_fault;
+  for (const auto& pf : r["per_fault"]) {
+    if (pf.is_object() && pf.contains("id") && pf["id"].is_string()) {
+      per_fault[pf["id"].get<std::string>()] = &pf;
+    }
+  }
+  for (const auto& f : r["faults"]) {
+    if (!f.is_object() || !Num(f, "applied_s")) continue;  // never applied: no cost to learn
+    const std::string kind = f.value("type", std::string());
+    const std::string id = f.value("id", std::string());
+    if (kind.empty()) continue;
+    FaultSample s;
+    s.outcome = outcome;
+    s.survived = outcome == "survived";
+    s.source = source;
+    if (auto rev = Num(f, "reverted_s")) s.fault_for_s = *rev - *Num(f, "applied_s");
+    if (auto it = per_fault.find(id); it != per_fault.end()) {
+      const nlohmann::json& pf = *it->second;
+      s.stall_ms = Num(pf, "stall_ms");
+      s.convergence_ms = Num(pf, "failover_latency_ms");
+      s.recovery_ms = Num(pf, "recovery_ms");
+      s.degraded_ratio = Num(pf, "degraded_ratio");
+    }
+    auto e = std::find_if(cal->entries.begin(), cal->entries.end(),
+                          [&](const KindCalibration& k) { return k.ccl == ccl && k.kind == kind; });
+    if (e == cal->entries.end()) {
+      cal->entries.push_back({ccl, kind, {}});
+      e = cal->entries.end() - 1;
+    }
+    e->samples.push_back(std::move(s));
+  }
+  std::sort(cal->entries.begin(), cal->entries.end(),
+            [](const KindCalibration& a, const KindCalibration& b) {
+              return std::tie(a.ccl, a.kind) < std::tie(b.ccl, b.kind);
+            });
+  return Status();
+}
+
+nlohmann::json Calibration::ToJson() const {
+  nlohmann::json es = nlohmann::json::array();
+  for (const auto& e : entries) {
+    nlohmann::json samples = nlohmann::json::array();
+    for (const auto& s : e.samples) {
+      samples.push_back({{"survived", s.survived},
+                         {"outcome", s.outcome},
+                         {"stall_ms", Opt(s.stall_ms)},
+                         {"convergence_ms", Opt(s.convergence_ms)},
+                         {"recovery_ms", Opt(s.recovery_ms)},
+                         {"degraded_ratio", Opt(s.degraded_ratio)},
+                         {"fault_for_s", Opt(s.fault_for_s)},
+                         {"source", s.source}});
+    }
+    es.push_back({{"ccl", e.ccl},
+                  {"kind", e.kind},
+                  {"faults", e.samples.size()},
+                  {"survived", e.Survived()},
+                  {"samples", std::move(samples)}});
+  }
+  return {{"schema", kCalibrationSchema},
+          {"entries", std::move(es)},
+          {"sources", sources},
+          {"skipped", skipped}};
+}
+
+Result<Calibration> Calibration::FromJson(const nlohmann::json& j) {
+  if (!j.is_object() || j.value("schema", std::string()) != kCalibrationSchema) {
+    return InvalidArgument(std::string("not a calibration file (schema ") + kCalibrationSchema +
+                           "; write one with faultline calibrate)");
+  }
+  Calibration c;
+  try {
+    for (const auto& e : j.at("entries")) {
+      KindCalibration k;
+      k.ccl = e.at("ccl").get<std::string>();
+      k.kind = e.at("kind").get<std::string>();
+      for (const auto& s : e.at("samples")) {
+        FaultSample f;
+        f.survived = s.at("survived").get<bool>();
+        f.outcome = s.value("outcome", std::string());
+        f.stall_ms = Num(s, "stall_ms");
+        f.convergence_ms = Num(s, "convergence_ms");
+        f.recovery_ms = Num(s, "recovery_ms");
+        f.degraded_ratio = Num(s, "degraded_ratio");
+        f.fault_for_s = Num(s, "fault_for_s");
+        f.source = s.value("source", std::string());
+        if ((f.stall_ms && *f.stall_ms < 0) || (f.degraded_ratio && *f.degraded_ratio < 0)) {
+          return InvalidArgument("entry " + k.ccl + "/" + k.kind + ": a negative cost");
+        }
+        k.samples.push_back(std::move(f));
+      }
+      c.entries.push_back(std::move(k));
+    }
+    if (j.contains("sources")) c.sources = j["sources"].get<std::vector<std::string>>();
+    if (j.contains("skipped")) c.skipped = j["skipped"].get<std::vector<std::string>>();
+  } catch (const nlohmann::json::exception& e) {
+    return InvalidArgument(std::string("malformed calibration: ") + e.what());
+  }
+  return c;
+}
+
+}  // namespace faultline::sim

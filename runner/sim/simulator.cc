@@ -1,0 +1,588 @@
+#include "runner/sim/simulator.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <set>
+
+#include "base/units.h"
+
+namespace faultline::sim {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Llama 3 405B pre-training: 419 unexpected interruptions in 54 days on 16,384 H100 GPUs
+// ("The Llama 3 Herd of Models", Meta, 2024, Table 5, root-cause categorization).
+constexpr double kLlamaGpus = 16384;
+constexpr double kLlamaHours = 54 * 24;
+constexpr double kLlamaHosts = kLlamaGpus / 8;      // 8 GPUs per host
+constexpr double kLlamaPorts = kLlamaHosts * 8;     // assumption: one NIC port per GPU
+constexpr char kLlama[] =
+    "Llama 3 405B, 54 days on 16,384 H100 GPUs, 419 unexpected interruptions (The Llama 3 Herd "
+    "of Models, Meta 2024, Table 5)";
+
+uint64_t Mix(uint64_t x) {  // SplitMix64 finalizer
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+struct Arrival {
+  double t = 0;
+  FaultClass cls = FaultClass::kGpu;
+  bool transient = false;
+  double outage_s = 0;
+  double draw = 0;  // uniform in [0, 1): which calibration sample
+};
+
+std::vector<Arrival> Arrivals(const SimConfig& c, uint64_t seed) {
+  std::mt19937_64 rng(Mix(seed));
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<double> rates;
+  double total = 0;
+  for (const auto& m : c.classes) {
+    rates.push_back(m.rate_per_unit_hour / 3600.0 * c.Units(m.cls) * c.rate_scale);
+    total += rates.back();
+  }
+  std::vector<Arrival> out;
+  if (total <= 0) return out;
+  const double horizon = c.days * 86400.0;
+  double t = 0;
+  for (;;) {
+    t += -std::log1p(-u(rng)) / total;
+    if (t >= horizon) break;
+    Arrival a;
+    a.t = t;
+    double pick = u(rng) * total;
+    size_t i = 0;
+    while (i + 1 < rates.size() && pick >= rates[i]) pick -= rates[i++];
+    a.cls = c.classes[i].cls;
+    a.transient = u(rng) < c.classes[i].transient_fraction;
+    a.outage_s = -std::log1p(-u(rng)) * c.transient_outage_s;
+    a.draw = u(rng);
+    out.push_back(a);
+  }
+  return out;
+}
+
+// What failover does about one failure of a network class: drawn from the calibration.
+struct FailoverCost {
+  bool restart = true;
+  double stall_s = 0;
+  double ratio = 1;  // throughput while degraded / healthy
+};
+
+class Pricer {
+ public:
+  Pricer(const SimConfig& c, const Calibration* cal) : c_(c), cal_(cal) {}
+
+  const ClassModel& Model(FaultClass cls) const {
+    for (const auto& m : c_.classes) {
+      if (m.cls == cls) return m;
+    }
+    return c_.classes.front();
+  }
+  bool Network(FaultClass cls) const { return !Model(cls).transient_kind.empty(); }
+  double CapacityRatio() const {
+    return c_.rails_per_host > 1 ? (c_.rails_per_host - 1.0) / c_.rails_per_host : 0.0;
+  }
+
+  const KindCalibration* Entry(FaultClass cls, bool transient) const {
+    if (cal_ == nullptr) return nullptr;
+    const ClassModel& m = Model(cls);
+    const KindCalibration* e = cal_->Find(c_.ccl, transient ? m.transient_kind : m.permanent_kind);
+    return e != nullptr && !e->samples.empty() ? e : nullptr;
+  }
+
+  FailoverCost Failover(const Arrival& a) const {
+    FailoverCost f;
+    const KindCalibration* e = Entry(a.cls, a.transient);
+    if (e == nullptr) {  // the config's model
+      f.restart = CapacityRatio() <= 0;
+      f.stall_s = c_.model_stall_s;
+      f.ratio = CapacityRatio();
+      return f;
+    }
+    const size_t i = std::min(e->samples.size() - 1,
+                              static_cast<size_t>(a.draw * static_cast<double>(e->samples.size())));
+    const FaultSample& s = e->samples[i];
+    f.restart = !s.survived;
+    f.stall_s = s.stall_ms.value_or(0) / 1000.0;
+    f.ratio = s.degraded_ratio.value_or(CapacityRatio());
+    return f;
+  }
+
+  // Probability that failover survives a failure of `cls` (for the restart rate).
+  double SurviveShare(FaultClass cls) const {
+    const ClassModel& m = Model(cls);
+    if (m.transient_kind.empty()) return 0;
+    auto share = [&](bool transient) {
+      const KindCalibration* e = Entry(cls, transient);
+      if (e == nullptr) return CapacityRatio() > 0 ? 1.0 : 0.0;
+      return static_cast<double>(e->Survived()) / static_cast<double>(e->samples.size());
+    };
+    return m.transient_fraction * share(true) + (1 - m.transient_fraction) * share(false);
+  }
+
+  double Speed(double ratio) const {
+    if (ratio <= 0) return 0;
+    return 1.0 / (c_.comm_fraction / ratio + 1.0 - c_.comm_fraction);
+  }
+
+ private:
+  const SimConfig& c_;
+  const Calibration* cal_;
+};
+
+struct Outcome {
+  double useful_s = 0;
+  double restarts = 0;
+  std::vector<double> lost_s = std::vector<double>(kNumClasses, 0.0);
+  double checkpoint_s = 0;
+};
+
+Outcome RunPolicy(const SimConfig& c, const Pricer& pricer, Policy policy, double tau,
+                  const std::vector<Arrival>& arrivals) {
+  const double horizon = c.days * 86400.0;
+  const double ckpt = c.checkpoint_cost_s;
+  Outcome o;
+  double t = 0, committed = 0, pending = 0, ckpt_left = 0;
+  double deg_end = 0, deg_speed = 1, restart_until = -1;
+  int deg_cls = 0;
+
+  auto advance = [&](double to) {
+    to = std::min(to, horizon);
+    while (t < to) {
+      const bool deg = t < deg_end;
+      const double speed = deg ? deg_speed : 1.0;
+      const double limit = deg ? std::min(to, deg_end) : to;
+      if (ckpt_left > 0) {
+        const double dt = std::min(ckpt_left, limit - t);
+        t += dt;
+        ckpt_left -= dt;
+        o.checkpoint_s += dt;
+        if (ckpt_left <= 1e-9) {
+          ckpt_left = 0;
+          committed += pending;
+          pending = 0;
+        }
+        continue;
+      }
+      double dt = limit - t;
+      if (std::isfinite(tau) && speed > 0) dt = std::min(dt, (tau - pending) / speed);
+      pending += dt * speed;
+      if (deg) o.lost_s[deg_cls] += dt * (1 - speed);
+      t += dt;
+      if (std::isfinite(tau) && pending >= tau * (1 - 1e-12)) {
+        pending = tau;
+        if (ckpt > 0) {
+          ckpt_left = ckpt;
+        } else {
+          committed += pending;
+          pending = 0;
+        }
+      }
+    }
+  };
+  auto restart = [&](int cls) {
+    o.lost_s[cls] += pending;
+    pending = 0;
+    ckpt_left = 0;
+    const double r = std::min(c.restart_cost_s, horizon - t);
+    o.lost_s[cls] += r;
+    t += r;
+    restart_until = t;
+    deg_end = 0;  // the faulty part is swapped at the restart
+    o.restarts += 1;
+  };
+
+  for (const Arrival& a : arrivals) {
+    if (a.t < restart_until) continue;  // absorbed by the restart in progress
+    advance(a.t);
+    if (t >= horizon) break;
+    const int cls = static_cast<int>(a.cls);
+    if (policy == Policy::kFailStop || !pricer.Network(a.cls)) {
+      restart(cls);
+      continue;
+    }
+    const FailoverCost f = pricer.Failover(a);
+    const double degraded_s = a.transient ? a.outage_s : c.repair_s;
+    const double speed = pricer.Speed(f.ratio);
+    if (policy == Policy::kAdaptive && !f.restart) {
+      // The cheaper of the two, as a selector with exact estimates would choose.
+      const double failover_cost = f.stall_s + degraded_s * (1 - speed);
+      const double restart_cost = pending + c.restart_cost_s;
+      if (restart_cost < failover_cost) {
+        restart(cls);
+        continue;
+      }
+    }
+    if (f.restart || speed <= 0) {
+      restart(cls);
+      continue;
+    }
+    const double s = std::min(f.stall_s, horizon - t);
+    t += s;
+    o.lost_s[cls] += s;
+    if (t < deg_end) {
+      deg_speed = std::min(deg_speed, speed);
+    } else {
+      deg_speed = speed;
+    }
+    deg_end = std::max(deg_end, t + degraded_s);
+    deg_cls = cls;
+  }
+  advance(horizon);
+  o.useful_s = committed + pending;
+  return o;
+}
+
+Interval Summarize(const std::vector<double>& v) {
+  Interval r;
+  if (v.empty()) return r;
+  double sum = 0;
+  for (double x : v) sum += x;
+  r.mean = sum / static_cast<double>(v.size());
+  double var = 0;
+  for (double x : v) var += (x - r.mean) * (x - r.mean);
+  const double n = static_cast<double>(v.size());
+  const double half = v.size() > 1 ? 1.96 * std::sqrt(var / (n - 1)) / std::sqrt(n) : 0.0;
+  r.lo = r.mean - half;
+  r.hi = r.mean + half;
+  return r;
+}
+
+}  // namespace
+
+const char* FaultClassName(FaultClass c) {
+  switch (c) {
+    case FaultClass::kGpu: return "gpu";
+    case FaultClass::kHost: return "host";
+    case FaultClass::kNic: return "nic";
+    case FaultClass::kNetwork: return "network";
+    case FaultClass::kOther: return "other";
+  }
+  return "?";
+}
+
+const char* PolicyName(Policy p) {
+  switch (p) {
+    case Policy::kFailStop: return "fail_stop";
+    case Policy::kFailover: return "failover";
+    case Policy::kAdaptive: return "adaptive";
+  }
+  return "?";
+}
+
+nlohmann::json Interval::ToJson() const {
+  return {{"mean", mean}, {"ci95", {lo, hi}}};
+}
+
+double FailStopUsefulShare(double rate, double tau, double ckpt, double restart) {
+  if (rate <= 0) return std::isfinite(tau) ? tau / (tau + ckpt) : 1.0;
+  return tau / ((std::expm1(rate * (tau + ckpt))) * (1.0 / rate + restart));
+}
+
+SimConfig SimConfig::Defaults() {
+  SimConfig c;
+  const std::string llama = kLlama;
+  c.classes = {
+      {FaultClass::kGpu, 268 / (kLlamaGpus * kLlamaHours), "GPU",
+       llama + ": Faulty GPU 148 (30.1%), GPU HBM3 Memory 72 (17.2%), GPU SRAM Memory 19 "
+               "(4.5%), GPU System Processor 17 (4.1%), Silent Data Corruption 6 (1.4%), GPU "
+               "Thermal Interface + Sensor 6 (1.4%): 268 per 16,384 GPUs x 54 days",
+       0, "", "", ""},
+      {FaultClass::kHost, 46 / (kLlamaHosts * kLlamaHours), "host",
+       llama + ": Host Maintenance 32 (7.6%), SSD 3 (0.7%), Power Supply 3 (0.7%), Server "
+               "Chassis 2 (0.5%), IO Expansion Board 2 (0.5%), CPU 2 (0.5%), System Memory 2 "
+               "(0.5%): 46 per 2,048 hosts (8 GPUs each) x 54 days",
+       0, "", "", ""},
+      {FaultClass::kNic, 7 / (kLlamaPorts * kLlamaHours), "NIC port",
+       llama + ": NIC 7 (1.7%), per 16,384 NIC ports (assumption: one port per GPU) x 54 days",
+       0.5, "assumption: half of NIC port failures heal by themselves (link flaps); the paper "
+            "does not say", "link_down", "port_drop"},
+      {FaultClass::kNetwork, 35 / (kLlamaPorts * kLlamaHours), "link",
+       llama + ": Network Switch/Cable 35 (8.4%), per 16,384 links (one per NIC port) x 54 days",
+       0.5, "assumption: half of switch and cable failures are transient; the paper does not "
+            "say", "link_down", "port_drop"},
+      {FaultClass::kOther, 63 / (kLlamaGpus * kLlamaHours), "GPU",
+       llama + ": Software Bug 54 (12.9%), NCCL Watchdog Timeouts 7 (1.7%), Dependency 2 "
+               "(0.5%): 63 per 16,384 GPUs x 54 days; fail-stop under every policy",
+       0, "", "", ""},
+  };
+  c.sources = {
+      "gpus_per_host: 8, as Llama 3's H100 hosts",
+      "rails_per_host: 8, assumption: one NIC port per GPU",
+      "checkpoint_cost: 60 s, assumption (a sharded checkpoint to a parallel file system)",
+      "restart_cost: 600 s, assumption (reschedule, rendezvous, checkpoint load at scale)",
+      "transient_outage: 60 s mean (exponential), assumption",
+      "repair: 4 h until a permanently failed port or link is repaired, assumption",
+      "comm_fraction: 0.3 of a step in exposed communication, assumption",
+      "model_stall: 1 s, failover's stall where no calibration exists, assumption",
+  };
+  return c;
+}
+
+int64_t SimConfig::Hosts() const { return (gpus + gpus_per_host - 1) / gpus_per_host; }
+
+double SimConfig::Units(FaultClass c) const {
+  switch (c) {
+    case FaultClass::kGpu:
+    case FaultClass::kOther:
+      return static_cast<double>(gpus);
+    case FaultClass::kHost:
+      return static_cast<double>(Hosts());
+    case FaultClass::kNic:
+    case FaultClass::kNetwork:
+      return static_cast<double>(Hosts()) * rails_per_host;
+  }
+  return 0;
+}
+
+double SimConfig::JobRatePerSecond() const {
+  double r = 0;
+  for (const auto& m : classes) r += m.rate_per_unit_hour / 3600.0 * Units(m.cls) * rate_scale;
+  return r;
+}
+
+nlohmann::json SimConfig::ToJson() const {
+  nlohmann::json cls = nlohmann::json::object();
+  for (const auto& m : classes) {
+    nlohmann::json j = {{"rate_per_unit_hour", m.rate_per_unit_hour},
+                        {"unit", m.unit},
+                        {"units", Units(m.cls)},
+                        {"source", m.source}};
+    if (!m.transient_kind.empty()) {
+      j["transient_fraction"] = m.transient_fraction;
+      j["transient_source"] = m.transient_source;
+      j["calibration_kinds"] = {{"transient", m.transient_kind}, {"permanent", m.permanent_kind}};
+    } else {
+      j["policy_note"] = "fail-stop under every policy (shrink would keep it; not modelled)";
+    }
+    cls[FaultClassName(m.cls)] = std::move(j);
+  }
+  return {{"gpus", gpus},
+          {"gpus_per_host", gpus_per_host},
+          {"rails_per_host", rails_per_host},
+          {"days", days},
+          {"rate_scale", rate_scale},
+          {"checkpoint_interval_s", checkpoint_interval_s ? nlohmann::json(*checkpoint_interval_s)
+                                                          : nlohmann::json("young_daly")},
+          {"checkpoint_cost_s", checkpoint_cost_s},
+          {"restart_cost_s", restart_cost_s},
+          {"transient_outage_s", transient_outage_s},
+          {"repair_s", repair_s},
+          {"comm_fraction", comm_fraction},
+          {"model_stall_s", model_stall_s},
+          {"ccl", ccl},
+          {"classes", std::move(cls)},
+          {"sources", sources}};
+}
+
+Status SimConfig::ApplyYaml(const std::string& text, const std::string& name) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return InvalidArgument(name + ":" + std::to_string(e.mark.line + 1) + ":" +
+                           std::to_string(e.mark.column + 1) + ": " + e.msg);
+  }
+  if (root.IsNull()) return Status();
+  auto where = [&](const YAML::Node& n) {
+    return name + ":" + std::to_string(n.Mark().line + 1) + ":" +
+           std::to_string(n.Mark().column + 1) + ": ";
+  };
+  if (!root.IsMap()) return InvalidArgument(where(root) + "a simulation config is a mapping");
+  auto seconds = [&](const YAML::Node& n, const std::string& key, double* out) -> Status {
+    auto d = ParseDuration(n.IsScalar() ? n.Scalar() : "");
+    if (!d.ok() || *d < 0) {
+      return InvalidArgument(where(n) + key + " must be a duration such as 60s or 10min");
+    }
+    *out = static_cast<double>(*d) / 1e9;
+    return Status();
+  };
+  auto number = [&](const YAML::Node& n, const std::string& key, double lo, double hi,
+                    double* out) -> Status {
+    try {
+      const double v = n.as<double>();
+      if (!(v >= lo && v <= hi)) throw YAML::Exception(n.Mark(), "range");
+      *out = v;
+      return Status();
+    } catch (const YAML::Exception&) {
+      return InvalidArgument(where(n) + key + " must be a number in [" + std::to_string(lo) +
+                             ", " + std::to_string(hi) + "]");
+    }
+  };
+  for (const auto& kv : root) {
+    const std::string key = kv.first.as<std::string>();
+    const YAML::Node& v = kv.second;
+    double x = 0;
+    Status st;
+    if (key == "gpus_per_host" || key == "rails_per_host") {
+      st = number(v, key, 1, 64, &x);
+      if (st.ok()) (key == "gpus_per_host" ? gpus_per_host : rails_per_host) = static_cast<int>(x);
+    } else if (key == "checkpoint_interval") {
+      if (v.IsScalar() && v.Scalar() == "young_daly") {
+        checkpoint_interval_s.reset();
+      } else {
+        st = seconds(v, key, &x);
+        if (st.ok() && x <= 0) st = InvalidArgument(where(v) + "checkpoint_interval must be > 0");
+        if (st.ok()) checkpoint_interval_s = x;
+      }
+    } else if (key == "checkpoint_cost") {
+      st = seconds(v, key, &checkpoint_cost_s);
+    } else if (key == "restart_cost") {
+      st = seconds(v, key, &restart_cost_s);
+    } else if (key == "transient_outage") {
+      st = seconds(v, key, &transient_outage_s);
+    } else if (key == "repair") {
+      st = seconds(v, key, &repair_s);
+    } else if (key == "model_stall") {
+      st = seconds(v, key, &model_stall_s);
+    } else if (key == "comm_fraction") {
+      st = number(v, key, 0, 1, &comm_fraction);
+    } else if (key == "ccl") {
+      ccl = v.as<std::string>();
+    } else if (key == "classes") {
+      if (!v.IsMap()) return InvalidArgument(where(v) + "classes must be a mapping");
+      for (const auto& ckv : v) {
+        const std::string cname = ckv.first.as<std::string>();
+        auto it = std::find_if(classes.begin(), classes.end(),
+                               [&](const ClassModel& m) { return cname == FaultClassName(m.cls); });
+        if (it == classes.end()) {
+          return InvalidArgument(where(ckv.first) + "unknown class '" + cname +
+                                 "' (gpu, host, nic, network, other)");
+        }
+        if (!ckv.second.IsMap()) return InvalidArgument(where(ckv.second) + cname + " must be a mapping");
+        bool rate_set = false, source_set = false;
+        for (const auto& f : ckv.second) {
+          const std::string fk = f.first.as<std::string>();
+          if (fk == "rate_per_unit_hour") {
+            st = number(f.second, cname + ".rate_per_unit_hour", 0, 1, &it->rate_per_unit_hour);
+            rate_set = true;
+          } else if (fk == "transient_fraction" && !it->transient_kind.empty()) {
+            st = number(f.second, cname + ".transient_fraction", 0, 1, &it->transient_fraction);
+            it->transient_source = "config " + name;
+          } else if (fk == "source") {
+            it->source = f.second.as<std::string>();
+            source_set = true;
+          } else {
+            st = InvalidArgument(where(f.first) + "unknown key '" + fk + "' in classes." + cname);
+          }
+          if (!st.ok()) return st;
+        }
+        if (rate_set && !source_set) {
+          return InvalidArgument(where(ckv.first) + "classes." + cname +
+                                 " sets a rate without its source (add 'source: ...')");
+        }
+      }
+    } else {
+      st = InvalidArgument(where(kv.first) + "unknown key '" + key + "'");
+    }
+    if (!st.ok()) return st;
+    if (key != "classes") {
+      sources.erase(std::remove_if(sources.begin(), sources.end(),
+                                   [&](const std::string& s) { return s.rfind(key + ":", 0) == 0; }),
+                    sources.end());
+      sources.push_back(key + ": config " + name);
+    }
+  }
+  return Status();
+}
+
+ScaleResult Simulate(const SimConfig& c, const Calibration* cal, int seeds, uint64_t base_seed) {
+  Pricer pricer(c, cal);
+  ScaleResult r;
+  r.gpus = c.gpus;
+  r.hosts = c.Hosts();
+  const double rate = c.JobRatePerSecond();
+  r.failures_per_day = rate * 86400;
+  r.mtbf_h = rate > 0 ? 1 / rate / 3600 : kInf;
+  const double horizon = c.days * 86400.0;
+  std::vector<std::vector<Arrival>> arrivals;
+  for (int s = 0; s < seeds; ++s) arrivals.push_back(Arrivals(c, base_seed * 1000003ULL + s));
+  std::set<std::string> modelled;
+  for (const auto& m : c.classes) {
+    if (m.transient_kind.empty()) continue;
+    for (bool tr : {true, false}) {
+      if (pricer.Entry(m.cls, tr) == nullptr) {
+        modelled.insert(std::string(FaultClassName(m.cls)) + " " + (tr ? "transient" : "permanent") +
+                        " (" + (tr ? m.transient_kind : m.permanent_kind) + ")");
+      }
+    }
+  }
+  for (int p = 0; p < kNumPolicies; ++p) {
+    const Policy policy = static_cast<Policy>(p);
+    PolicyResult pr;
+    pr.policy = policy;
+    // The rate of restarts this policy sees: every failure under fail-stop; under failover
+    // and adaptive the network failures it survives drop out.
+    double restart_rate = 0;
+    for (const auto& m : c.classes) {
+      const double cr = m.rate_per_unit_hour / 3600.0 * c.Units(m.cls) * c.rate_scale;
+      restart_rate += policy == Policy::kFailStop ? cr : cr * (1 - pricer.SurviveShare(m.cls));
+    }
+    if (c.checkpoint_interval_s) {
+      pr.checkpoint_interval_s = *c.checkpoint_interval_s;
+    } else if (restart_rate <= 0) {
+      pr.checkpoint_interval_s = kInf;
+    } else {
+      const double m = 1 / restart_rate, ck = c.checkpoint_cost_s;
+      pr.checkpoint_interval_s = std::sqrt(2 * m * ck);
+      // Daly's higher-order optimum (2006), for comparison where C / M is not small.
+      const double daly = ck < 2 * m ? std::sqrt(2 * ck * m) *
+                                               (1 + std::sqrt(ck / (2 * m)) / 3 + ck / (2 * m) / 9) -
+                                           ck
+                                     : m;
+      pr.daly_interval_s = daly;
+      if (std::abs(daly - pr.checkpoint_interval_s) > 0.05 * daly) {
+        pr.notes.push_back("Young/Daly first order drifts here: C/M = " +
+                           std::to_string(ck / m) + "; Daly's higher-order interval is " +
+                           std::to_string(daly) + " s");
+      }
+    }
+    std::vector<double> lost_gpu_h, ratios;
+    std::vector<double> breakdown(kNumClasses + 1, 0.0);
+    double restarts = 0, failures = 0;
+    for (int s = 0; s < seeds; ++s) {
+      const Outcome o = RunPolicy(c, pricer, policy, pr.checkpoint_interval_s, arrivals[s]);
+      const double lost_s = horizon - o.useful_s;
+      lost_gpu_h.push_back(lost_s * static_cast<double>(c.gpus) / 3600.0);
+      ratios.push_back(o.useful_s / horizon);
+      for (int k = 0; k < kNumClasses; ++k) breakdown[k] += o.lost_s[k];
+      breakdown[kNumClasses] += o.checkpoint_s;
+      restarts += o.restarts;
+      failures += static_cast<double>(arrivals[s].size());
+    }
+    pr.gpu_hours_lost = Summarize(lost_gpu_h);
+    pr.effective_ratio = Summarize(ratios);
+    pr.restarts_mean = seeds > 0 ? restarts / seeds : 0;
+    pr.failures_mean = seeds > 0 ? failures / seeds : 0;
+    for (int k = 0; k <= kNumClasses; ++k) {
+      const std::string name = k < kNumClasses ? FaultClassName(static_cast<FaultClass>(k)) : "checkpoint";
+      pr.breakdown.emplace_back(name, seeds > 0 ? breakdown[k] / seeds * c.gpus / 3600.0 : 0);
+    }
+    if (policy != Policy::kFailStop) {
+      for (const auto& m : modelled) {
+        pr.notes.push_back("no calibration for " + c.ccl + ": " + m +
+                           "; the config's model is used (survive, stall " +
+                           std::to_string(c.model_stall_s) + " s, capacity ratio)");
+      }
+    }
+    if (policy == Policy::kAdaptive) {
+      pr.notes.push_back(
+          "adaptive is a model, not a measurement: per failure the cheaper of failover's drawn "
+          "cost and a restart, as a selector with exact estimates would choose (a bound on a "
+          "real selector; no calibrated adaptive training runs exist yet)");
+    }
+    r.policies.push_back(std::move(pr));
+  }
+  return r;
+}
+
+}  // namespace faultline::sim

@@ -1,0 +1,256 @@
+// The GPU-hour simulator against closed forms (no failures; fail-stop with Poisson failures and
+// a fixed interval; Young/Daly's interval beats half and double it), failover priced from a
+// calibration, the calibration built from reports, and config errors with their place.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "runner/sim/calibration.h"
+#include "runner/sim/sim_report.h"
+#include "runner/sim/simulator.h"
+
+namespace faultline::sim {
+namespace {
+
+// Only GPU failures, at a job MTBF of `mtbf_h` hours.
+SimConfig GpuOnly(double mtbf_h, int64_t gpus = 1000) {
+  SimConfig c = SimConfig::Defaults();
+  for (auto& m : c.classes) {
+    m.rate_per_unit_hour = m.cls == FaultClass::kGpu ? 1.0 / (mtbf_h * gpus) : 0.0;
+  }
+  c.gpus = gpus;
+  return c;
+}
+
+const PolicyResult& Of(const ScaleResult& r, Policy p) { return r.policies[static_cast<int>(p)]; }
+
+double BreakdownSum(const PolicyResult& p) {
+  double s = 0;
+  for (const auto& [k, v] : p.breakdown) s += v;
+  return s;
+}
+
+TEST(Simulator, NoFailuresNoLoss) {
+  SimConfig c = SimConfig::Defaults();
+  c.rate_scale = 0;
+  c.days = 10;
+  ScaleResult r = Simulate(c, nullptr, 3);
+  for (const auto& p : r.policies) {
+    EXPECT_EQ(p.gpu_hours_lost.mean, 0) << PolicyName(p.policy);
+    EXPECT_DOUBLE_EQ(p.effective_ratio.mean, 1.0);
+    EXPECT_FALSE(std::isfinite(p.checkpoint_interval_s));  // Young/Daly: nothing to protect
+    EXPECT_EQ(p.failures_mean, 0);
+  }
+  // A fixed interval without failures costs exactly its checkpoints: C / (tau + C).
+  c.checkpoint_interval_s = 540;
+  c.checkpoint_cost_s = 60;
+  ScaleResult fixed = Simulate(c, nullptr, 2);
+  EXPECT_NEAR(Of(fixed, Policy::kFailStop).effective_ratio.mean, 0.9, 1e-9);
+}
+
+TEST(Simulator, FailStopMatchesTheClosedFormWithinTwoPercent) {
+  SimConfig c = GpuOnly(/*mtbf_h=*/2.0);
+  c.days = 60;
+  c.checkpoint_interval_s = 1800;
+  c.checkpoint_cost_s = 120;
+  c.restart_cost_s = 600;
+  ScaleResult r = Simulate(c, nullptr, 40);
+  const double share = FailStopUsefulShare(c.JobRatePerSecond(), 1800, 120, 600);
+  const double expected_lost_gpu_h = (1 - share) * c.days * 24 * static_cast<double>(c.gpus);
+  const PolicyResult& p = Of(r, Policy::kFailStop);
+  EXPECT_NEAR(p.gpu_hours_lost.mean, expected_lost_gpu_h, 0.02 * expected_lost_gpu_h)
+      << "closed form useful share " << share;
+  EXPECT_NEAR(p.effective_ratio.mean, share, 0.02 * share);
+  // The CI brackets the closed form (seed-to-seed noise only).
+  EXPECT_LE(p.gpu_hours_lost.lo, expected_lost_gpu_h * 1.02);
+  EXPECT_GE(p.gpu_hours_lost.hi, expected_lost_gpu_h * 0.98);
+  // Every lost GPU-hour is attributed to a cause.
+  EXPECT_NEAR(BreakdownSum(p), p.gpu_hours_lost.mean, 1e-6 * p.gpu_hours_lost.mean);
+  // GPU failures fail-stop under every policy: failover is the same here.
+  EXPECT_NEAR(Of(r, Policy::kFailover).gpu_hours_lost.mean, p.gpu_hours_lost.mean, 1e-9);
+}
+
+TEST(Simulator, YoungDalyIntervalBeatsHalfAndDoubleIt) {
+  // MTBF 24 h, C = 60 s: C / M is small, where the first-order formula holds.
+  SimConfig c = GpuOnly(24.0);
+  c.days = 365;
+  c.checkpoint_cost_s = 60;
+  c.restart_cost_s = 300;
+  ScaleResult yd = Simulate(c, nullptr, 30);
+  const double tau = Of(yd, Policy::kFailStop).checkpoint_interval_s;
+  EXPECT_NEAR(tau, std::sqrt(2 * 24 * 3600.0 * 60), 1e-6);
+  for (double f : {0.5, 2.0}) {
+    SimConfig o = c;
+    o.checkpoint_interval_s = tau * f;
+    ScaleResult other = Simulate(o, nullptr, 30);
+    EXPECT_LT(Of(yd, Policy::kFailStop).gpu_hours_lost.mean,
+              Of(other, Policy::kFailStop).gpu_hours_lost.mean)
+        << "interval x" << f;
+    // And so says the closed form.
+    const double rate = c.JobRatePerSecond();
+    EXPECT_GT(FailStopUsefulShare(rate, tau, 60, 300), FailStopUsefulShare(rate, tau * f, 60, 300));
+  }
+}
+
+nlohmann::json Report(const std::string& ccl, const std::string& kind, const std::string& outcome,
+                      double stall_ms, std::optional<double> ratio) {
+  return {{"schema", "faultline.report/v2"},
+          {"ccl", ccl},
+          {"outcome", outcome},
+          {"faults",
+           {{{"id", "f"}, {"type", kind}, {"applied_s", 2.0}, {"reverted_s", 2.5}}}},
+          {"per_fault",
+           {{{"id", "f"},
+             {"stall_ms", stall_ms},
+             {"failover_latency_ms", 12.0},
+             {"recovery_ms", nullptr},
+             {"degraded_ratio", ratio ? nlohmann::json(*ratio) : nlohmann::json(nullptr)}}}}};
+}
+
+TEST(Calibration, ReportsBecomeSamplesPerCclAndKind) {
+  Calibration cal;
+  ASSERT_TRUE(AddReport(Report("ftccl", "link_down", "survived", 80, std::nullopt), "a", &cal).ok());
+  ASSERT_TRUE(AddReport(Report("ftccl", "link_down", "survived", 20, std::nullopt), "b", &cal).ok());
+  ASSERT_TRUE(AddReport(Report("gloo", "port_drop", "hung", 10000, std::nullopt), "c", &cal).ok());
+  nlohmann::json v1 = Report("ftccl", "link_down", "survived", 1, std::nullopt);
+  v1["schema"] = "faultline.report/v1";
+  EXPECT_FALSE(AddReport(v1, "old", &cal).ok());  // another schema: refused, not mixed in
+  EXPECT_FALSE(AddReport(nlohmann::json::array(), "x", &cal).ok());
+  const KindCalibration* ld = cal.Find("ftccl", "link_down");
+  ASSERT_NE(ld, nullptr);
+  ASSERT_EQ(ld->samples.size(), 2u);
+  EXPECT_EQ(ld->Survived(), 2);
+  EXPECT_DOUBLE_EQ(*ld->samples[0].stall_ms, 80);
+  EXPECT_DOUBLE_EQ(*ld->samples[0].fault_for_s, 0.5);
+  EXPECT_FALSE(ld->samples[0].degraded_ratio.has_value());
+  EXPECT_EQ(cal.Find("gloo", "port_drop")->Survived(), 0);
+  EXPECT_EQ(cal.sources, (std::vector<std::string>{"a", "b", "c"}));
+  // Round trip through the file format.
+  auto back = Calibration::FromJson(cal.ToJson());
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->Find("ftccl", "link_down")->samples.size(), 2u);
+  EXPECT_FALSE(Calibration::FromJson(nlohmann::json{{"schema", "nope"}}).ok());
+}
+
+// Only network failures (links), to see failover priced from the calibration.
+SimConfig NetworkOnly() {
+  SimConfig c = SimConfig::Defaults();
+  for (auto& m : c.classes) {
+    m.rate_per_unit_hour = m.cls == FaultClass::kNetwork ? 1.0 / (4.0 * 1024) : 0.0;  // MTBF 4 h
+  }
+  c.gpus = 1024;
+  c.gpus_per_host = 8;
+  c.rails_per_host = 8;  // 1024 links
+  c.days = 60;
+  c.checkpoint_interval_s = 1800;
+  return c;
+}
+
+TEST(Simulator, FailoverCostsWhatTheCalibrationMeasured) {
+  SimConfig c = NetworkOnly();
+  Calibration survives;
+  for (const char* kind : {"link_down", "port_drop"}) {
+    ASSERT_TRUE(AddReport(Report("ftccl", kind, "survived", 50, 0.875), "r", &survives).ok());
+  }
+  ScaleResult r = Simulate(c, &survives, 20);
+  const double stop = Of(r, Policy::kFailStop).gpu_hours_lost.mean;
+  const double over = Of(r, Policy::kFailover).gpu_hours_lost.mean;
+  EXPECT_GT(stop, 0);
+  EXPECT_LT(over, 0.5 * stop);  // a 50 ms stall and 7/8 bandwidth instead of a restart
+  EXPECT_EQ(Of(r, Policy::kFailover).restarts_mean, 0);
+  EXPECT_LE(Of(r, Policy::kAdaptive).gpu_hours_lost.mean, over + 1e-9);
+  EXPECT_NEAR(BreakdownSum(Of(r, Policy::kFailover)), over, 1e-6 * over);
+  // A CCL whose runs never survived: failover is fail-stop.
+  Calibration dies;
+  for (const char* kind : {"link_down", "port_drop"}) {
+    ASSERT_TRUE(AddReport(Report("ftccl", kind, "aborted_clean", 50, std::nullopt), "r", &dies).ok());
+  }
+  ScaleResult d = Simulate(c, &dies, 20);
+  EXPECT_NEAR(Of(d, Policy::kFailover).gpu_hours_lost.mean, Of(d, Policy::kFailStop).gpu_hours_lost.mean,
+              1e-9);
+  // No calibration: the model is used, and said.
+  ScaleResult m = Simulate(c, nullptr, 2);
+  bool said = false;
+  for (const auto& n : Of(m, Policy::kFailover).notes) said |= n.find("config's model") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+TEST(Simulator, AdaptiveRestartsWhenDegradedRunningCostsMore) {
+  // Permanent faults that leave 1 % of the bandwidth until a repair 10 days later: running
+  // degraded costs more than a restart, which the adaptive model picks.
+  SimConfig c = NetworkOnly();
+  c.repair_s = 10 * 86400.0;
+  c.comm_fraction = 0.9;
+  for (auto& m : c.classes) m.transient_fraction = 0;
+  Calibration cal;
+  ASSERT_TRUE(AddReport(Report("ftccl", "port_drop", "survived", 50, 0.01), "r", &cal).ok());
+  ScaleResult r = Simulate(c, &cal, 10);
+  EXPECT_LT(Of(r, Policy::kAdaptive).gpu_hours_lost.mean, Of(r, Policy::kFailover).gpu_hours_lost.mean);
+  EXPECT_LT(Of(r, Policy::kAdaptive).gpu_hours_lost.mean, Of(r, Policy::kFailStop).gpu_hours_lost.mean * 1.0001);
+}
+
+TEST(Simulator, SameSeedsSameResult) {
+  SimConfig c = SimConfig::Defaults();
+  c.gpus = 16384;
+  c.days = 30;
+  ScaleResult a = Simulate(c, nullptr, 5, 7), b = Simulate(c, nullptr, 5, 7);
+  EXPECT_EQ(a.policies[0].gpu_hours_lost.mean, b.policies[0].gpu_hours_lost.mean);
+  // The defaults reproduce the source's rate: 419 interruptions in 54 days at 16,384 GPUs.
+  EXPECT_NEAR(c.JobRatePerSecond() * 54 * 86400, 419, 1e-6);
+}
+
+TEST(SimConfig, YamlOverridesAndErrorsWithTheirPlace) {
+  SimConfig c = SimConfig::Defaults();
+  ASSERT_TRUE(c.ApplyYaml("restart_cost: 5min\ncheckpoint_interval: 30min\n"
+                          "classes: {nic: {transient_fraction: 0.2}}\n",
+                          "c.yaml")
+                  .ok());
+  EXPECT_DOUBLE_EQ(c.restart_cost_s, 300);
+  EXPECT_DOUBLE_EQ(*c.checkpoint_interval_s, 1800);
+  bool sourced = false;
+  for (const auto& s : c.sources) sourced |= s == "restart_cost: config c.yaml";
+  EXPECT_TRUE(sourced);
+  for (const auto& [text, what] : std::vector<std::pair<std::string, std::string>>{
+           {"restart_cost: soon\n", "c.yaml:1:15: restart_cost must be a duration"},
+           {"bogus: 1\n", "c.yaml:1:1: unknown key 'bogus'"},
+           {"classes: {gpu: {rate_per_unit_hour: 0.001}}\n", "without its source"},
+           {"classes: {disk: {}}\n", "unknown class 'disk'"},
+           {"comm_fraction: 2\n", "comm_fraction must be a number"},
+       }) {
+    SimConfig d = SimConfig::Defaults();
+    Status st = d.ApplyYaml(text, "c.yaml");
+    ASSERT_FALSE(st.ok()) << text;
+    EXPECT_NE(st.message().find(what), std::string::npos) << st.message();
+  }
+}
+
+TEST(SimReport, JsonCarriesEveryPolicyPerScaleAndTheInputs) {
+  SimConfig c = SimConfig::Defaults();
+  c.days = 5;
+  std::vector<ScaleResult> scales;
+  for (int64_t g : {1024, 10240}) {
+    c.gpus = g;
+    scales.push_back(Simulate(c, nullptr, 3));
+  }
+  c.gpus = 1024;
+  nlohmann::json j = SimulationJson(c, scales, 3, nullptr, "", "faultline simulate ...");
+  ASSERT_EQ(j["scales"].size(), 2u);
+  for (const char* p : {"fail_stop", "failover", "adaptive"}) {
+    ASSERT_TRUE(j["policies"].contains(p)) << p;
+    EXPECT_EQ(j["policies"][p]["gpu_hours_lost"]["ci95"].size(), 2u);
+    EXPECT_EQ(j["policies"][p], j["scales"][0]["policies"][p]);
+  }
+  EXPECT_GT(j["scales"][1]["policies"]["fail_stop"]["gpu_hours_lost"]["mean"].get<double>(),
+            j["scales"][0]["policies"]["fail_stop"]["gpu_hours_lost"]["mean"].get<double>());
+  EXPECT_NE(j["inputs"]["classes"]["network"]["source"].get<std::string>().find("Network Switch/Cable 35 (8.4%)"),
+            std::string::npos);
+  const std::string md = SimulationMarkdown(j);
+  EXPECT_NE(md.find("| 10240 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("Modelled, not measured"), std::string::npos);
+  const std::string html = SimulationHtml(j);
+  EXPECT_NE(html.find("<polyline"), std::string::npos);
+  EXPECT_NE(html.find("<rect"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace faultline::sim
