@@ -48,7 +48,7 @@ const char* kColors[] = {"#b03a2e", "#1a4f8b", "#2e8b57", "#8e44ad", "#d68910", 
 // Lost GPU-hours vs GPUs, one line per policy, log-log.
 std::string ScalePlot(const nlohmann::json& sim) {
   const auto& scales = sim["scales"];
-  const double w = 640, h = 300, l = 70, r = 140, t = 20, b = 40;
+  const double w = 640, h = 310, l = 70, r = 140, t = 30, b = 40;
   double xmin = 1e300, xmax = 0, ymin = 1e300, ymax = 0;
   for (const auto& s : scales) {
     xmin = std::min(xmin, s["gpus"].get<double>());
@@ -85,7 +85,7 @@ std::string ScalePlot(const nlohmann::json& sim) {
   }
   svg += "<text x=\"" + Num((l + w - r) / 2) + "\" y=\"" + Num(h - 6) +
          "\" text-anchor=\"middle\" font-size=\"12\">GPUs</text>";
-  svg += "<text x=\"14\" y=\"" + Num(t + 10) + "\" font-size=\"12\">GPU-h lost</text>";
+  svg += "<text x=\"" + Num(l + 6) + "\" y=\"" + Num(t - 6) + "\" font-size=\"12\">GPU-h lost</text>";
   int i = 0;
   for (const auto& [name, unused] : Ordered(scales[0]["policies"])) {
     std::string pts;
@@ -264,10 +264,17 @@ std::string SimulationMarkdown(const nlohmann::json& sim) {
     md += "\n";
   }
   std::vector<std::string> notes;
-  for (const auto& [name, pp] : Ordered(pol0)) {
-    for (const auto& n : (*pp)["notes"]) {
-      const std::string line = name + ": " + n.get<std::string>();
-      if (std::find(notes.begin(), notes.end(), line) == notes.end()) notes.push_back(line);
+  for (const auto& s : sim["scales"]) {
+    for (const auto& [name, pp] : Ordered(s["policies"])) {
+      for (const auto& n : (*pp)["notes"]) {
+        // A note that holds at every scale once; one that depends on the scale, with it.
+        const std::string text = n.get<std::string>();
+        const bool per_scale = text.find("Young/Daly") != std::string::npos;
+        const std::string line =
+            (per_scale ? Num(s["gpus"].get<double>(), "%.0f") + " GPUs, " : std::string()) +
+            name + ": " + text;
+        if (std::find(notes.begin(), notes.end(), line) == notes.end()) notes.push_back(line);
+      }
     }
   }
   if (!notes.empty()) {
