@@ -27,12 +27,15 @@ std::vector<std::string> ReportFiles(const std::string& path, std::string* error
     *error = path + ": no such run directory or report";
     return out;
   }
-  for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::end(it);
-       it.increment(ec)) {
-    if (it->is_regular_file(ec) && it->path().filename() == "report.json") {
+  for (auto it = fs::recursive_directory_iterator(
+           path, fs::directory_options::skip_permission_denied, ec);
+       !ec && it != fs::end(it); it.increment(ec)) {
+    std::error_code fe;
+    if (it->is_regular_file(fe) && it->path().filename() == "report.json") {
       out.push_back(it->path().string());
     }
   }
+  if (ec) *error = path + ": " + ec.message() + " (while listing its runs)";
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -61,9 +64,13 @@ void RegisterCalibrate(CLI::App& app, Action* action) {
           std::ifstream in(f);
           std::stringstream text;
           text << in.rdbuf();
-          const nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, false);
-          const Status st = j.is_discarded() ? InvalidArgument("not valid JSON")
-                                             : sim::AddReport(j, f, &cal);
+          Status st;
+          if (!in) {
+            st = InvalidArgument("cannot be read");
+          } else {
+            const nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, false);
+            st = j.is_discarded() ? InvalidArgument("not valid JSON") : sim::AddReport(j, f, &cal);
+          }
           if (!st.ok()) cal.skipped.push_back(f + ": " + st.message());
         }
       }
@@ -72,7 +79,14 @@ void RegisterCalibrate(CLI::App& app, Action* action) {
         for (const auto& s : cal.skipped) std::fprintf(stderr, "  skipped %s\n", s.c_str());
         return kExitBadInput;
       }
-      std::ofstream(*out) << cal.ToJson().dump(2) << "\n";
+      {
+        std::ofstream f(*out);
+        f << cal.ToJson().dump(2) << "\n";
+        if (!f) {
+          std::fprintf(stderr, "faultline calibrate: cannot write %s\n", out->c_str());
+          return kExitBadInput;
+        }
+      }
       std::printf("faultline calibrate: %zu reports -> %s\n", cal.sources.size(), out->c_str());
       std::printf("  %-8s %-14s %6s %9s\n", "ccl", "kind", "faults", "survived");
       for (const auto& e : cal.entries) {

@@ -51,7 +51,8 @@ void RegisterSimulate(CLI::App& app, Action* action) {
       sim::SimConfig c = sim::SimConfig::Defaults();
       if (!a->config.empty()) {
         std::ifstream in(a->config);
-        if (!in) {
+        std::error_code dir_ec;
+        if (!in || std::filesystem::is_directory(a->config, dir_ec)) {
           std::fprintf(stderr, "faultline simulate: cannot read %s\n", a->config.c_str());
           return kExitBadInput;
         }
@@ -66,6 +67,16 @@ void RegisterSimulate(CLI::App& app, Action* action) {
       if (!a->ccl.empty()) c.ccl = a->ccl;
       c.days = a->days;
       c.rate_scale = a->rate_scale;
+      for (const int64_t g : a->gpus) {
+        sim::SimConfig sc = c;
+        sc.gpus = g;
+        const Status st = sim::CheckSimulable(sc, a->seeds);
+        if (!st.ok()) {
+          std::fprintf(stderr, "faultline simulate: %s (--gpus %lld)\n", st.message().c_str(),
+                       static_cast<long long>(g));
+          return kExitBadInput;
+        }
+      }
       std::unique_ptr<sim::Calibration> cal;
       if (!a->calibration.empty()) {
         std::ifstream in(a->calibration);
@@ -111,6 +122,11 @@ void RegisterSimulate(CLI::App& app, Action* action) {
           sim::SimulationJson(first, scales, a->seeds, cal.get(), a->calibration, cmdline);
       std::error_code ec;
       std::filesystem::create_directories(a->out, ec);
+      if (ec) {
+        std::fprintf(stderr, "faultline simulate: cannot create %s: %s\n", a->out.c_str(),
+                     ec.message().c_str());
+        return kExitBadInput;
+      }
       const std::string md = sim::SimulationMarkdown(j);
       for (const auto& [name, text] :
            {std::pair<std::string, std::string>{"simulation.json", j.dump(2) + "\n"},

@@ -16,6 +16,12 @@ std::optional<double> Num(const nlohmann::json& obj, const char* key) {
   return it->get<double>();
 }
 
+std::string Str(const nlohmann::json& obj, const char* key) {
+  if (!obj.is_object()) return "";
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
 nlohmann::json Opt(const std::optional<double>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
@@ -46,7 +52,9 @@ Status AddReport(const nlohmann::json& r, const std::string& source, Calibration
   }
   cal->sources.push_back(source);
   const std::string ccl = r["ccl"].get<std::string>();
-  const std::string outcome = r.value("outcome", std::string());
+  const std::string outcome = Str(r, "outcome");
+  // A run that "survived" with a wrong result did not survive its faults.
+  const bool wrong = r.contains("correctness") && Num(r["correctness"], "wrong").value_or(0) > 0;
   std::map<std::string, const nlohmann::json*> per_fault;
   for (const auto& pf : r["per_fault"]) {
     if (pf.is_object() && pf.contains("id") && pf["id"].is_string()) {
@@ -55,12 +63,12 @@ Status AddReport(const nlohmann::json& r, const std::string& source, Calibration
   }
   for (const auto& f : r["faults"]) {
     if (!f.is_object() || !Num(f, "applied_s")) continue;  // never applied: no cost to learn
-    const std::string kind = f.value("type", std::string());
-    const std::string id = f.value("id", std::string());
+    const std::string kind = Str(f, "type");
+    const std::string id = Str(f, "id");
     if (kind.empty()) continue;
     FaultSample s;
     s.outcome = outcome;
-    s.survived = outcome == "survived";
+    s.survived = outcome == "survived" && !wrong;
     s.source = source;
     if (auto rev = Num(f, "reverted_s")) s.fault_for_s = *rev - *Num(f, "applied_s");
     if (auto it = per_fault.find(id); it != per_fault.end()) {
@@ -112,7 +120,7 @@ nlohmann::json Calibration::ToJson() const {
 }
 
 Result<Calibration> Calibration::FromJson(const nlohmann::json& j) {
-  if (!j.is_object() || j.value("schema", std::string()) != kCalibrationSchema) {
+  if (Str(j, "schema") != kCalibrationSchema) {
     return InvalidArgument(std::string("not a calibration file (schema ") + kCalibrationSchema +
                            "; write one with faultline calibrate)");
   }
@@ -125,13 +133,13 @@ Result<Calibration> Calibration::FromJson(const nlohmann::json& j) {
       for (const auto& s : e.at("samples")) {
         FaultSample f;
         f.survived = s.at("survived").get<bool>();
-        f.outcome = s.value("outcome", std::string());
+        f.outcome = Str(s, "outcome");
         f.stall_ms = Num(s, "stall_ms");
         f.convergence_ms = Num(s, "convergence_ms");
         f.recovery_ms = Num(s, "recovery_ms");
         f.degraded_ratio = Num(s, "degraded_ratio");
         f.fault_for_s = Num(s, "fault_for_s");
-        f.source = s.value("source", std::string());
+        f.source = Str(s, "source");
         if ((f.stall_ms && *f.stall_ms < 0) || (f.degraded_ratio && *f.degraded_ratio < 0)) {
           return InvalidArgument("entry " + k.ccl + "/" + k.kind + ": a negative cost");
         }

@@ -3,7 +3,8 @@
 // objects; thread-safe.
 //
 // Every applied fault of a report is one sample of its (ccl, kind): whether the run survived
-// it (the report's outcome), its stall, full convergence, recovery and degraded ratio (nulls
+// it (the report's outcome, and no wrong result; a run with several faults gives its outcome
+// to each of them), its stall, full convergence, recovery and degraded ratio (nulls
 // kept as absent), and the report it came from. Samples keep a fault's figures together, so
 // that the simulator draws whole faults, not independent marginals.
 #pragma once

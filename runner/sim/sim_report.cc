@@ -256,9 +256,9 @@ std::string SimulationMarkdown(const nlohmann::json& sim) {
     md += "\nNo calibration: failover's costs are the config's model.\n";
   } else {
     md += "\nCalibration `" + reports::MarkdownCell(sim["calibration"]["file"].get<std::string>()) +
-          "` (" + sim["calibration"]["ccl"].get<std::string>() + "): ";
+          "` (" + reports::MarkdownCell(sim["calibration"]["ccl"].get<std::string>()) + "): ";
     for (const auto& e : sim["calibration"]["entries"]) {
-      md += e["kind"].get<std::string>() + " " + std::to_string(e["survived"].get<int>()) + "/" +
+      md += reports::MarkdownCell(e["kind"].get<std::string>()) + " " + std::to_string(e["survived"].get<int>()) + "/" +
             std::to_string(e["faults"].get<int>()) + " survived; ";
     }
     md += "\n";

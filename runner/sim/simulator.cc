@@ -14,6 +14,7 @@ namespace faultline::sim {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kMaxFailuresPerRun = 5e7;  // about 2 GB of arrivals for one seed
 
 // Llama 3 405B pre-training: 419 unexpected interruptions in 54 days on 16,384 H100 GPUs
 // ("The Llama 3 Herd of Models", Meta, 2024, Table 5, root-cause categorization).
@@ -99,21 +100,34 @@ class Pricer {
     return e != nullptr && !e->samples.empty() ? e : nullptr;
   }
 
+  // The samples standing for this failure: for a transient one, faults that were reverted
+  // (held for a while and healed); for a permanent one, all of the kind.
+  std::vector<const FaultSample*> Samples(FaultClass cls, bool transient) const {
+    std::vector<const FaultSample*> out;
+    const KindCalibration* e = Entry(cls, transient);
+    if (e == nullptr) return out;
+    for (const FaultSample& s : e->samples) {
+      if (!transient || s.fault_for_s) out.push_back(&s);
+    }
+    return out;
+  }
+
   FailoverCost Failover(const Arrival& a) const {
     FailoverCost f;
-    const KindCalibration* e = Entry(a.cls, a.transient);
-    if (e == nullptr) {  // the config's model
+    const std::vector<const FaultSample*> samples = Samples(a.cls, a.transient);
+    if (samples.empty()) {  // the config's model
       f.restart = CapacityRatio() <= 0;
       f.stall_s = c_.model_stall_s;
       f.ratio = CapacityRatio();
       return f;
     }
-    const size_t i = std::min(e->samples.size() - 1,
-                              static_cast<size_t>(a.draw * static_cast<double>(e->samples.size())));
-    const FaultSample& s = e->samples[i];
+    const size_t i = std::min(samples.size() - 1,
+                              static_cast<size_t>(a.draw * static_cast<double>(samples.size())));
+    const FaultSample& s = *samples[i];
     f.restart = !s.survived;
     f.stall_s = s.stall_ms.value_or(0) / 1000.0;
-    f.ratio = s.degraded_ratio.value_or(CapacityRatio());
+    // A ratio above 1 is measurement noise around "not degraded".
+    f.ratio = std::min(1.0, s.degraded_ratio.value_or(CapacityRatio()));
     return f;
   }
 
@@ -122,9 +136,13 @@ class Pricer {
     const ClassModel& m = Model(cls);
     if (m.transient_kind.empty()) return 0;
     auto share = [&](bool transient) {
-      const KindCalibration* e = Entry(cls, transient);
-      if (e == nullptr) return CapacityRatio() > 0 ? 1.0 : 0.0;
-      return static_cast<double>(e->Survived()) / static_cast<double>(e->samples.size());
+      const auto samples = Samples(cls, transient);
+      if (samples.empty()) return CapacityRatio() > 0 ? 1.0 : 0.0;
+      double kept = 0;  // survived with some bandwidth left (ratio 0 restarts)
+      for (const FaultSample* s : samples) {
+        if (s->survived && s->degraded_ratio.value_or(CapacityRatio()) > 0) kept += 1;
+      }
+      return kept / static_cast<double>(samples.size());
     };
     return m.transient_fraction * share(true) + (1 - m.transient_fraction) * share(false);
   }
@@ -146,21 +164,39 @@ struct Outcome {
   double checkpoint_s = 0;
 };
 
+// A stretch of degraded running: a network part lost until `end`, leaving `ratio` of the
+// bandwidth; charged to its class.
+struct Window {
+  double end = 0;
+  double ratio = 1;
+  int cls = 0;
+};
+
 Outcome RunPolicy(const SimConfig& c, const Pricer& pricer, Policy policy, double tau,
                   const std::vector<Arrival>& arrivals) {
   const double horizon = c.days * 86400.0;
   const double ckpt = c.checkpoint_cost_s;
+  // A free checkpoint is taken continuously: nothing computed is ever lost.
+  const bool continuous = ckpt <= 0;
   Outcome o;
-  double t = 0, committed = 0, pending = 0, ckpt_left = 0;
-  double deg_end = 0, deg_speed = 1, restart_until = -1;
-  int deg_cls = 0;
+  double t = 0, committed = 0, pending = 0, ckpt_left = 0, restart_until = -1;
+  std::vector<Window> windows;  // active degraded windows
 
+  // Overlapping losses compound: each window removes (1 - ratio) of the bandwidth.
+  auto combined_ratio = [&] {
+    double lost = 0;
+    for (const Window& w : windows) lost += 1 - w.ratio;
+    return std::max(0.0, 1 - lost);
+  };
   auto advance = [&](double to) {
     to = std::min(to, horizon);
     while (t < to) {
-      const bool deg = t < deg_end;
-      const double speed = deg ? deg_speed : 1.0;
-      const double limit = deg ? std::min(to, deg_end) : to;
+      windows.erase(std::remove_if(windows.begin(), windows.end(),
+                                   [&](const Window& w) { return w.end <= t; }),
+                    windows.end());
+      double limit = to;
+      for (const Window& w : windows) limit = std::min(limit, w.end);
+      const double speed = windows.empty() ? 1.0 : pricer.Speed(combined_ratio());
       if (ckpt_left > 0) {
         const double dt = std::min(ckpt_left, limit - t);
         t += dt;
@@ -174,18 +210,23 @@ Outcome RunPolicy(const SimConfig& c, const Pricer& pricer, Policy policy, doubl
         continue;
       }
       double dt = limit - t;
-      if (std::isfinite(tau) && speed > 0) dt = std::min(dt, (tau - pending) / speed);
-      pending += dt * speed;
-      if (deg) o.lost_s[deg_cls] += dt * (1 - speed);
-      t += dt;
-      if (std::isfinite(tau) && pending >= tau * (1 - 1e-12)) {
-        pending = tau;
-        if (ckpt > 0) {
-          ckpt_left = ckpt;
-        } else {
-          committed += pending;
-          pending = 0;
+      if (!continuous && std::isfinite(tau) && speed > 0) {
+        dt = std::min(dt, (tau - pending) / speed);
+      }
+      const double work = dt * speed;
+      (continuous ? committed : pending) += work;
+      if (!windows.empty() && speed < 1) {
+        // The slowdown, shared among the windows by the bandwidth each one took.
+        double share_sum = 0;
+        for (const Window& w : windows) share_sum += 1 - w.ratio;
+        for (const Window& w : windows) {
+          o.lost_s[w.cls] += dt * (1 - speed) * (share_sum > 0 ? (1 - w.ratio) / share_sum : 0);
         }
+      }
+      t += dt;
+      if (!continuous && std::isfinite(tau) && pending >= tau * (1 - 1e-12)) {
+        pending = tau;
+        ckpt_left = ckpt;
       }
     }
   };
@@ -197,13 +238,13 @@ Outcome RunPolicy(const SimConfig& c, const Pricer& pricer, Policy policy, doubl
     o.lost_s[cls] += r;
     t += r;
     restart_until = t;
-    deg_end = 0;  // the faulty part is swapped at the restart
+    windows.clear();  // the faulty parts are swapped at the restart
     o.restarts += 1;
   };
 
   for (const Arrival& a : arrivals) {
     if (a.t < restart_until) continue;  // absorbed by the restart in progress
-    advance(a.t);
+    advance(a.t);  // one arriving during a stall is handled when the stall ends
     if (t >= horizon) break;
     const int cls = static_cast<int>(a.cls);
     if (policy == Policy::kFailStop || !pricer.Network(a.cls)) {
@@ -212,9 +253,14 @@ Outcome RunPolicy(const SimConfig& c, const Pricer& pricer, Policy policy, doubl
     }
     const FailoverCost f = pricer.Failover(a);
     const double degraded_s = a.transient ? a.outage_s : c.repair_s;
-    const double speed = pricer.Speed(f.ratio);
-    if (policy == Policy::kAdaptive && !f.restart) {
-      // The cheaper of the two, as a selector with exact estimates would choose.
+    if (f.restart || f.ratio <= 0) {
+      restart(cls);
+      continue;
+    }
+    if (policy == Policy::kAdaptive) {
+      // The cheaper of the two for this failure, as a selector with exact estimates of this
+      // failure's costs would choose (greedy: it does not weigh what a restart also clears).
+      const double speed = pricer.Speed(f.ratio);
       const double failover_cost = f.stall_s + degraded_s * (1 - speed);
       const double restart_cost = pending + c.restart_cost_s;
       if (restart_cost < failover_cost) {
@@ -222,20 +268,10 @@ Outcome RunPolicy(const SimConfig& c, const Pricer& pricer, Policy policy, doubl
         continue;
       }
     }
-    if (f.restart || speed <= 0) {
-      restart(cls);
-      continue;
-    }
     const double s = std::min(f.stall_s, horizon - t);
     t += s;
     o.lost_s[cls] += s;
-    if (t < deg_end) {
-      deg_speed = std::min(deg_speed, speed);
-    } else {
-      deg_speed = speed;
-    }
-    deg_end = std::max(deg_end, t + degraded_s);
-    deg_cls = cls;
+    windows.push_back({t + degraded_s, f.ratio, cls});
   }
   advance(horizon);
   o.useful_s = committed + pending;
@@ -418,13 +454,29 @@ Status SimConfig::ApplyYaml(const std::string& text, const std::string& name) {
                              ", " + std::to_string(hi) + "]");
     }
   };
+  try {
+    return ApplyYamlMap(root, name, where, seconds, number);
+  } catch (const YAML::Exception& e) {
+    return InvalidArgument(name + ":" + std::to_string(e.mark.line + 1) + ":" +
+                           std::to_string(e.mark.column + 1) + ": " + e.msg);
+  }
+}
+
+template <typename Where, typename Seconds, typename Number>
+Status SimConfig::ApplyYamlMap(const YAML::Node& root, const std::string& name, Where where,
+                               Seconds seconds, Number number) {
+  auto scalar = [&](const YAML::Node& n, const std::string& what) -> std::string {
+    if (!n.IsScalar()) throw YAML::Exception(n.Mark(), what + " must be a scalar");
+    return n.Scalar();
+  };
   for (const auto& kv : root) {
-    const std::string key = kv.first.as<std::string>();
+    const std::string key = scalar(kv.first, "a key");
     const YAML::Node& v = kv.second;
     double x = 0;
     Status st;
     if (key == "gpus_per_host" || key == "rails_per_host") {
       st = number(v, key, 1, 64, &x);
+      if (st.ok() && x != std::floor(x)) st = InvalidArgument(where(v) + key + " must be a whole number");
       if (st.ok()) (key == "gpus_per_host" ? gpus_per_host : rails_per_host) = static_cast<int>(x);
     } else if (key == "checkpoint_interval") {
       if (v.IsScalar() && v.Scalar() == "young_daly") {
@@ -447,11 +499,11 @@ Status SimConfig::ApplyYaml(const std::string& text, const std::string& name) {
     } else if (key == "comm_fraction") {
       st = number(v, key, 0, 1, &comm_fraction);
     } else if (key == "ccl") {
-      ccl = v.as<std::string>();
+      ccl = scalar(v, "ccl");
     } else if (key == "classes") {
       if (!v.IsMap()) return InvalidArgument(where(v) + "classes must be a mapping");
       for (const auto& ckv : v) {
-        const std::string cname = ckv.first.as<std::string>();
+        const std::string cname = scalar(ckv.first, "a class name");
         auto it = std::find_if(classes.begin(), classes.end(),
                                [&](const ClassModel& m) { return cname == FaultClassName(m.cls); });
         if (it == classes.end()) {
@@ -461,7 +513,7 @@ Status SimConfig::ApplyYaml(const std::string& text, const std::string& name) {
         if (!ckv.second.IsMap()) return InvalidArgument(where(ckv.second) + cname + " must be a mapping");
         bool rate_set = false, source_set = false;
         for (const auto& f : ckv.second) {
-          const std::string fk = f.first.as<std::string>();
+          const std::string fk = scalar(f.first, "a key");
           if (fk == "rate_per_unit_hour") {
             st = number(f.second, cname + ".rate_per_unit_hour", 0, 1, &it->rate_per_unit_hour);
             rate_set = true;
@@ -469,7 +521,7 @@ Status SimConfig::ApplyYaml(const std::string& text, const std::string& name) {
             st = number(f.second, cname + ".transient_fraction", 0, 1, &it->transient_fraction);
             it->transient_source = "config " + name;
           } else if (fk == "source") {
-            it->source = f.second.as<std::string>();
+            it->source = scalar(f.second, cname + ".source");
             source_set = true;
           } else {
             st = InvalidArgument(where(f.first) + "unknown key '" + fk + "' in classes." + cname);
@@ -495,6 +547,29 @@ Status SimConfig::ApplyYaml(const std::string& text, const std::string& name) {
   return Status();
 }
 
+Status CheckSimulable(const SimConfig& c, int seeds) {
+  if (!std::isfinite(c.days) || c.days <= 0) return InvalidArgument("days must be a finite number > 0");
+  if (!std::isfinite(c.rate_scale) || c.rate_scale < 0) {
+    return InvalidArgument("rate-scale must be a finite number >= 0");
+  }
+  if (seeds < 1) return InvalidArgument("seeds must be >= 1");
+  if (c.checkpoint_cost_s != 0 && c.checkpoint_cost_s < 1) {
+    return InvalidArgument("checkpoint_cost must be 0 (free, continuous) or at least 1 s");
+  }
+  if (c.checkpoint_interval_s && *c.checkpoint_interval_s < 1) {
+    return InvalidArgument("checkpoint_interval must be at least 1 s");
+  }
+  const double horizon = c.days * 86400.0;
+  const double failures = c.JobRatePerSecond() * horizon;
+  if (!std::isfinite(failures) || failures > kMaxFailuresPerRun) {
+    return InvalidArgument("about " + std::to_string(static_cast<int64_t>(failures)) +
+                           " failures per run: more than the " +
+                           std::to_string(static_cast<int64_t>(kMaxFailuresPerRun)) +
+                           " this simulator takes (lower --gpus, --days or --rate-scale)");
+  }
+  return Status();
+}
+
 ScaleResult Simulate(const SimConfig& c, const Calibration* cal, int seeds, uint64_t base_seed) {
   Pricer pricer(c, cal);
   ScaleResult r;
@@ -504,21 +579,33 @@ ScaleResult Simulate(const SimConfig& c, const Calibration* cal, int seeds, uint
   r.failures_per_day = rate * 86400;
   r.mtbf_h = rate > 0 ? 1 / rate / 3600 : kInf;
   const double horizon = c.days * 86400.0;
-  std::vector<std::vector<Arrival>> arrivals;
-  for (int s = 0; s < seeds; ++s) arrivals.push_back(Arrivals(c, base_seed * 1000003ULL + s));
-  std::set<std::string> modelled;
+  std::set<std::string> modelled, capacity_ratio;
   for (const auto& m : c.classes) {
     if (m.transient_kind.empty()) continue;
     for (bool tr : {true, false}) {
-      if (pricer.Entry(m.cls, tr) == nullptr) {
-        modelled.insert(std::string(FaultClassName(m.cls)) + " " + (tr ? "transient" : "permanent") +
-                        " (" + (tr ? m.transient_kind : m.permanent_kind) + ")");
+      const std::string what = std::string(FaultClassName(m.cls)) + " " +
+                               (tr ? "transient" : "permanent") + " (" +
+                               (tr ? m.transient_kind : m.permanent_kind) + ")";
+      const auto samples = pricer.Samples(m.cls, tr);
+      if (samples.empty()) {
+        modelled.insert(what);
+        continue;
+      }
+      for (const FaultSample* s : samples) {
+        if (s->survived && !s->degraded_ratio) capacity_ratio.insert(what);
       }
     }
   }
+  struct Acc {
+    PolicyResult pr;
+    std::vector<double> lost_gpu_h, ratios;
+    std::vector<double> breakdown = std::vector<double>(kNumClasses + 1, 0.0);
+    double restarts = 0, failures = 0;
+  };
+  std::vector<Acc> acc(kNumPolicies);
   for (int p = 0; p < kNumPolicies; ++p) {
     const Policy policy = static_cast<Policy>(p);
-    PolicyResult pr;
+    PolicyResult& pr = acc[p].pr;
     pr.policy = policy;
     // The rate of restarts this policy sees: every failure under fail-stop; under failover
     // and adaptive the network failures it survives drop out.
@@ -529,12 +616,12 @@ ScaleResult Simulate(const SimConfig& c, const Calibration* cal, int seeds, uint
     }
     if (c.checkpoint_interval_s) {
       pr.checkpoint_interval_s = *c.checkpoint_interval_s;
-    } else if (restart_rate <= 0) {
-      pr.checkpoint_interval_s = kInf;
+    } else if (restart_rate <= 0 || c.checkpoint_cost_s <= 0) {
+      pr.checkpoint_interval_s = kInf;  // nothing to protect, or checkpoints are free
     } else {
       const double m = 1 / restart_rate, ck = c.checkpoint_cost_s;
-      pr.checkpoint_interval_s = std::sqrt(2 * m * ck);
-      // Daly's higher-order optimum (2006), for comparison where C / M is not small.
+      pr.checkpoint_interval_s = std::max(1.0, std::sqrt(2 * m * ck));
+      // Daly's higher-order optimum (2006), beside it.
       const double daly = ck < 2 * m ? std::sqrt(2 * ck * m) *
                                                (1 + std::sqrt(ck / (2 * m)) / 3 + ck / (2 * m) / 9) -
                                            ck
@@ -546,39 +633,51 @@ ScaleResult Simulate(const SimConfig& c, const Calibration* cal, int seeds, uint
                            std::to_string(daly) + " s");
       }
     }
-    std::vector<double> lost_gpu_h, ratios;
-    std::vector<double> breakdown(kNumClasses + 1, 0.0);
-    double restarts = 0, failures = 0;
-    for (int s = 0; s < seeds; ++s) {
-      const Outcome o = RunPolicy(c, pricer, policy, pr.checkpoint_interval_s, arrivals[s]);
-      const double lost_s = horizon - o.useful_s;
-      lost_gpu_h.push_back(lost_s * static_cast<double>(c.gpus) / 3600.0);
-      ratios.push_back(o.useful_s / horizon);
-      for (int k = 0; k < kNumClasses; ++k) breakdown[k] += o.lost_s[k];
-      breakdown[kNumClasses] += o.checkpoint_s;
-      restarts += o.restarts;
-      failures += static_cast<double>(arrivals[s].size());
+  }
+  // One seed at a time: its arrivals, then every policy over the same arrivals.
+  for (int s = 0; s < seeds; ++s) {
+    const std::vector<Arrival> arrivals = Arrivals(c, base_seed * 1000003ULL + s);
+    for (int p = 0; p < kNumPolicies; ++p) {
+      Acc& a = acc[p];
+      const Outcome o =
+          RunPolicy(c, pricer, static_cast<Policy>(p), a.pr.checkpoint_interval_s, arrivals);
+      a.lost_gpu_h.push_back((horizon - o.useful_s) * static_cast<double>(c.gpus) / 3600.0);
+      a.ratios.push_back(o.useful_s / horizon);
+      for (int k = 0; k < kNumClasses; ++k) a.breakdown[k] += o.lost_s[k];
+      a.breakdown[kNumClasses] += o.checkpoint_s;
+      a.restarts += o.restarts;
+      a.failures += static_cast<double>(arrivals.size());
     }
-    pr.gpu_hours_lost = Summarize(lost_gpu_h);
-    pr.effective_ratio = Summarize(ratios);
-    pr.restarts_mean = seeds > 0 ? restarts / seeds : 0;
-    pr.failures_mean = seeds > 0 ? failures / seeds : 0;
+  }
+  for (int p = 0; p < kNumPolicies; ++p) {
+    Acc& a = acc[p];
+    PolicyResult& pr = a.pr;
+    pr.gpu_hours_lost = Summarize(a.lost_gpu_h);
+    pr.effective_ratio = Summarize(a.ratios);
+    pr.restarts_mean = a.restarts / seeds;
+    pr.failures_mean = a.failures / seeds;
     for (int k = 0; k <= kNumClasses; ++k) {
-      const std::string name = k < kNumClasses ? FaultClassName(static_cast<FaultClass>(k)) : "checkpoint";
-      pr.breakdown.emplace_back(name, seeds > 0 ? breakdown[k] / seeds * c.gpus / 3600.0 : 0);
+      const std::string name =
+          k < kNumClasses ? FaultClassName(static_cast<FaultClass>(k)) : "checkpoint";
+      pr.breakdown.emplace_back(name, a.breakdown[k] / seeds * static_cast<double>(c.gpus) / 3600.0);
     }
-    if (policy != Policy::kFailStop) {
+    if (pr.policy != Policy::kFailStop) {
       for (const auto& m : modelled) {
         pr.notes.push_back("no calibration for " + c.ccl + ": " + m +
                            "; the config's model is used (survive, stall " +
                            std::to_string(c.model_stall_s) + " s, capacity ratio)");
       }
+      for (const auto& m : capacity_ratio) {
+        pr.notes.push_back(m + ": runs of " + c.ccl +
+                           " that survived measured no degraded ratio (only permanent faults "
+                           "have one); the capacity ratio (rails - 1) / rails is used");
+      }
     }
-    if (policy == Policy::kAdaptive) {
+    if (pr.policy == Policy::kAdaptive) {
       pr.notes.push_back(
           "adaptive is a model, not a measurement: per failure the cheaper of failover's drawn "
-          "cost and a restart, as a selector with exact estimates would choose (a bound on a "
-          "real selector; no calibrated adaptive training runs exist yet)");
+          "cost and a restart, as an idealised greedy selector with exact estimates of that "
+          "failure's costs would choose (no calibrated adaptive training runs exist yet)");
     }
     r.policies.push_back(std::move(pr));
   }

@@ -16,15 +16,22 @@
 //    it; a network failure takes the cost of a fault of its kind drawn from the calibration
 //    for the CCL (a whole measured fault: if that run survived, the job stalls for its stall_ms
 //    and then runs degraded at its degraded_ratio for the outage or until the repair; if it did
-//    not, the job restarts). Without a calibration entry, the config's model (survive, stall
-//    model_stall_s, ratio (rails - 1) / rails) is used and the output says so. adaptive: a
-//    model, not a measurement: at every failure the cheaper of failover's drawn cost and a
-//    restart, as a selector with exact estimates would choose (a bound on any real selector).
+//    not, the job restarts). A transient failure draws among the faults that were reverted.
+//    Without a calibration entry, the config's model (survive, stall model_stall_s, ratio
+//    (rails - 1) / rails) is used, and so is that ratio where a surviving run measured none;
+//    the output says so. A ratio above 1 (noise) counts as 1. adaptive: a model, not a
+//    measurement: at every failure the cheaper of failover's drawn cost and a restart, as an
+//    idealised greedy selector with exact estimates of that failure's costs would choose.
 //  - A degraded network slows the communication share of a step: speed = 1 / (comm_fraction /
-//    ratio + 1 - comm_fraction).
-//  - The checkpoint interval is fixed or Young/Daly's first order, sqrt(2 x M x C), M the
-//    policy's mean time between restarts; where C / M is not small the first-order interval
-//    drifts from the optimum and the output gives Daly's higher-order one beside it.
+//    ratio + 1 - comm_fraction); overlapping losses compound (ratio = 1 - the sum of what each
+//    took), and the slowdown is charged to each window's class by its share.
+//  - A run's outcome stands for each of its faults (calibration.h); "hung" is priced as a
+//    restart, without the watchdog's wait.
+//  - The checkpoint interval is fixed (>= 1 s) or Young/Daly's first order, sqrt(2 x M x C)
+//    (>= 1 s), M the policy's mean time between restarts; Daly's higher-order interval is given
+//    beside it, with a note where they differ by more than 5 %. A checkpoint cost of 0 means
+//    continuous, free checkpoints: nothing is lost at a restart.
+//  - A failure arriving during a stall is handled when the stall ends.
 //  - The loss is G x (wall time - useful work), in GPU-hours; useful work is what was computed
 //    and not lost (work since the last checkpoint at the end of the horizon counts).
 //
@@ -42,6 +49,10 @@
 
 #include "base/status.h"
 #include "runner/sim/calibration.h"
+
+namespace YAML {
+class Node;
+}
 
 namespace faultline::sim {
 
@@ -91,6 +102,9 @@ struct SimConfig {
   Status ApplyYaml(const std::string& text, const std::string& name);
   nlohmann::json ToJson() const;  // every input with its source
   int64_t Hosts() const;
+  template <typename Where, typename Seconds, typename Number>
+  Status ApplyYamlMap(const YAML::Node& root, const std::string& name, Where where,
+                      Seconds seconds, Number number);
   double Units(FaultClass c) const;
   double JobRatePerSecond() const;  // every class, scaled
 };
@@ -105,14 +119,13 @@ struct Interval {
 struct PolicyResult {
   Policy policy = Policy::kFailStop;
   double checkpoint_interval_s = 0;  // infinite: no checkpoints (no failures)
-  std::optional<double> daly_interval_s;  // Young/Daly runs only, where C / M is not small
+  std::optional<double> daly_interval_s;  // Daly's higher-order interval (Young/Daly runs)
   Interval gpu_hours_lost;
   Interval effective_ratio;  // useful work / wall time
   double restarts_mean = 0;
   double failures_mean = 0;
-  // Mean GPU-hours lost per cause: the classes, "checkpoint", and "restart" (the restart
-  // time itself, attributed to no class)... per class includes its lost work, stalls and
-  // degraded running.
+  // Mean GPU-hours lost per cause: each class (its restarts' time and lost work, its stalls,
+  // its degraded running) and "checkpoint". They sum to gpu_hours_lost.
   std::vector<std::pair<std::string, double>> breakdown;
   std::vector<std::string> notes;  // what was modelled rather than measured
 };
@@ -125,8 +138,13 @@ struct ScaleResult {
   std::vector<PolicyResult> policies;  // in Policy order
 };
 
+// kInvalidArgument when the inputs cannot be simulated: days or rate-scale not finite, a
+// checkpoint cost in (0, 1 s), an interval under 1 s, or more failures per run than it takes.
+Status CheckSimulable(const SimConfig& config, int seeds);
+
 // Simulates `seeds` independent runs of the job at config.gpus under every policy (the same
 // failure arrivals for each policy of a seed). `calibration` may be null (the model is used).
+// REQUIRES: CheckSimulable(config, seeds) is ok.
 ScaleResult Simulate(const SimConfig& config, const Calibration* calibration, int seeds,
                      uint64_t base_seed = 1);
 

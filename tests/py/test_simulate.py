@@ -29,7 +29,7 @@ def runs(tmp_path):
     d = tmp_path / "runs"
     for i, (ccl, kind, outcome, stall, ratio) in enumerate([
             ("ftccl", "link_down", "survived", 30.0, None),
-            ("ftccl", "port_drop", "survived", 12.0, 0.5),
+            ("ftccl", "port_drop", "survived", 12.0, 0.875),
             ("gloo", "link_down", "survived", 900.0, None),
             ("gloo", "port_drop", "hung", 10000.0, None)]):
         (d / f"r{i}").mkdir(parents=True)
@@ -93,6 +93,11 @@ def test_bad_input_exits_2_with_the_reason(runs, tmp_path):
     assert r.returncode == 2 and "not a calibration file" in r.stderr, r.stderr
     r = fl("calibrate", str(tmp_path / "nowhere"), "--out", str(tmp_path / "c.json"))
     assert r.returncode == 2 and "no such run directory" in r.stderr
+    r = fl("simulate", "--gpus", "1024", "--days", "nan", "--out", str(out))
+    assert r.returncode == 2 and "days must be a finite number" in r.stderr, r.stderr
+    assert not out.exists()
+    r = fl("calibrate", str(runs), "--out", str(tmp_path / "no" / "such" / "dir" / "c.json"))
+    assert r.returncode == 2 and "cannot write" in r.stderr, r.stderr
     empty = tmp_path / "empty"
     empty.mkdir()
     r = fl("calibrate", str(empty), "--out", str(tmp_path / "c.json"))
