@@ -224,45 +224,33 @@ Status Run::LaunchRanks() {
           fs::absolute(out_ + "/ranks/rank" + std::to_string(g) + ".jsonl").string();
       const std::string bootstrap =
           NetTopology::MgmtAddress(0) + ":" + std::to_string(kBootstrapPort);
-      std::vector<std::string> argv;
-      if (torch) {
-        // A training script (torch_workload.h); its steps are the ops.
-        argv = TorchScriptArgv(w);
-        argv.insert(argv.end(), {
-            "--ccl", CclNameString(sc_.ccl),
-            "--rank", std::to_string(g),
-            "--size", std::to_string(world),
-            "--bootstrap", bootstrap,
-            "--rails", rails,
-            "--store-dir", fs::absolute(out_ + "/store").string(),
-            "--steps", std::to_string(w.iters.value_or(1)),
-            "--warmup", std::to_string(w.warmup_iters),
-            "--timeout", std::to_string(o_.op_timeout_ms),
-            "--log", log,
-            "--seed", std::to_string(sc_.seed),
-            "--start-at", std::to_string(t0_),
-        });
-        if (!hook_paths_[g].empty()) argv.insert(argv.end(), {"--fault-hook", hook_paths_[g]});
-        for (auto& a : TorchScriptOptions(w)) argv.push_back(std::move(a));
-      } else {
-        argv = {
-          worker,
+      // What every rank is told, whichever program it runs.
+      const std::vector<std::string> group = {
           "--ccl", CclNameString(sc_.ccl),
           "--rank", std::to_string(g),
           "--size", std::to_string(world),
           "--bootstrap", bootstrap,
           "--rails", rails,
           "--store-dir", fs::absolute(out_ + "/store").string(),
+          "--warmup", std::to_string(w.warmup_iters),
+          "--log", log,
+          "--seed", std::to_string(sc_.seed),
+          "--start-at", std::to_string(t0_),
+      };
+      // A training script (torch_workload.h), whose steps are the ops, or faultline-worker.
+      std::vector<std::string> argv = torch ? TorchScriptArgv(w) : std::vector<std::string>{worker};
+      argv.insert(argv.end(), group.begin(), group.end());
+      if (torch) {
+        argv.insert(argv.end(), {"--steps", std::to_string(w.iters.value_or(1)),
+                                 "--timeout", std::to_string(o_.op_timeout_ms)});
+      } else {
+        argv.insert(argv.end(), {
           "--op", CollOpName(w.op),
           "--dtype", w.dtype,
           "--root", std::to_string(w.root),
           "--bytes", std::to_string(w.bytes) + "B",
-          "--warmup", std::to_string(w.warmup_iters),
           "--timeout", std::to_string(o_.op_timeout_ms) + "ms",
-          "--log", log,
-          "--seed", std::to_string(sc_.seed),
-          "--start-at", std::to_string(t0_),
-        };
+        });
         if (w.op == CollOp::kAllReduce || w.op == CollOp::kReduceScatter ||
             w.op == CollOp::kReduce) {
           argv.insert(argv.end(), {"--redop", w.reduce});
@@ -274,7 +262,10 @@ Status Run::LaunchRanks() {
           argv.insert(argv.end(), {"--iters", std::to_string(w.iters.value_or(1))});
         }
         if (w.check) argv.push_back("--check");
-        if (!hook_paths_[g].empty()) argv.insert(argv.end(), {"--fault-hook", hook_paths_[g]});
+      }
+      if (!hook_paths_[g].empty()) argv.insert(argv.end(), {"--fault-hook", hook_paths_[g]});
+      if (torch) {
+        for (auto& a : TorchScriptOptions(w)) argv.push_back(std::move(a));
       }
       LaunchSpec spec;
       spec.argv = std::move(argv);
