@@ -454,98 +454,98 @@ Status SimConfig::ApplyYaml(const std::string& text, const std::string& name) {
                              ", " + std::to_string(hi) + "]");
     }
   };
+  // A node of the wrong shape throws YAML::Exception (here or in yaml-cpp's conversions); it
+  // becomes an error at its place.
+  auto walk = [&]() -> Status {
+    auto scalar = [&](const YAML::Node& n, const std::string& what) -> std::string {
+      if (!n.IsScalar()) throw YAML::Exception(n.Mark(), what + " must be a scalar");
+      return n.Scalar();
+    };
+    for (const auto& kv : root) {
+      const std::string key = scalar(kv.first, "a key");
+      const YAML::Node& v = kv.second;
+      double x = 0;
+      Status st;
+      if (key == "gpus_per_host" || key == "rails_per_host") {
+        st = number(v, key, 1, 64, &x);
+        if (st.ok() && x != std::floor(x)) st = InvalidArgument(where(v) + key + " must be a whole number");
+        if (st.ok()) (key == "gpus_per_host" ? gpus_per_host : rails_per_host) = static_cast<int>(x);
+      } else if (key == "checkpoint_interval") {
+        if (v.IsScalar() && v.Scalar() == "young_daly") {
+          checkpoint_interval_s.reset();
+        } else {
+          st = seconds(v, key, &x);
+          if (st.ok() && x <= 0) st = InvalidArgument(where(v) + "checkpoint_interval must be > 0");
+          if (st.ok()) checkpoint_interval_s = x;
+        }
+      } else if (key == "checkpoint_cost") {
+        st = seconds(v, key, &checkpoint_cost_s);
+      } else if (key == "restart_cost") {
+        st = seconds(v, key, &restart_cost_s);
+      } else if (key == "transient_outage") {
+        st = seconds(v, key, &transient_outage_s);
+      } else if (key == "repair") {
+        st = seconds(v, key, &repair_s);
+      } else if (key == "model_stall") {
+        st = seconds(v, key, &model_stall_s);
+      } else if (key == "comm_fraction") {
+        st = number(v, key, 0, 1, &comm_fraction);
+      } else if (key == "ccl") {
+        ccl = scalar(v, "ccl");
+      } else if (key == "classes") {
+        if (!v.IsMap()) return InvalidArgument(where(v) + "classes must be a mapping");
+        for (const auto& ckv : v) {
+          const std::string cname = scalar(ckv.first, "a class name");
+          auto it = std::find_if(classes.begin(), classes.end(),
+                                 [&](const ClassModel& m) { return cname == FaultClassName(m.cls); });
+          if (it == classes.end()) {
+            return InvalidArgument(where(ckv.first) + "unknown class '" + cname +
+                                   "' (gpu, host, nic, network, other)");
+          }
+          if (!ckv.second.IsMap()) return InvalidArgument(where(ckv.second) + cname + " must be a mapping");
+          bool rate_set = false, source_set = false;
+          for (const auto& f : ckv.second) {
+            const std::string fk = scalar(f.first, "a key");
+            if (fk == "rate_per_unit_hour") {
+              st = number(f.second, cname + ".rate_per_unit_hour", 0, 1, &it->rate_per_unit_hour);
+              rate_set = true;
+            } else if (fk == "transient_fraction" && !it->transient_kind.empty()) {
+              st = number(f.second, cname + ".transient_fraction", 0, 1, &it->transient_fraction);
+              it->transient_source = "config " + name;
+            } else if (fk == "source") {
+              it->source = scalar(f.second, cname + ".source");
+              source_set = true;
+            } else {
+              st = InvalidArgument(where(f.first) + "unknown key '" + fk + "' in classes." + cname);
+            }
+            if (!st.ok()) return st;
+          }
+          if (rate_set && !source_set) {
+            return InvalidArgument(where(ckv.first) + "classes." + cname +
+                                   " sets a rate without its source (add 'source: ...')");
+          }
+        }
+      } else {
+        st = InvalidArgument(where(kv.first) + "unknown key '" + key + "'");
+      }
+      if (!st.ok()) return st;
+      if (key != "classes") {
+        sources.erase(std::remove_if(sources.begin(), sources.end(),
+                                     [&](const std::string& s) { return s.rfind(key + ":", 0) == 0; }),
+                      sources.end());
+        sources.push_back(key + ": config " + name);
+      }
+    }
+    return Status();
+  };
   try {
-    return ApplyYamlMap(root, name, where, seconds, number);
+    return walk();
   } catch (const YAML::Exception& e) {
     return InvalidArgument(name + ":" + std::to_string(e.mark.line + 1) + ":" +
                            std::to_string(e.mark.column + 1) + ": " + e.msg);
   }
 }
 
-template <typename Where, typename Seconds, typename Number>
-Status SimConfig::ApplyYamlMap(const YAML::Node& root, const std::string& name, Where where,
-                               Seconds seconds, Number number) {
-  auto scalar = [&](const YAML::Node& n, const std::string& what) -> std::string {
-    if (!n.IsScalar()) throw YAML::Exception(n.Mark(), what + " must be a scalar");
-    return n.Scalar();
-  };
-  for (const auto& kv : root) {
-    const std::string key = scalar(kv.first, "a key");
-    const YAML::Node& v = kv.second;
-    double x = 0;
-    Status st;
-    if (key == "gpus_per_host" || key == "rails_per_host") {
-      st = number(v, key, 1, 64, &x);
-      if (st.ok() && x != std::floor(x)) st = InvalidArgument(where(v) + key + " must be a whole number");
-      if (st.ok()) (key == "gpus_per_host" ? gpus_per_host : rails_per_host) = static_cast<int>(x);
-    } else if (key == "checkpoint_interval") {
-      if (v.IsScalar() && v.Scalar() == "young_daly") {
-        checkpoint_interval_s.reset();
-      } else {
-        st = seconds(v, key, &x);
-        if (st.ok() && x <= 0) st = InvalidArgument(where(v) + "checkpoint_interval must be > 0");
-        if (st.ok()) checkpoint_interval_s = x;
-      }
-    } else if (key == "checkpoint_cost") {
-      st = seconds(v, key, &checkpoint_cost_s);
-    } else if (key == "restart_cost") {
-      st = seconds(v, key, &restart_cost_s);
-    } else if (key == "transient_outage") {
-      st = seconds(v, key, &transient_outage_s);
-    } else if (key == "repair") {
-      st = seconds(v, key, &repair_s);
-    } else if (key == "model_stall") {
-      st = seconds(v, key, &model_stall_s);
-    } else if (key == "comm_fraction") {
-      st = number(v, key, 0, 1, &comm_fraction);
-    } else if (key == "ccl") {
-      ccl = scalar(v, "ccl");
-    } else if (key == "classes") {
-      if (!v.IsMap()) return InvalidArgument(where(v) + "classes must be a mapping");
-      for (const auto& ckv : v) {
-        const std::string cname = scalar(ckv.first, "a class name");
-        auto it = std::find_if(classes.begin(), classes.end(),
-                               [&](const ClassModel& m) { return cname == FaultClassName(m.cls); });
-        if (it == classes.end()) {
-          return InvalidArgument(where(ckv.first) + "unknown class '" + cname +
-                                 "' (gpu, host, nic, network, other)");
-        }
-        if (!ckv.second.IsMap()) return InvalidArgument(where(ckv.second) + cname + " must be a mapping");
-        bool rate_set = false, source_set = false;
-        for (const auto& f : ckv.second) {
-          const std::string fk = scalar(f.first, "a key");
-          if (fk == "rate_per_unit_hour") {
-            st = number(f.second, cname + ".rate_per_unit_hour", 0, 1, &it->rate_per_unit_hour);
-            rate_set = true;
-          } else if (fk == "transient_fraction" && !it->transient_kind.empty()) {
-            st = number(f.second, cname + ".transient_fraction", 0, 1, &it->transient_fraction);
-            it->transient_source = "config " + name;
-          } else if (fk == "source") {
-            it->source = scalar(f.second, cname + ".source");
-            source_set = true;
-          } else {
-            st = InvalidArgument(where(f.first) + "unknown key '" + fk + "' in classes." + cname);
-          }
-          if (!st.ok()) return st;
-        }
-        if (rate_set && !source_set) {
-          return InvalidArgument(where(ckv.first) + "classes." + cname +
-                                 " sets a rate without its source (add 'source: ...')");
-        }
-      }
-    } else {
-      st = InvalidArgument(where(kv.first) + "unknown key '" + key + "'");
-    }
-    if (!st.ok()) return st;
-    if (key != "classes") {
-      sources.erase(std::remove_if(sources.begin(), sources.end(),
-                                   [&](const std::string& s) { return s.rfind(key + ":", 0) == 0; }),
-                    sources.end());
-      sources.push_back(key + ": config " + name);
-    }
-  }
-  return Status();
-}
 
 Status CheckSimulable(const SimConfig& c, int seeds) {
   if (!std::isfinite(c.days) || c.days <= 0) return InvalidArgument("days must be a finite number > 0");

@@ -50,10 +50,6 @@
 #include "base/status.h"
 #include "runner/sim/calibration.h"
 
-namespace YAML {
-class Node;
-}
-
 namespace faultline::sim {
 
 enum class FaultClass { kGpu = 0, kHost, kNic, kNetwork, kOther };
@@ -102,9 +98,6 @@ struct SimConfig {
   Status ApplyYaml(const std::string& text, const std::string& name);
   nlohmann::json ToJson() const;  // every input with its source
   int64_t Hosts() const;
-  template <typename Where, typename Seconds, typename Number>
-  Status ApplyYamlMap(const YAML::Node& root, const std::string& name, Where where,
-                      Seconds seconds, Number number);
   double Units(FaultClass c) const;
   double JobRatePerSecond() const;  // every class, scaled
 };
