@@ -13,7 +13,7 @@
 
 #include "base/units.h"
 #include "runner/cli/command.h"
-#include "runner/core/link_log.h"
+#include "runner/core/incident_import.h"
 
 namespace faultline::cli {
 namespace {

@@ -36,58 +36,91 @@
 
 namespace faultline::runner {
 
+// Where a link event was seen.
+enum class LinkSource {
+  kKernel,     // a NIC driver, bonding or addrconf message of a host's kernel
+  kIpMonitor,  // `ip monitor link`
+  kRdmaPort,   // an RDMA port state change (ib_core, mlx5_ib) or an ibstat-style snapshot
+  kSwitch,     // a switch's own log (SONiC, Arista EOS, Cumulus/FRR, Cisco NX-OS)
+};
+const char* LinkSourceName(LinkSource s);  // "kernel", "ip_monitor", "rdma_port", "switch"
+
 // One link transition found in a log.
 struct LinkEvent {
-  std::string file;                // the log it came from
-  int line = 0;                    // 1-based
-  std::string text;                // the line, trimmed
-  std::string node;                // syslog/journal host name; empty if none
-  std::vector<std::string> names;  // interface name and/or PCI address, most specific first
+  std::string file;  // the log it came from
+  int line = 0;      // 1-based
+  std::string text;  // the line, trimmed
+  // The host (or, for kSwitch, the switch) that logged it: the syslog/journal host name of
+  // the line, else the log's default node (ParseIncidentLog); empty if neither.
+  std::string node;
+  // The device, most specific first: a host's interface name and/or PCI address; for
+  // kRdmaPort "DEVICE/PORT" (e.g. "mlx5_0/1") then the netdev where the line names one;
+  // for kSwitch the switch port as the switch names it (e.g. "Ethernet1/1", "swp3").
+  std::vector<std::string> names;
   bool up = false;
-  std::optional<double> kernel_s;  // dmesg seconds since boot
+  LinkSource source = LinkSource::kKernel;
+  std::optional<double> kernel_s;  // the host's kernel clock (dmesg seconds since boot)
   std::optional<int64_t> wall_ns;  // wall clock, ns since the epoch
+  // The resolution of wall_ns: 1 s for "Mar  5 10:15:02", 1 us for ".123456"; 0 if no wall.
+  int64_t wall_res_ns = 0;
 };
 
-// Every link transition in `text`, in file order.
+// What a rank of the job saw: an error line of the collective library (NCCL WARN lines,
+// NCCL_DEBUG lines with timestamps, NCCL RAS JSON). A symptom of the incident, not a fault.
+struct Symptom {
+  std::string file;
+  int line = 0;
+  std::string text;
+  std::string node;  // the host of the process, as NCCL prints it ("node17:1234:1290 [3] ...")
+  // What happened, one of: "ib_completion_error" (a work completion with an error status),
+  // "ib_async_event" (port/device error from the HCA), "socket_error" (NET/Socket),
+  // "timeout" (a collective or watchdog timeout), "remote_error" (a peer reported an error),
+  // "abort" (the communicator or the job was aborted), "ras" (an issue reported by NCCL RAS).
+  std::string kind;
+  std::optional<int> pid;
+  std::optional<int> local_rank;   // the CUDA device index in "[3]", the node-local rank
+  std::optional<int> global_rank;  // where the line names the rank itself
+  std::string peer;                // the remote side as printed (host name or address)
+  std::string hca;                 // the local HCA and port as printed ("mlx5_0:1")
+  std::optional<int> wc_status;    // ibv_wc_status (12: IBV_WC_RETRY_EXC_ERR)
+  std::optional<double> kernel_s;  // rarely: a kernel-clock stamp on the line
+  std::optional<int64_t> wall_ns;
+  int64_t wall_res_ns = 0;
+};
+
+// A line that carries both the host's kernel clock and its wall clock (e.g. a syslog line of
+// a kernel message): a sample of that host's wall - kernel offset, whatever the message.
+struct ClockSample {
+  std::string file;
+  int line = 0;
+  std::string node;
+  double kernel_s = 0;
+  int64_t wall_ns = 0;
+  int64_t wall_res_ns = 0;
+};
+
+// A line that looks like a known source but cannot be read (truncated, bad number, bad
+// JSON): skipped, and said so with its place.
+struct LogWarning {
+  std::string file;
+  int line = 0;
+  std::string reason;
+};
+
+struct ParsedLog {
+  std::vector<LinkEvent> links;     // in file order
+  std::vector<Symptom> symptoms;    // in file order
+  std::vector<ClockSample> clocks;  // in file order
+  std::vector<LogWarning> warnings;
+};
+
+// Everything the importer reads in one log. `node`: the host name of lines that carry none
+// (the log's host when a directory of per-host logs is imported); empty: unknown.
+// Never throws; any byte sequence is accepted.
+ParsedLog ParseIncidentLog(std::string_view text, const std::string& file,
+                           const std::string& node = "");
+
+// ParseIncidentLog(text, file).links.
 std::vector<LinkEvent> ParseLinkLog(std::string_view text, const std::string& file);
-
-// Where a logged device lands in the topology.
-struct RailRef {
-  int host = 0;
-  int rail = 0;
-  LinkSide side = LinkSide::kHost;
-};
-
-// "eth2=host0/rail1", "node17:eth2=host1/rail0/switch", "0000:08:00.0=host0/rail0": the
-// device (optionally "NODE:" first, the host name of syslog/journal lines) and its rail.
-Result<std::pair<std::string, RailRef>> ParseRailMapping(std::string_view flag);
-
-struct ImportOptions {
-  std::map<std::string, RailRef> map;  // device key -> rail (ParseRailMapping)
-  int64_t at_ns = 2'000'000'000;       // the first event's time in the scenario
-  int64_t tail_ns = 3'000'000'000;     // run time after the last event (rounded up to 1 s)
-  std::string name = "imported-link-events";
-  std::optional<int> hosts;  // default: the highest mapped host + 1, at least 2
-  std::optional<int> rails;  // default: the highest mapped rail + 1, at least 2
-  int ranks_per_host = 1;
-  std::string op = "allreduce";
-  std::string bytes = "16MiB";
-};
-
-struct ImportResult {
-  std::string yaml;                   // a scenario that validates
-  std::vector<LinkEvent> used;        // the events that became faults, in time order
-  std::vector<std::string> unmapped;  // devices with events but no mapping
-  int faults = 0;
-  int permanent = 0;  // downs without a matching up
-};
-
-// Turns the events of every log into a scenario: per mapped device, each down followed by an
-// up becomes a link_down with `for` (the time between them, at least 1 ms); a down without an
-// up holds until the end of the run; repeated downs or ups without a change are ignored.
-// Errors (kInvalidArgument): no mapped event, events without a common clock, or a result
-// that does not validate (e.g. two devices mapped to one rail overlap), with the reason.
-Result<ImportResult> ImportLinkEvents(const std::vector<LinkEvent>& events,
-                                      const ImportOptions& options);
 
 }  // namespace faultline::runner

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "runner/core/link_log.h"
+#include "runner/core/incident_import.h"
 #include "runner/core/scenario.h"
 #include "tests/fuzz/fuzz_check.h"
 

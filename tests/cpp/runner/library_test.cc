@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "runner/core/incident_import.h"
 #include "runner/core/link_log.h"
 #include "runner/exec/requirements.h"
 #include "runner/core/scenario.h"
