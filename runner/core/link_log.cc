@@ -257,7 +257,8 @@ std::vector<LinkEvent> ParseLinkLog(std::string_view text, const std::string& fi
 }
 
 ParsedLog ParseIncidentLog(std::string_view text, const std::string& file,
-                           const std::string& node) {
+                           const std::string& node, int year) {
+  (void)year;  // classic syslog stamps: see Strip
   ParsedLog parsed;
   std::vector<LinkEvent>& out = parsed.links;
   std::istringstream in{std::string(text)};

@@ -63,6 +63,7 @@ struct LinkEvent {
   std::optional<int64_t> wall_ns;  // wall clock, ns since the epoch
   // The resolution of wall_ns: 1 s for "Mar  5 10:15:02", 1 us for ".123456"; 0 if no wall.
   int64_t wall_res_ns = 0;
+  bool year_assumed = false;  // wall_ns from a stamp without a year ("Mar  5 10:15:02")
 };
 
 // What a rank of the job saw: an error line of the collective library (NCCL WARN lines,
@@ -86,6 +87,7 @@ struct Symptom {
   std::optional<double> kernel_s;  // rarely: a kernel-clock stamp on the line
   std::optional<int64_t> wall_ns;
   int64_t wall_res_ns = 0;
+  bool year_assumed = false;
 };
 
 // A line that carries both the host's kernel clock and its wall clock (e.g. a syslog line of
@@ -97,6 +99,7 @@ struct ClockSample {
   double kernel_s = 0;
   int64_t wall_ns = 0;
   int64_t wall_res_ns = 0;
+  bool year_assumed = false;
 };
 
 // A line that looks like a known source but cannot be read (truncated, bad number, bad
@@ -115,10 +118,11 @@ struct ParsedLog {
 };
 
 // Everything the importer reads in one log. `node`: the host name of lines that carry none
-// (the log's host when a directory of per-host logs is imported); empty: unknown.
+// (the log's host when a directory of per-host logs is imported); empty: unknown. `year`:
+// the year of stamps that print none (classic syslog), marked year_assumed.
 // Never throws; any byte sequence is accepted.
 ParsedLog ParseIncidentLog(std::string_view text, const std::string& file,
-                           const std::string& node = "");
+                           const std::string& node = "", int year = 2000);
 
 // ParseIncidentLog(text, file).links.
 std::vector<LinkEvent> ParseLinkLog(std::string_view text, const std::string& file);
