@@ -1,10 +1,20 @@
-// faultline import LOG... --map DEVICE=hostH/railR[/switch]... [--at 2s] [--name NAME] [-o FILE]
-// Turns the NIC link events of kernel logs or `ip monitor link` output (runner/core/link_log.h)
-// into a scenario of link_down faults that validates. Exit 0 with the scenario written (to
-// stdout without -o); 2 on bad input (unreadable log, bad flag, nothing mapped, or a
-// scenario that would not validate), with the reason.
+// faultline import LOG|DIR... --map DEVICE=hostH/railR[/switch]... [--map-switch SW:PORT=hostH/railR]...
+//   [--map-rank NODE:LOCAL=hostH/rankL]... [--reproduce-ccl gloo] [--reproduce-outcome O]
+//   [--within DUR] [--year Y] [--at 2s] [--name NAME] [-o FILE]
+// Turns the link events of a production incident's logs (host kernels, `ip monitor link`,
+// RDMA ports, switches; runner/core/link_log.h) into a scenario of link_down faults on one
+// timeline (runner/core/incident_import.h), and the collective library's error lines into its
+// `reproduce:` verdict. A directory is read as one log per host: every regular file in it,
+// the host named by the file name up to its first dot (gpu-node-17.log -> gpu-node-17) for
+// lines that name none. Exit 0 with the scenario written (to stdout without -o); 2 on bad
+// input (unreadable log, bad flag, nothing mapped, or a scenario that would not validate),
+// with the reason. Lines a parser skipped are warned about with their place.
+#include <algorithm>
 #include <cstdio>
+#include <ctime>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -21,6 +31,12 @@ namespace {
 struct ImportArgs {
   std::vector<std::string> logs;
   std::vector<std::string> maps;
+  std::vector<std::string> switch_maps;
+  std::vector<std::string> rank_maps;
+  std::string reproduce_ccl = "gloo";
+  std::string reproduce_outcome;
+  std::string within;
+  int year = 0;
   std::string at = "2s";
   std::string tail = "3s";
   std::string name = "imported-link-events";
@@ -57,29 +73,142 @@ int Import(const ImportArgs& a) {
     }
     o.map[r->first] = r->second;
   }
-  std::vector<runner::LinkEvent> events;
+  for (const auto& m : a.switch_maps) {
+    auto r = runner::ParseSwitchMapping(m);
+    if (!r.ok()) {
+      std::fprintf(stderr, "faultline import: %s\n", r.status().message().c_str());
+      return kExitBadInput;
+    }
+    o.switch_map[r->first] = r->second;
+  }
+  for (const auto& m : a.rank_maps) {
+    auto r = runner::ParseRankMapping(m);
+    if (!r.ok()) {
+      std::fprintf(stderr, "faultline import: %s\n", r.status().message().c_str());
+      return kExitBadInput;
+    }
+    o.rank_map[r->first] = r->second;
+  }
+  if (a.maps.empty() && a.switch_maps.empty()) {
+    std::fprintf(stderr, "faultline import: give --map (host devices) or --map-switch (switch "
+                         "ports): name the rail of each device\n");
+    return kExitBadInput;
+  }
+  if (a.reproduce_ccl == "gloo") {
+    o.reproduce_ccl = runner::CclName::kGloo;
+  } else if (a.reproduce_ccl == "nccl") {
+    o.reproduce_ccl = runner::CclName::kNccl;
+  } else {
+    std::fprintf(stderr, "faultline import: --reproduce-ccl: gloo or nccl, not '%s'\n",
+                 a.reproduce_ccl.c_str());
+    return kExitBadInput;
+  }
+  if (!a.reproduce_outcome.empty()) {
+    if (a.reproduce_outcome != "aborted_clean" && a.reproduce_outcome != "hung" &&
+        a.reproduce_outcome != "crashed") {
+      std::fprintf(stderr, "faultline import: --reproduce-outcome: aborted_clean, hung or "
+                           "crashed, not '%s'\n", a.reproduce_outcome.c_str());
+      return kExitBadInput;
+    }
+    o.reproduce_outcome = a.reproduce_outcome;
+  }
+  if (!a.within.empty()) {
+    auto w = ParseDuration(a.within);
+    if (!w.ok() || *w <= 0) {
+      std::fprintf(stderr, "faultline import: --within: give a duration, e.g. 30s\n");
+      return kExitBadInput;
+    }
+    o.within_ns = *w;
+  }
+  // The logs: files, and directories of one log per host.
+  struct Input {
+    std::string path;
+    std::string node;  // the host of lines that name none
+    std::string text;
+  };
+  std::vector<Input> inputs;
+  namespace fs = std::filesystem;
   for (const auto& path : a.logs) {
-    std::stringstream ss;
-    if (path == "-") {
-      ss << std::cin.rdbuf();
-    } else {
-      std::ifstream in(path, std::ios::binary);
-      if (!in) {
-        std::fprintf(stderr, "faultline import: cannot read %s\n", path.c_str());
+    std::error_code ec;
+    if (path != "-" && fs::is_directory(path, ec)) {
+      std::vector<fs::path> files;
+      for (const auto& de : fs::directory_iterator(path, ec)) {
+        if (de.is_regular_file(ec)) files.push_back(de.path());
+      }
+      std::sort(files.begin(), files.end());
+      if (files.empty()) {
+        std::fprintf(stderr, "faultline import: %s holds no log file\n", path.c_str());
         return kExitBadInput;
       }
-      ss << in.rdbuf();
+      for (const auto& f : files) {
+        const std::string name = f.filename().string();
+        inputs.push_back({f.string(), name.substr(0, name.find('.')), ""});
+      }
+    } else {
+      inputs.push_back({path, "", ""});
     }
-    auto ev = runner::ParseLinkLog(ss.str(), path);
-    events.insert(events.end(), ev.begin(), ev.end());
   }
-  auto res = runner::ImportLinkEvents(events, o);
+  for (auto& in : inputs) {
+    std::stringstream ss;
+    if (in.path == "-") {
+      ss << std::cin.rdbuf();
+    } else {
+      std::ifstream f(in.path, std::ios::binary);
+      if (!f) {
+        std::fprintf(stderr, "faultline import: cannot read %s\n", in.path.c_str());
+        return kExitBadInput;
+      }
+      ss << f.rdbuf();
+    }
+    in.text = ss.str();
+  }
+  auto parse_all = [&](int year) {
+    std::vector<runner::ParsedLog> out;
+    for (const auto& in : inputs) out.push_back(runner::ParseIncidentLog(in.text, in.path, in.node, year));
+    return out;
+  };
+  // Stamps without a year (classic syslog) take the year of the stamps that print one, so
+  // that hosts and switches logging both ways share a clock; --year sets it.
+  int year = a.year;
+  std::vector<runner::ParsedLog> logs = parse_all(year > 0 ? year : 2000);
+  if (year == 0) {
+    std::map<int, int> years;
+    bool assumed = false;
+    auto note = [&](const std::optional<int64_t>& wall, bool year_assumed) {
+      if (!wall) return;
+      if (year_assumed) {
+        assumed = true;
+        return;
+      }
+      const std::time_t t = static_cast<std::time_t>(*wall / 1'000'000'000);
+      std::tm tm{};
+      if (gmtime_r(&t, &tm)) ++years[tm.tm_year + 1900];
+    };
+    for (const auto& l : logs) {
+      for (const auto& e : l.links) note(e.wall_ns, e.year_assumed);
+      for (const auto& e : l.symptoms) note(e.wall_ns, e.year_assumed);
+      for (const auto& e : l.clocks) note(e.wall_ns, e.year_assumed);
+    }
+    if (assumed && !years.empty()) {
+      year = std::max_element(years.begin(), years.end(), [](const auto& x, const auto& y) {
+               return x.second < y.second;
+             })->first;
+      logs = parse_all(year);
+    }
+  }
+  for (const auto& l : logs) {
+    for (const auto& w : l.warnings) {
+      std::fprintf(stderr, "faultline import: warning: %s:%d: %s (line skipped)\n", w.file.c_str(),
+                   w.line, w.reason.c_str());
+    }
+  }
+  auto res = runner::ImportIncident(logs, o);
   if (!res.ok()) {
     std::fprintf(stderr, "faultline import: %s\n", res.status().message().c_str());
     return kExitBadInput;
   }
   for (const auto& u : res->unmapped) {
-    std::fprintf(stderr, "faultline import: ignored the events of %s (no --map for it)\n",
+    std::fprintf(stderr, "faultline import: ignored the events of %s (no mapping for it)\n",
                  u.c_str());
   }
   if (a.out.empty()) {
@@ -92,9 +221,11 @@ int Import(const ImportArgs& a) {
       return kExitBadInput;
     }
   }
-  std::fprintf(stderr, "faultline import: %d fault(s) (%d permanent) from %zu link event(s)%s%s\n",
-               res->faults, res->permanent, res->used.size(), a.out.empty() ? "" : " -> ",
-               a.out.c_str());
+  std::fprintf(stderr,
+               "faultline import: %d fault(s) (%d permanent) from %zu link event(s), %zu "
+               "symptom(s)%s%s\n",
+               res->faults, res->permanent, res->used.size(), res->symptoms.size(),
+               a.out.empty() ? "" : " -> ", a.out.c_str());
   return kExitOk;
 }
 
@@ -103,13 +234,31 @@ int Import(const ImportArgs& a) {
 void RegisterImport(CLI::App& app, Action* action) {
   auto a = std::make_shared<ImportArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "import", "turn NIC link events of kernel logs or `ip monitor link` into a scenario");
-  cmd->add_option("logs", a->logs, "log files (dmesg, journalctl, syslog, ip monitor; - for stdin)")
+      "import", "turn a production incident's logs (host kernels, ip monitor, RDMA ports, "
+                "switches, NCCL) into a replay scenario");
+  cmd->add_option("logs", a->logs,
+                  "log files or directories of one log per host (dmesg, journalctl, syslog, ip "
+                  "monitor, ibstat, switch syslog, NCCL output; - for stdin)")
       ->required();
   cmd->add_option("--map", a->maps,
-                  "DEVICE=hostH/railR[/switch]; DEVICE is an interface, a PCI address, or "
-                  "NODE:DEVICE for the host name of syslog/journal lines")
-      ->required();
+                  "DEVICE=hostH/railR[/switch]; DEVICE is an interface, a PCI address, an RDMA "
+                  "port (mlx5_0/1), or NODE:DEVICE for the host name of the lines");
+  cmd->add_option("--map-switch", a->switch_maps,
+                  "SWITCH:PORT=hostH/railR: a switch port and the rail whose switch side it is");
+  cmd->add_option("--map-rank", a->rank_maps,
+                  "NODE:LOCAL=hostH/rankL: a production process (host, local rank) and its "
+                  "replay rank, for the symptoms");
+  cmd->add_option("--reproduce-ccl", a->reproduce_ccl,
+                  "the fail-stop library that should reproduce the symptoms (gloo|nccl)")
+      ->capture_default_str();
+  cmd->add_option("--reproduce-outcome", a->reproduce_outcome,
+                  "aborted_clean|hung|crashed (default: from the symptoms)");
+  cmd->add_option("--within", a->within,
+                  "bound of the reproduced failures after the first fault (default: max(30s, 1.5 "
+                  "x the incident's))");
+  cmd->add_option("--year", a->year,
+                  "year of stamps that print none (default: that of the stamps that do, else "
+                  "2000)");
   cmd->add_option("--at", a->at, "scenario time of the first event")->capture_default_str();
   cmd->add_option("--tail", a->tail, "run time after the last event")->capture_default_str();
   cmd->add_option("--name", a->name, "scenario name")->capture_default_str();

@@ -62,4 +62,40 @@ std::vector<CheckResult> CheckExpectations(const Expectations& e, const RunMetri
   return out;
 }
 
+std::vector<CheckResult> CheckReproduce(const Reproduce& r, const RunMetrics& m,
+                                        const History& h) {
+  std::vector<CheckResult> out;
+  out.push_back({"reproduce.outcome", r.outcome, OutcomeName(m.outcome),
+                 r.outcome == OutcomeName(m.outcome)});
+  if (r.ranks.empty()) return out;
+  std::optional<int64_t> first_fault;
+  for (const FaultRecord& f : h.faults) {
+    if (f.applied_ns && (!first_fault || *f.applied_ns < *first_fault)) first_fault = f.applied_ns;
+  }
+  nlohmann::json value = nlohmann::json::object();
+  bool pass = first_fault.has_value();
+  for (int rank : r.ranks) {
+    const RankEnd* end = nullptr;
+    for (const RankEnd& e : h.ranks) {
+      if (e.rank == rank) end = &e;
+    }
+    const bool failed =
+        end != nullptr && (end->exit == RankExit::kError || end->exit == RankExit::kCrashed);
+    if (!failed || !first_fault) {
+      value[std::to_string(rank)] = end == nullptr ? "not in the run" : "did not fail";
+      pass = false;
+      continue;
+    }
+    const int64_t at = end->first_error_ns.value_or(end->end_ns) - *first_fault;
+    value[std::to_string(rank)] = static_cast<double>(at) / 1e6;
+    pass = pass && at <= r.within_ns;
+  }
+  if (!first_fault) value = nullptr;  // no fault was applied: nothing to count from
+  out.push_back({"reproduce.ranks",
+                 {{"ranks", r.ranks}, {"within_ms", static_cast<double>(r.within_ns) / 1e6}},
+                 value,
+                 pass});
+  return out;
+}
+
 }  // namespace faultline::runner

@@ -27,6 +27,14 @@ struct CheckResult {
 // recovery_ms, degraded_ratio, goodput_loss_pct (only those the scenario sets).
 std::vector<CheckResult> CheckExpectations(const Expectations& expect, const RunMetrics& metrics);
 
+// A replay judged by `reproduce:` (Scenario::JudgedByReproduce), in this order:
+//   reproduce.outcome: the run's outcome is the incident's;
+//   reproduce.ranks (when ranks are listed): each listed rank failed (returned an error, or
+//     its process crashed) within `within` of the first applied fault; the value maps each
+//     listed rank to its failure time in ms after that fault, or to "did not fail".
+std::vector<CheckResult> CheckReproduce(const Reproduce& reproduce, const RunMetrics& metrics,
+                                        const History& history);
+
 // The verdict and exit code of a run are not decided here: reports/verdict.h reads them from
 // the report.json these checks go into.
 

@@ -190,7 +190,10 @@ MetricsOptions MetricsOptionsFor(const Scenario& scenario,
   MetricsOptions o;
   o.topology = scenario.topology;
   o.check = scenario.workload.check;
-  o.abort_bound_ns = scenario.expect.abort_within_ns;
+  // A run judged by `reproduce:` (an incident replay on the fail-stop library) counts a clean
+  // abort within the incident's own bound.
+  o.abort_bound_ns = scenario.JudgedByReproduce(scenario.ccl) ? scenario.reproduce->within_ns
+                                                              : scenario.expect.abort_within_ns;
   o.warmup_ns = scenario.workload.warmup_ns;
   o.warmup_iters = scenario.workload.warmup_iters;
   if (scenario.expect.recovery) {

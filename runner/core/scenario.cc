@@ -77,6 +77,7 @@ class Parser final : public YamlReader {
   void ParseFaults(const YAML::Node& n, Scenario* s);
   std::optional<FaultSpec> ParseFault(const YAML::Node& n, const Scenario& s);
   void ParseExpect(const YAML::Node& n, Scenario* s);
+  void ParseReproduce(const YAML::Node& n, Scenario* s);
   void CheckFaultSchedule(const Scenario& s);
   void CheckExpectations(const YAML::Node& n, const Scenario& s);
   std::optional<double> MaxOf(const YAML::Node& n, const std::string& what, const char* key,
@@ -180,7 +181,7 @@ ParseOutcome Parser::RunRoot(const YAML::Node& root) {
     }
     CheckKeys(root,
               {"name", "description", "seed", "topology", "ccl", "workload", "faults", "expect",
-               "requires", "matrix"},
+               "reproduce", "requires", "matrix"},
               "the scenario");
     if (root["requires"]) {
       const YAML::Node r = root["requires"];
@@ -225,6 +226,7 @@ ParseOutcome Parser::RunRoot(const YAML::Node& root) {
       ParseWorkload(root["workload"], &s);
     }
     if (root["faults"]) ParseFaults(root["faults"], &s);
+    if (root["reproduce"]) ParseReproduce(root["reproduce"], &s);
     if (root["expect"]) {
       ParseExpect(root["expect"], &s);
       CheckExpectations(root["expect"], s);
@@ -643,6 +645,72 @@ void Parser::ParseExpect(const YAML::Node& n, Scenario* s) {
   }
 }
 
+void Parser::ParseReproduce(const YAML::Node& n, Scenario* s) {
+  if (!ExpectMap(n, "reproduce")) return;
+  CheckKeys(n, {"ccl", "outcome", "ranks", "within"}, "reproduce");
+  Reproduce r;
+  r.loc = Loc(n);
+  bool ok = true;
+  if (Required(n, "ccl", "reproduce", "add 'ccl: gloo' (the fail-stop library of the replay)")) {
+    if (auto v = Choice(n["ccl"], "reproduce.ccl", {"ftccl", "gloo", "nccl"})) {
+      r.ccl = *v == "ftccl" ? CclName::kFtccl : *v == "gloo" ? CclName::kGloo : CclName::kNccl;
+    } else {
+      ok = false;
+    }
+  } else {
+    ok = false;
+  }
+  if (Required(n, "outcome", "reproduce", "add 'outcome: aborted_clean'")) {
+    if (auto v = Choice(n["outcome"], "reproduce.outcome", {"aborted_clean", "hung", "crashed"})) {
+      r.outcome = *v;
+    } else {
+      ok = false;
+    }
+  } else {
+    ok = false;
+  }
+  if (n["within"]) {
+    if (auto v = Duration(n["within"], "reproduce.within")) {
+      if (*v <= 0) {
+        Error(n["within"], "reproduce.within must be longer than 0", "write e.g. 'within: 30s'");
+        ok = false;
+      } else {
+        r.within_ns = *v;
+      }
+    } else {
+      ok = false;
+    }
+  }
+  if (n["ranks"]) {
+    const YAML::Node list = n["ranks"];
+    const int world = s->topology.world_size();
+    if (!list.IsSequence()) {
+      Error(list, "reproduce.ranks must be a list of ranks, got " + Describe(list),
+            "write e.g. 'ranks: [3, 7]'");
+      ok = false;
+    } else {
+      for (const auto& item : list) {
+        auto v = Int(item, "reproduce.ranks[]", 0, std::numeric_limits<int>::max());
+        if (!v) {
+          ok = false;
+          continue;
+        }
+        if (world > 0 && *v >= world) {
+          Error(item, "reproduce.ranks: rank " + std::to_string(*v) + " is not in the topology (" +
+                          std::to_string(world) + " ranks)",
+                "map the production ranks to ranks below " + std::to_string(world));
+          ok = false;
+          continue;
+        }
+        if (std::find(r.ranks.begin(), r.ranks.end(), static_cast<int>(*v)) == r.ranks.end()) {
+          r.ranks.push_back(static_cast<int>(*v));
+        }
+      }
+    }
+  }
+  if (ok) s->reproduce = r;
+}
+
 // Expectations that can never be measured in this scenario.
 void Parser::CheckExpectations(const YAML::Node& n, const Scenario& s) {
   const Expectations& e = s.expect;
@@ -811,7 +879,7 @@ bool CclEmitsPathEvents(CclName ccl) { return ccl == CclName::kFtccl; }
 std::vector<Diagnostic> ExpectationsUnmeasurable(const Scenario& s, CclName ccl,
                                                  const std::string& file) {
   std::vector<Diagnostic> out;
-  if (CclEmitsPathEvents(ccl)) return out;
+  if (CclEmitsPathEvents(ccl) || s.JudgedByReproduce(ccl)) return out;
   for (const auto& [key, loc] : s.expect.locations) {
     if (key != "detection_ms" && key != "failover_first_ms") continue;
     out.push_back({file, loc,

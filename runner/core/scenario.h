@@ -186,6 +186,19 @@ struct Expectations {
 
 
 
+// `reproduce:` (incident replay): what the production incident looked like with a fail-stop
+// library, so that a replay says whether it reproduced it. A run whose ccl is `ccl` is judged
+// by this instead of `expect:` (which judges the fault-tolerant library's runs of the same
+// file): its outcome must be `outcome`, and every rank of `ranks` must have failed (returned
+// an error, hung or died) within `within` of the first fault.
+struct Reproduce {
+  CclName ccl = CclName::kGloo;
+  std::string outcome = "aborted_clean";  // "aborted_clean", "hung" or "crashed"
+  std::vector<int> ranks;                 // global ranks of the replay; may be empty
+  int64_t within_ns = 30'000'000'000;
+  SourceLoc loc;  // of the `reproduce:` key's value
+};
+
 struct Scenario {
   std::string name;
   std::string description;
@@ -195,6 +208,11 @@ struct Scenario {
   Workload workload;
   std::vector<FaultSpec> faults;  // in file order
   Expectations expect;
+  std::optional<Reproduce> reproduce;
+  // Whether a run with `ccl` is judged by `reproduce:` rather than `expect:`.
+  bool JudgedByReproduce(CclName run_ccl) const {
+    return reproduce.has_value() && reproduce->ccl == run_ccl;
+  }
   // `requires:`: features the run needs (kKnownRequirements); the runner checks them before
   // starting anything and skips the run, with the reason, where one is missing.
   std::vector<std::string> requirements;
@@ -228,7 +246,8 @@ inline constexpr int kMaxMatrixRuns = 1000;
 bool CclEmitsPathEvents(CclName ccl);
 
 // The expectations `scenario` sets that can never be measured with `ccl` (detection_ms and
-// failover_first_ms need path events), one diagnostic each at the key; empty when none.
+// failover_first_ms need path events), one diagnostic each at the key; empty when none, and
+// when a run with `ccl` is judged by `reproduce:` instead.
 // The parser applies it to the scenario's own ccl; a run whose ccl is overridden applies it
 // again.
 std::vector<Diagnostic> ExpectationsUnmeasurable(const Scenario& scenario, CclName ccl,

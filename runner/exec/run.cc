@@ -566,7 +566,11 @@ int Run::Finish() {
   for (auto& f : faults_) h.faults.push_back(f.record);
 
   RunMetrics m = ComputeMetrics(h, MetricsOptionsFor(sc_, h.rails_used));
-  std::vector<CheckResult> checks = CheckExpectations(sc_.expect, m);
+  // A replay on the library the incident's `reproduce:` names is judged by it: did it
+  // reproduce the incident; every other run by `expect:`.
+  const bool judged_by_reproduce = sc_.JudgedByReproduce(sc_.ccl);
+  std::vector<CheckResult> checks = judged_by_reproduce ? CheckReproduce(*sc_.reproduce, m, h)
+                                                        : CheckExpectations(sc_.expect, m);
 
   // Files.
   ReportFiles files;
@@ -653,6 +657,20 @@ int Run::Finish() {
     in.training = &*training;
   }
   nlohmann::json report = BuildReportJson(in);
+  if (sc_.reproduce) {
+    const Reproduce& r = *sc_.reproduce;
+    bool reproduced = judged_by_reproduce;
+    for (const auto& c : checks) reproduced = reproduced && c.pass;
+    report["reproduce"] = {{"ccl", CclNameString(r.ccl)},
+                           {"outcome", r.outcome},
+                           {"ranks", r.ranks},
+                           {"within_ms", static_cast<double>(r.within_ns) / 1e6},
+                           {"judged", judged_by_reproduce},
+                           // null on a run of another library: it says nothing about this
+                           {"reproduced", judged_by_reproduce ? nlohmann::json(reproduced)
+                                                              : nlohmann::json(nullptr)}};
+  }
+  report["judged_by"] = judged_by_reproduce ? "reproduce" : "expect";
   if (!harness_errors_.empty()) report["harness_errors"] = harness_errors_;
   std::ofstream(out_ + "/report.json") << report.dump(2) << "\n";
   // junit.xml, report.html and summary.md from the files just written; report.json then names

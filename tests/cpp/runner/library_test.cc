@@ -432,7 +432,7 @@ TEST(LinkLog, JournalShortIsoFromTwoHostsUsesTheWallClock) {
   EXPECT_EQ(s.faults[1].target.host, 1);
   EXPECT_EQ(s.faults[1].at_ns, 3'250'000'000);
   EXPECT_EQ(*s.faults[1].for_ns, 500'000'000);
-  EXPECT_NE(r->yaml.find("the wall clock"), std::string::npos);
+  EXPECT_NE(r->yaml.find("its wall clock"), std::string::npos);
 }
 
 TEST(LinkLog, SyslogWithKernelTimestampsPrefersTheKernelClock) {
