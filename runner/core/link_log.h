@@ -76,7 +76,9 @@ struct Symptom {
   // What happened, one of: "ib_completion_error" (a work completion with an error status),
   // "ib_async_event" (port/device error from the HCA), "socket_error" (NET/Socket),
   // "timeout" (a collective or watchdog timeout), "remote_error" (a peer reported an error),
-  // "abort" (the communicator or the job was aborted), "ras" (an issue reported by NCCL RAS).
+  // "abort" (the communicator or the job was aborted), "ras" (an issue reported by NCCL RAS),
+  // "ib_verbs_error" (a verbs call failed: "Call to ibv_modify_qp failed"), "system_error"
+  // (ncclSystemError).
   std::string kind;
   std::optional<int> pid;
   std::optional<int> local_rank;   // the CUDA device index in "[3]", the node-local rank
@@ -88,6 +90,9 @@ struct Symptom {
   std::optional<int64_t> wall_ns;
   int64_t wall_res_ns = 0;
   bool year_assumed = false;
+  // wall_ns from a stamp printed in the host's local time without a zone (NCCL's
+  // "[2026-11-28 03:14:07]", ncclras, glog "E1128 ..."): read as UTC.
+  bool zone_assumed = false;
 };
 
 // A line that carries both the host's kernel clock and its wall clock (e.g. a syslog line of
