@@ -556,7 +556,7 @@ std::optional<Symptom> SymptomOf(const std::string& raw, int year, std::optional
     std::smatch p;
     if (std::regex_search(what, p, Re(R"(Process (\d+) on node (\S+)(?: managing GPU (\d+))?)"))) {
       sy.pid = ToInt32(p[1]);
-      sy.peer = p[2];
+      sy.node = p[2];
       if (p[3].matched) sy.local_rank = ToInt32(p[3], 1023);
     } else if (std::regex_search(what, p, Re(R"(^(\S+))"))) {
       sy.peer = p[1];
@@ -591,6 +591,7 @@ std::optional<Symptom> SymptomOf(const std::string& raw, int year, std::optional
     sy.kind = "timeout";
   } else if (rest.find("NCCL communicator was aborted") != std::string::npos ||
              rest.find("ncclRemoteError") != std::string::npos ||
+             rest.find("remote process exited") != std::string::npos ||
              rest.find("ncclSystemError") != std::string::npos) {
     ClassifyNcclMessage(rest, sy, bad);
   } else {
@@ -683,8 +684,8 @@ void RasSymptoms(const nlohmann::json& doc, const Symptom& base, std::vector<Sym
   Symptom sy = proto;
   auto peer = doc.find("peer");
   if (peer != doc.end() && peer->is_object()) {
-    sy.peer = str_of(*peer, "host");
-    if (sy.peer.empty()) sy.peer = str_of(*peer, "addr");
+    sy.node = str_of(*peer, "host");
+    if (sy.node.empty()) sy.peer = str_of(*peer, "addr");
     auto pid = int_of(*peer, "pid");
     if (pid && *pid >= 0) sy.pid = pid;
     auto devs = peer->find("cuda_devs");
@@ -694,7 +695,7 @@ void RasSymptoms(const nlohmann::json& doc, const Symptom& base, std::vector<Sym
       if (d >= 0 && d < 1024) sy.local_rank = static_cast<int>(d);
     }
   }
-  sy.text = "ras: " + event + " " + sy.peer;
+  sy.text = "ras: " + event + " " + (sy.node.empty() ? sy.peer : sy.node);
   out.push_back(std::move(sy));
 }
 
@@ -767,8 +768,16 @@ class Parser {
   void Line(std::string raw, int lineno) {
     if (!raw.empty() && raw.back() == '\r') raw.pop_back();
     if (json_start_) {
-      JsonLine(raw, lineno);
-      return;
+      // ncclras indents everything inside its documents: a line at column 0 other than the
+      // closing brace ends a document that never closed, and is read as itself.
+      if (!raw.empty() && raw[0] != ' ' && raw[0] != '\t' && raw[0] != '}' && raw[0] != ']') {
+        Warn(json_start_, "a JSON document that does not end (lines " +
+                              std::to_string(json_start_) + "-" + std::to_string(lineno - 1) + ")");
+        json_start_ = 0;
+      } else {
+        JsonLine(raw, lineno);
+        return;
+      }
     }
     if (raw.size() > kMaxLine) {
       Warn(lineno, "line longer than " + std::to_string(kMaxLine) + " bytes, skipped");
@@ -900,11 +909,11 @@ class Parser {
       json_start_ = 0;
       return;
     }
-    if (json_depth_ > 0 && !json_in_string_) return;
-    if (json_in_string_) return;
+    const bool top_close = raw == "}";  // ncclras closes its documents at column 0
+    if ((json_depth_ > 0 || json_in_string_) && !top_close) return;
     const int start = json_start_;
     json_start_ = 0;
-    if (json_depth_ < 0 || json_max_depth_ > kMaxJsonDepth) {
+    if (json_depth_ != 0 || json_in_string_ || json_max_depth_ > kMaxJsonDepth) {
       Warn(start, "bad JSON (unbalanced or nested deeper than " + std::to_string(kMaxJsonDepth) +
                       ") in lines " + std::to_string(start) + "-" + std::to_string(lineno));
       return;
