@@ -438,6 +438,11 @@ void ClassifyNcclMessage(const std::string& msg, Symptom& sy, std::optional<Unre
     if (m[1].matched) sy.hca = m[1];
     return;
   }
+  if (std::regex_search(msg, m, Re(R"(communicator was aborted on rank (\d+))"))) {
+    sy.kind = "abort";
+    sy.global_rank = ToInt32(m[1]);
+    return;
+  }
   if (std::regex_search(msg, m, Re(R"(Call to (ibv_\w+))"))) {
     sy.kind = "ib_verbs_error";
     return;
@@ -456,11 +461,6 @@ void ClassifyNcclMessage(const std::string& msg, Symptom& sy, std::optional<Unre
   }
   if (msg.find("ncclSystemError") != std::string::npos) {
     sy.kind = "system_error";
-    return;
-  }
-  if (std::regex_search(msg, m, Re(R"(communicator was aborted on rank (\d+))"))) {
-    sy.kind = "abort";
-    sy.global_rank = ToInt32(m[1]);
     return;
   }
   if (std::regex_search(msg, Re(R"(\b[Aa]bort(?:ed|ing)?\b)"))) {
@@ -505,7 +505,7 @@ std::optional<Symptom> SymptomOf(const std::string& raw, int year, std::optional
   std::optional<int> task;
   if (std::regex_search(body, m, Re(R"(^\s*(\d{1,7}): (?=\S))"))) {
     const std::string after = m.suffix();
-    if (std::regex_search(after, Re(R"(NCCL (?:WARN|INFO)|\[rank\d+\]|Watchdog|ncclRemoteError|ncclSystemError|PEER_|^\[\d{4}-|^[^\s:\[\]]+:\d+:\d+ \[)"))) {
+    if (std::regex_search(after, Re(R"(NCCL (?:WARN|INFO)|\[rank\d+\]|Watchdog|ncclRemoteError|ncclSystemError|remote process exited|communicator was aborted|PEER_|^\[\d{4}-|^[^\s:\[\]]+:\d+:\d+ \[)"))) {
       task = ToInt32(m[1]);
       body = after;
     }
