@@ -1,25 +1,83 @@
-// Link-event logs turned into a scenario (`faultline import`): the NIC link transitions of a
-// production incident, read from kernel logs or `ip monitor link`, replayed as link_down
-// faults on the rails of a test topology.
+// The logs of a production incident read for `faultline import`: link transitions (LinkEvent:
+// NIC, switch port, RDMA port), what the job saw (Symptom), per-host clock samples
+// (ClockSample), and lines that look like a source but cannot be read (LogWarning).
 //
-// Recognised lines (a line may carry both a wall-clock and a kernel timestamp):
-//   kernel messages, as printed by dmesg, dmesg -T, journalctl (-o short, short-iso,
+// Link events, by source (a line may carry a wall-clock and a kernel timestamp):
+//   kKernel, kernel messages as printed by dmesg, dmesg -T, journalctl (-o short, short-iso,
 //   short-iso-precise) and syslog files:
 //     mlx5/mlx4       "mlx5_core 0000:08:00.0 eth2: Link down" / "... Link up"
 //     ice/i40e/ixgbe/bnxt/e1000e "ice 0000:3b:00.0 ens1f0: NIC Link is Down" / "NIC Link is Up ..."
 //     mlx5 module     "mlx5_core 0000:08:00.0: Port module event: module 0, Cable unplugged"
 //                     (plugged: up; unplugged, error: down; named by PCI address)
-//     port state      "... Port state changed to DOWN" / "... to ACTIVE" (or UP)
+//     port state      "mlx5_core 0000:01:00.1: Port state changed to DOWN" / "... to ACTIVE"
 //     bonding         "bond0: (slave eth2): link status definitely down, disabling slave"
 //     ipv6 addrconf   "IPv6: ADDRCONF(NETDEV_CHANGE): eth2: link becomes ready" (up)
-//   `ip monitor link`, plain, with -t ("Timestamp: ... usec" lines) or -ts ("[ISO] " prefix):
+//   kIpMonitor, `ip monitor link`, plain, -t ("Timestamp: ... usec" lines) or -ts ("[ISO] "):
 //     "3: eth2: <NO-CARRIER,BROADCAST,MULTICAST,UP> ... state DOWN ..." (down),
 //     "... <...,LOWER_UP> ... state UP ..." (up), "Deleted 3: eth2: ..." (down).
+//   kSwitch, a switch's syslog; node: the switch's host name; names: {the port}:
+//     SONiC           "Nov 28 03:14:07.654321 leaf1 NOTICE swss#orchagent: :- updatePortOperStatus:
+//                     Port Ethernet8 oper state set from up to down" (also PortChannelN)
+//     Arista EOS      "Nov 28 03:14:07 leaf2 Ebra: %LINEPROTO-5-UPDOWN: Line protocol on
+//                     Interface Ethernet1/1, changed state to down"; "%LINK-3-UPDOWN:
+//                     Interface Ethernet1/1, changed state to up"
+//     Cumulus Linux   "... switchd[5692]: nic.c:213 nic_set_carrier: swp17: setting kernel
+//                     carrier: down"; "... switchd[5692]: netlink.c:291 libnl: swp17, family 0,
+//                     ifi 20, oper up" (its kernel and `ip monitor` lines: as above)
+//     Cisco NX-OS     "2026 Nov 28 03:14:07 N9K-1 %ETHPORT-5-IF_DOWN_LINK_FAILURE: Interface
+//                     Ethernet1/1 is down (Link failure)" (any IF_DOWN_*), "%ETHPORT-5-IF_UP:
+//                     Interface Ethernet1/1 is up in mode access"; also relayed, "Nov 28
+//                     03:14:01 10.1.1.2 2026 Nov 28 03:14:07.221 UTC: %ETHPORT-..." (the
+//                     switch's own stamp is used); %ETH_PORT_CHANNEL-... lines are ignored.
+//   kRdmaPort, names: {"mlx5_0/1"} then the netdev where the line names one ("netdev ens1f1"):
+//     kernel lines naming an RDMA device (mlx4_N, mlx5_N, bnxt_reN, irdmaN, efa_N, ...), a
+//     "port N" and a state: "infiniband mlx5_0: port 1 state changed from ACTIVE to DOWN",
+//     "mlx5_ib: mlx5_1: IB_EVENT_PORT_ERR on port 1 (netdev ens1f1)", "ib_core: mlx5_1 port 1
+//     state ACTIVE" (ACTIVE, PORT_ACTIVE: up; DOWN, INIT, ARMED, PORT_ERR: down);
+//     `ibstat` dumps: "CA 'mlx5_0'", "\tPort 1:", "\t\tState: Active|Down|Initializing|Armed",
+//     each dump after an optional time line ("# 2026-11-28T03:14:07Z", an ISO time alone, or
+//     date(1)'s "Sat Nov 28 03:14:07 UTC 2026"): a port whose State differs from the previous
+//     dump's is an event at the State line, with the dump's time (the first dump: no event).
+// Symptoms (not link events):
+//   NCCL_DEBUG lines "[STAMP] HOST:PID:TID [DEV] [FILE:LINE [(FUNC)] ]NCCL WARN|INFO MSG",
+//   STAMP: NCCL_DEBUG_TIMESTAMP_FORMAT (2.26+: default "[%F %T] " on WARN, local time, read as
+//   UTC: zone_assumed), optionally after a syslog/journal header and/or `srun --label`'s
+//   "RANK: " (global_rank). pid, local_rank (DEV) and node (HOST) from the prefix. MSG:
+//     "NET/IB : Got completion from peer 10.0.0.5<46213> with error 12, opcode 0, len 0,
+//     vendor err 129" (2.10-2.19), "... with status=12 opcode=0 len=0 vendor err 129 (Recv)
+//     ... hca mlx5_0" (2.20-2.27), "... with status=IBV_WC_RETRY_EXC_ERR(12) opcode=... hca
+//     mlx5_0" (2.28+): ib_completion_error (peer, wc_status, hca);
+//     "NET/IB : mlx5_0:1 Got async event : port error", "... Got non-fatal async event: port
+//     error(10)", "... async fatal event ...": ib_async_event (hca "mlx5_0:1");
+//     "Call to ibv_modify_qp failed ...": ib_verbs_error; "NET/Socket : ...", "socketProgress:
+//     Connection closed by remote peer node18<39421>", "Call to connect failed": socket_error;
+//     ncclRemoteError / "remote process exited": remote_error; ncclSystemError: system_error;
+//     "aborted": abort; "timeout", "timed out": timeout. Other WARN/INFO lines: nothing.
+//   PyTorch ProcessGroupNCCL: "[rank3]:[E1128 03:14:07.123456 ProcessGroupNCCL.cpp:616] [Rank 3]
+//     Watchdog caught collective operation timeout: WorkNCCL(SeqNum=..., OpType=ALLREDUCE, ...)
+//     ran for 600012 milliseconds before timing out." (timeout; the glog stamp has no year:
+//     `year`, year_assumed), "NCCL communicator was aborted on rank 3." (abort),
+//     "DistBackendError: ... remote process exited or there was a network error" and lines
+//     with ncclRemoteError / ncclSystemError.
+//   ncclras (NCCL 2.28.7+) `-f json` documents ("{" alone on a line to the closing "}" at
+//     column 0): per communicator, each missing rank that is unresponsive or considered_dead
+//     and each rank whose status has abort_flag or a non-zero async_error is a "ras" symptom
+//     (global_rank, node: its host, pid, local_rank: cuda_dev; line: the document's first);
+//     monitor-mode (`-m`, 2.29+) JSON events and text lines "[2026-11-28 03:14:10] PEER_DEAD:
+//     Process 5001 on node 10.0.0.18 managing GPU 0" for PEER_DEAD, PEER_TIMEOUT_DEAD,
+//     PEER_UNRESPONSIVE, PEER_DISCONNECTED, PEER_SEND_STUCK, PEER_KEEPALIVE_TIMEOUT,
+//     PEER_INIT_TIMEOUT (node: the process's host; peer: its address when no host is known).
 // Timestamps: dmesg "[12345.678901]", "[Tue Mar  5 10:15:02 2024]" (dmesg -T), ISO 8601 with
-// or without fraction and zone (journalctl short-iso, rsyslog), "Mar  5 10:15:02" (syslog,
-// read as UTC of one year), ip -t and ip -ts. All events of one import are put on one clock:
-// the kernel's when every event has one and all come from one file and one host, else the
-// wall clock (every event must then have one).
+// or without fraction and zone (journalctl short-iso, rsyslog, Cumulus), "Mar  5 10:15:02[.f]"
+// (syslog, SONiC, EOS: no year, `year` is used and year_assumed set), NX-OS "2026 Nov 28
+// 03:14:07[.f]", ip -t and ip -ts, NCCL's and ncclras's "[2026-11-28 03:14:07[.f]]". wall_res_ns
+// is 1 s without a fraction, else 10^-digits s. A ClockSample is written for every line with
+// both a kernel stamp and a wall stamp (syslog/journal), whatever its message.
+// Warnings (the line is skipped): a line that starts like a source but cannot be read (a
+// truncated NCCL line or WARN without a message, a completion error without its status, a
+// switch message without its port or state, an RDMA port state without a port, a number out
+// of range), bad or unterminated JSON, ibstat ports without a State line, lines over 8 KiB.
+// ImportLinkEvents (incident_import.h) puts the events of one import on one clock.
 //
 // Pure functions; thread-safe.
 #pragma once
@@ -72,11 +130,15 @@ struct Symptom {
   std::string file;
   int line = 0;
   std::string text;
-  std::string node;  // the host of the process, as NCCL prints it ("node17:1234:1290 [3] ...")
+  // The host of the process, as NCCL prints it ("node17:1234:1290 [3] ..."); for "ras", the
+  // host of the process RAS reports; else the line's syslog host or the log's default node.
+  std::string node;
   // What happened, one of: "ib_completion_error" (a work completion with an error status),
   // "ib_async_event" (port/device error from the HCA), "socket_error" (NET/Socket),
   // "timeout" (a collective or watchdog timeout), "remote_error" (a peer reported an error),
-  // "abort" (the communicator or the job was aborted), "ras" (an issue reported by NCCL RAS).
+  // "abort" (the communicator or the job was aborted), "ras" (an issue reported by NCCL RAS),
+  // "ib_verbs_error" (a verbs call failed: "Call to ibv_modify_qp failed"), "system_error"
+  // (ncclSystemError).
   std::string kind;
   std::optional<int> pid;
   std::optional<int> local_rank;   // the CUDA device index in "[3]", the node-local rank
@@ -88,6 +150,9 @@ struct Symptom {
   std::optional<int64_t> wall_ns;
   int64_t wall_res_ns = 0;
   bool year_assumed = false;
+  // wall_ns from a stamp printed in the host's local time without a zone (NCCL's
+  // "[2026-11-28 03:14:07]", ncclras, glog "E1128 ..."): read as UTC.
+  bool zone_assumed = false;
 };
 
 // A line that carries both the host's kernel clock and its wall clock (e.g. a syslog line of
