@@ -430,7 +430,9 @@ TEST(LinkLog, JournalShortIsoFromTwoHostsUsesTheWallClock) {
   EXPECT_EQ(s.faults[0].target.host, 0);
   EXPECT_EQ(*s.faults[0].for_ns, 2'000'000'000);
   EXPECT_EQ(s.faults[1].target.host, 1);
-  EXPECT_EQ(s.faults[1].at_ns, 3'250'000'000);
+  // A stamp of whole seconds stands for the middle of its second (the clock was truncated):
+  // node17's down at 10:15:02.5, node18's at 10:15:03.25.
+  EXPECT_EQ(s.faults[1].at_ns, 2'750'000'000);
   EXPECT_EQ(*s.faults[1].for_ns, 500'000'000);
   EXPECT_NE(r->yaml.find("its wall clock"), std::string::npos);
 }
