@@ -78,10 +78,18 @@ std::string VerdictLine(const nlohmann::json& report) {
   if (report.contains("scenario") && report["scenario"].is_object()) {
     name = FormatValue(report["scenario"].value("name", nlohmann::json("?")));
   }
-  return std::string(VerdictName(v)) + ": " + name + " on " +
-         FormatValue(report.value("ccl", nlohmann::json("?"))) + " " +
-         FormatValue(report.value("outcome", nlohmann::json("?"))) + "; " +
-         std::to_string(held) + "/" + std::to_string(total) + " expectations hold";
+  std::string line = std::string(VerdictName(v)) + ": " + name + " on " +
+                     FormatValue(report.value("ccl", nlohmann::json("?"))) + " " +
+                     FormatValue(report.value("outcome", nlohmann::json("?"))) + "; " +
+                     std::to_string(held) + "/" + std::to_string(total) + " expectations hold";
+  // An incident replay on the fail-stop library is judged by the file's reproduce: key.
+  if (report.value("judged_by", "") == "reproduce" && report.contains("reproduce") &&
+      report["reproduce"].is_object()) {
+    const nlohmann::json& r = report["reproduce"];
+    line += r.value("reproduced", false) ? " (the incident was reproduced)"
+                                          : " (the incident was NOT reproduced)";
+  }
+  return line;
 }
 
 }  // namespace faultline::reports

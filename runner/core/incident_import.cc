@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -41,6 +42,18 @@ std::string FormatPrecision(int64_t ns) {
 std::string FormatSeconds(int64_t ns) {
   char buf[48];
   std::snprintf(buf, sizeof buf, "%+.3f s", static_cast<double>(ns) / 1e9);
+  return buf;
+}
+
+// ns since the epoch -> "2026-11-28T03:14:07.123Z".
+std::string FormatWall(int64_t ns) {
+  const std::time_t t = static_cast<std::time_t>(ns / 1'000'000'000);
+  std::tm tm{};
+  if (!gmtime_r(&t, &tm)) return "?";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>((ns % 1'000'000'000) / 1'000'000));
   return buf;
 }
 
@@ -314,6 +327,9 @@ Result<ImportResult> ImportIncident(const std::vector<ParsedLog>& logs, const Im
     for (const auto& m : mapped) {
       if (m.domain == name) res = std::max(res, m.ev->wall_res_ns);
     }
+    for (const auto& s : symptoms) {
+      if (s.domain == name && s.s->wall_ns) res = std::max(res, s.s->wall_res_ns);
+    }
     d.precision_ns = std::max<int64_t>(res / 2, 500);
   }
   for (auto& s : symptoms) {
@@ -447,8 +463,8 @@ Result<ImportResult> ImportIncident(const std::vector<ParsedLog>& logs, const Im
     if (d.kernel && kernel_only) {
       y << "its kernel clock (no line carries a wall-clock time: the only clock of this import)";
     } else if (d.kernel) {
-      y << "its kernel clock, aligned by wall - kernel = " << FormatSeconds(*d.offset_ns)
-        << " from " << d.samples << " line(s) with both stamps, " << FormatPrecision(*d.precision_ns);
+      y << "its kernel clock, booted at " << FormatWall(*d.offset_ns) << " by the wall clock of "
+        << d.samples << " line(s) with both stamps, " << FormatPrecision(*d.precision_ns);
       if (!d.consistent) y << " (the lines disagree: a logging delay, a reboot or a clock step)";
     } else {
       y << "its wall clock, " << FormatPrecision(d.precision_ns.value_or(0))

@@ -719,6 +719,10 @@ int Run::Finish() {
   if (!reports::FaultErrors(report).empty()) {
     std::fprintf(stderr, "faultline run: a fault could not be injected (see above)\n");
   }
+  if (judged_by_reproduce) {
+    std::printf("  incident replay on %s: %s\n", CclNameString(sc_.ccl),
+                report["reproduce"].value("reproduced", false) ? "REPRODUCED" : "NOT REPRODUCED");
+  }
   const int code = reports::VerdictExitCode(verdict);
   std::printf("  verdict: %s (exit %d); report: %s/report.json\n", reports::VerdictName(verdict),
               code, out_.c_str());

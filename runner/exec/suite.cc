@@ -151,11 +151,13 @@ void WriteFileAtomic(const fs::path& path, const std::string& text) {
 
 std::string VerdictText(const Entry& e) {
   if (e.skipped) return "SKIPPED";
+  // A replay judged by the file's reproduce: key says whether it reproduced the incident.
+  const bool replay = e.report.is_object() && e.report.value("judged_by", "") == "reproduce";
   switch (e.code) {
     case 0:
-      return "PASS";
+      return replay ? "REPRODUCED" : "PASS";
     case 1:
-      return "FAIL";
+      return replay ? "NOT REPRODUCED" : "FAIL";
     case 2:
       return "BAD INPUT";
     default:
