@@ -278,8 +278,9 @@ Result<ImportResult> ImportIncident(const std::vector<ParsedLog>& logs, const Im
         if (DomainOf(c.node, c.file) == name) samples.push_back(&c);
       }
     }
+    const std::string& dname = name;  // a lambda cannot capture a structured binding
     if (d.kernel || std::any_of(symptoms.begin(), symptoms.end(), [&](const MappedSymptom& s) {
-          return s.domain == name && s.s->kernel_s;
+          return s.domain == dname && s.s->kernel_s;
         })) {
       EstimateOffset(samples, &d);
     }
@@ -287,8 +288,9 @@ Result<ImportResult> ImportIncident(const std::vector<ParsedLog>& logs, const Im
   // Kernel domains that cannot be aligned: on their own kernel clock when they are the only
   // domain, else on their wall stamps where every event has one.
   int timed_domains = 0;
-  for (const auto& [name, d] : domains) {
-    if (std::any_of(mapped.begin(), mapped.end(), [&](const Mapped& m) { return m.domain == name; })) {
+  for (const auto& kv : domains) {
+    if (std::any_of(mapped.begin(), mapped.end(),
+                    [&](const Mapped& m) { return m.domain == kv.first; })) {
       ++timed_domains;
     }
   }

@@ -1,6 +1,7 @@
 // Incident logs as `faultline import` reads them: ParseIncidentLog (every source: kernel, ip
 // monitor, switches, RDMA ports and ibstat, NCCL / PyTorch / ncclras), then ImportLinkEvents
-// with the first devices found mapped to rails. Properties: no exception or crash; every link
+// with the first devices found mapped to rails, and ImportIncident of the whole log with the
+// first switch ports and processes mapped too (clock domains, symptoms into reproduce:). Properties: no exception or crash; every link
 // event, symptom, clock sample and warning names a line of the input and the file; what the
 // importer returns as a scenario validates (its contract).
 #include <cstddef>
@@ -61,5 +62,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const auto& d : v.diagnostics) why += d.ToString() + "\n";
   FUZZ_CHECK(v.ok(), "the imported scenario does not validate:\n%s%s", why.c_str(),
              r->yaml.c_str());
+  // The whole log: switch ports and processes mapped as well.
+  ImportOptions all = opts;
+  for (const LinkEvent& e : parsed.links) {
+    if (e.source != LinkSource::kSwitch || all.switch_map.size() >= 2) continue;
+    all.switch_map.emplace(e.node + ":" + e.names.front(),
+                           RailRef{0, static_cast<int>(all.switch_map.size()), LinkSide::kSwitch});
+  }
+  for (const Symptom& s : parsed.symptoms) {
+    if (s.node.empty() || !s.local_rank || all.rank_map.size() >= 4) continue;
+    const int n = static_cast<int>(all.rank_map.size());
+    all.rank_map.emplace(s.node + ":" + std::to_string(*s.local_rank), RankRef{n / 2, n % 2});
+  }
+  auto whole = ImportIncident({parsed}, all);
+  if (!whole.ok()) return 0;
+  const ExpandOutcome w = ExpandScenario(whole->yaml, "imported.yaml");
+  why.clear();
+  for (const auto& d : w.diagnostics) why += d.ToString() + "\n";
+  FUZZ_CHECK(w.ok(), "the imported incident does not validate:\n%s%s", why.c_str(),
+             whole->yaml.c_str());
   return 0;
 }
