@@ -44,9 +44,15 @@ Result<nlohmann::json> BandwidthFault::Prepare(const TargetPolicy& policy) {
     change_shaping_ = true;
     undo_["mode"] = "change";
     undo_["saved"] = root->ToUndoJson();
-  } else if (root->handle == kFaultHandle) {
+  } else if (root->handle == kFaultHandle && root->kind == "tbf") {
     return AlreadyExists("a bandwidth fault is already active on '" + params_.dev + "' in '" +
                          params_.netns + "'");
+  } else if (root->handle == kFaultHandle) {
+    return AlreadyExists("a " + root->kind + " fault holds the root qdisc " +
+                         HandleString(root->handle) + " of '" + params_.dev + "' in '" +
+                         params_.netns + "'; a bandwidth fault composes with it only on a rail " +
+                         "the runner shapes (root tbf " + HandleString(kShapingHandle) +
+                         "); refusing");
   } else {
     return AlreadyExists("'" + params_.dev + "' in '" + params_.netns + "' has a root qdisc " +
                          root->kind + " " + HandleString(root->handle) +

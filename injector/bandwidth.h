@@ -3,8 +3,10 @@
 // If the interface has only the kernel's default root qdisc, a tbf with kFaultHandle is
 // created (NLM_F_EXCL) and deleted on revert. If the root is the project's own shaping tbf
 // (kShapingHandle, created by the topology), its rate is changed and the exact previous
-// parameters are restored on revert. Any other root qdisc belongs to the user: refused with
-// AlreadyExists and never touched. Rates above 2^32 bytes/s go through TCA_TBF_RATE64.
+// parameters are restored on revert; a netem fault grafted under that tbf stays in place
+// (see netem.h). A netem fault at the root of an unshaped interface is refused. Any other
+// root qdisc belongs to the user: refused with AlreadyExists and never touched. Rates above
+// 2^32 bytes/s go through TCA_TBF_RATE64.
 // JSON parameters: netns, dev, rate ("100mbit"), burst (optional size, e.g. "64KiB").
 #pragma once
 

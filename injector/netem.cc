@@ -26,12 +26,29 @@ int Probability(double percent) {
   return static_cast<int>(static_cast<uint32_t>(v));
 }
 
-Status AddNetem(NlSock& sock, int ifindex, const NetemParams& p) {
+Status AddNetem(NlSock& sock, int ifindex, uint32_t parent, const NetemParams& p) {
+  FL_ASSIGN_OR_RETURN(auto msg, BuildNetemAdd(ifindex, parent, p));
+  int err = nl_send_sync(sock.get(), msg.release());  // frees the message
+  if (err == -NLE_OBJ_NOTFOUND || err == -NLE_OPNOTSUPP) {
+    return Unavailable(
+        "the kernel has no netem qdisc (sch_netem, CONFIG_NET_SCH_NETEM is missing): '" + p.kind +
+        "' faults need it");
+  }
+  if (err < 0) return NlStatus("add netem qdisc on " + ClassString(parent), err);
+  return Status::Ok();
+}
+
+}  // namespace
+
+void NlMsgDeleter::operator()(nl_msg* m) const { nlmsg_free(m); }
+
+Result<std::unique_ptr<nl_msg, NlMsgDeleter>> BuildNetemAdd(int ifindex, uint32_t parent,
+                                                            const NetemParams& p) {
   std::unique_ptr<rtnl_qdisc, QdiscDeleter> q(rtnl_qdisc_alloc());
   if (!q) return Internal("rtnl_qdisc_alloc failed");
   auto* tc = reinterpret_cast<rtnl_tc*>(q.get());
   rtnl_tc_set_ifindex(tc, ifindex);
-  rtnl_tc_set_parent(tc, TC_H_ROOT);
+  rtnl_tc_set_parent(tc, parent);
   rtnl_tc_set_handle(tc, kFaultHandle);
   int err = rtnl_tc_set_kind(tc, "netem");
   if (err < 0) return NlStatus("netem", err);
@@ -42,17 +59,45 @@ Status AddNetem(NlSock& sock, int ifindex, const NetemParams& p) {
     rtnl_netem_set_reorder_probability(q.get(), Probability(p.percent));
     rtnl_netem_set_gap(q.get(), 0);
   }
-  err = rtnl_qdisc_add(sock.get(), q.get(), NLM_F_CREATE | NLM_F_EXCL);
-  if (err == -NLE_OBJ_NOTFOUND || err == -NLE_OPNOTSUPP) {
-    return Unavailable(
-        "the kernel has no netem qdisc (sch_netem, CONFIG_NET_SCH_NETEM is missing): '" + p.kind +
-        "' faults need it");
-  }
-  if (err < 0) return NlStatus("add netem qdisc", err);
-  return Status::Ok();
+  nl_msg* raw = nullptr;
+  err = rtnl_qdisc_build_add_request(q.get(), NLM_F_CREATE | NLM_F_EXCL, &raw);
+  if (err < 0) return NlStatus("build netem request", err);
+  return std::unique_ptr<nl_msg, NlMsgDeleter>(raw);
 }
 
-}  // namespace
+Result<uint32_t> PlanNetemParent(const std::vector<QdiscInfo>& qdiscs, const std::string& where) {
+  const QdiscInfo* root = nullptr;
+  for (const QdiscInfo& q : qdiscs) {
+    if (q.is_root) root = &q;
+  }
+  if (root == nullptr || root->handle == 0) return uint32_t{TC_H_ROOT};
+  std::string root_text = root->kind + " " + HandleString(root->handle);
+  if (root->handle == kFaultHandle) {
+    if (root->kind == "netem") {
+      return AlreadyExists("a netem fault is already active on " + where);
+    }
+    return AlreadyExists(where + " has the root qdisc " + root_text +
+                         " of a bandwidth fault; a netem fault cannot share the root with it "
+                         "(they compose only under the runner's shaping tbf " +
+                         HandleString(kShapingHandle) + "); refusing");
+  }
+  if (root->handle != kShapingHandle || root->kind != "tbf") {
+    return AlreadyExists(where + " has a root qdisc " + root_text +
+                         " that this fault would replace; refusing to touch it");
+  }
+  // The runner's tbf: the netem takes the place of its default child, which the kernel does
+  // not show. A child it shows is a netem fault's or the user's.
+  for (const QdiscInfo& q : qdiscs) {
+    if (q.is_root || TC_H_MAJ(q.parent) != kShapingHandle) continue;
+    if (q.handle == kFaultHandle && q.kind == "netem") {
+      return AlreadyExists("a netem fault is already active on " + where);
+    }
+    return AlreadyExists(where + " has a qdisc " + q.kind + " " + HandleString(q.handle) +
+                         " under the runner's tbf " + HandleString(kShapingHandle) +
+                         " that this fault would replace; refusing to touch it");
+  }
+  return kShapingClass;
+}
 
 Status ProbeNetem() {
   // A private namespace that only this thread sees and that vanishes with its last
@@ -70,7 +115,7 @@ Status ProbeNetem() {
     NetemParams p;
     p.kind = "delay";
     p.delay_ns = 1'000'000;
-    st = AddNetem(*sock, 1 /* lo */, p);
+    st = AddNetem(*sock, 1 /* lo */, TC_H_ROOT, p);
   }
   return st;
 }
@@ -129,34 +174,57 @@ Result<nlohmann::json> NetemFault::Prepare(const TargetPolicy& policy) {
   FL_ASSIGN_OR_RETURN(NlSock sock, NlSock::ConnectInNetns(params_.netns));
   FL_ASSIGN_OR_RETURN(LinkState link, GetLink(sock, params_.dev));
   ifindex_ = link.ifindex;
-  FL_ASSIGN_OR_RETURN(std::optional<QdiscInfo> root, GetRootQdisc(sock, ifindex_));
-  if (root && root->handle != 0) {
-    return AlreadyExists("'" + params_.dev + "' in '" + params_.netns + "' has a root qdisc " +
-                         root->kind + " " + HandleString(root->handle) +
-                         " that this fault would replace; refusing to touch it");
-  }
+  FL_ASSIGN_OR_RETURN(std::vector<QdiscInfo> qdiscs, ListQdiscs(sock, ifindex_));
+  FL_ASSIGN_OR_RETURN(parent_,
+                      PlanNetemParent(qdiscs, "'" + params_.dev + "' in '" + params_.netns + "'"));
   sock_.emplace(std::move(sock));
-  return nlohmann::json{{"netns", params_.netns}, {"dev", params_.dev}};
+  nlohmann::json undo = {{"netns", params_.netns}, {"dev", params_.dev}};
+  if (parent_ != TC_H_ROOT) undo["parent"] = parent_;
+  return undo;
 }
 
-Status NetemFault::Apply(MonoNs) { return AddNetem(*sock_, ifindex_, params_); }
+Status NetemFault::Apply(MonoNs) { return AddNetem(*sock_, ifindex_, parent_, params_); }
 
 Status NetemFault::Undo(const nlohmann::json& undo) {
+  uint32_t parent = TC_H_ROOT;
+  if (undo.contains("parent")) {
+    if (!undo["parent"].is_number_unsigned() || undo["parent"].get<uint64_t>() != kShapingClass) {
+      return InvalidArgument("netem undo: parent must be " + std::to_string(kShapingClass) + " (" +
+                             ClassString(kShapingClass) + "), got " + undo["parent"].dump());
+    }
+    parent = kShapingClass;
+  }
   FL_ASSIGN_OR_RETURN(NlSock sock, NlSock::ConnectInNetns(undo.value("netns", "")));
   FL_ASSIGN_OR_RETURN(LinkState link, GetLink(sock, undo.value("dev", "")));
-  Status st = DeleteRootQdisc(sock, link.ifindex, kFaultHandle);
+  if (parent == TC_H_ROOT) {
+    Status st = DeleteRootQdisc(sock, link.ifindex, kFaultHandle);
+    return st.code() == Code::kNotFound ? Status::Ok() : st;
+  }
+  Status st = DeleteChildQdisc(sock, link.ifindex, kShapingClass, kFaultHandle);
+  if (!st.ok() && st.code() != Code::kNotFound) return st;
+  // Also when ours was already gone: a crash may have fallen between the two steps, leaving
+  // the tbf without a child (it would drop every packet).
+  st = RestoreTbfDefaultChild(sock, link.ifindex, kShapingHandle);
   return st.code() == Code::kNotFound ? Status::Ok() : st;
 }
 
 Status NetemFault::Revert() {
-  return Undo(nlohmann::json{{"netns", params_.netns}, {"dev", params_.dev}});
+  nlohmann::json undo = {{"netns", params_.netns}, {"dev", params_.dev}};
+  if (parent_ != TC_H_ROOT) undo["parent"] = parent_;
+  return Undo(undo);
 }
 
 Result<nlohmann::json> NetemFault::Observe() {
-  FL_ASSIGN_OR_RETURN(std::optional<QdiscInfo> root, GetRootQdisc(*sock_, ifindex_));
-  bool in_effect = root && root->handle == kFaultHandle && root->kind == "netem";
-  nlohmann::json out = {{"in_effect", in_effect}};
+  FL_ASSIGN_OR_RETURN(std::vector<QdiscInfo> qdiscs, ListQdiscs(*sock_, ifindex_));
+  const QdiscInfo* root = nullptr;
+  const QdiscInfo* ours = nullptr;
+  for (const QdiscInfo& q : qdiscs) {
+    if (q.is_root) root = &q;
+    if (q.handle == kFaultHandle && q.kind == "netem" && q.parent == parent_) ours = &q;
+  }
+  nlohmann::json out = {{"in_effect", ours != nullptr}, {"parent", ClassString(parent_)}};
   out["root_qdisc"] = root ? root->ToJson() : nlohmann::json(nullptr);
+  if (parent_ != TC_H_ROOT) out["netem_qdisc"] = ours ? ours->ToJson() : nlohmann::json(nullptr);
   return out;
 }
 

@@ -83,14 +83,15 @@ Status SendAndAck(NlSock& sock, nl_msg* msg, const std::string& what) {
   return Status::Ok();
 }
 
-Result<MsgPtr> NewQdiscMsg(int type, int flags, int ifindex, uint32_t handle) {
+Result<MsgPtr> NewQdiscMsg(int type, int flags, int ifindex, uint32_t handle,
+                           uint32_t parent = TC_H_ROOT) {
   MsgPtr msg(nlmsg_alloc_simple(type, flags));
   if (!msg) return Internal("nlmsg_alloc_simple failed");
   tcmsg tcm{};
   tcm.tcm_family = AF_UNSPEC;
   tcm.tcm_ifindex = ifindex;
   tcm.tcm_handle = handle;
-  tcm.tcm_parent = TC_H_ROOT;
+  tcm.tcm_parent = parent;
   if (nlmsg_append(msg.get(), &tcm, sizeof(tcm), NLMSG_ALIGNTO) < 0) {
     return Internal("nlmsg_append failed");
   }
@@ -167,6 +168,13 @@ std::string HandleString(uint32_t handle) {
   return buf;
 }
 
+std::string ClassString(uint32_t classid) {
+  if (classid == TC_H_ROOT) return "root";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%x:%x", classid >> 16, classid & 0xFFFF);
+  return buf;
+}
+
 Result<std::vector<QdiscInfo>> ListQdiscs(NlSock& sock, int ifindex) {
   MsgPtr msg(nlmsg_alloc_simple(RTM_GETQDISC, NLM_F_DUMP));
   if (!msg) return Internal("nlmsg_alloc_simple failed");
@@ -227,6 +235,37 @@ Status DeleteRootQdisc(NlSock& sock, int ifindex, uint32_t handle) {
   }
   FL_ASSIGN_OR_RETURN(MsgPtr msg, NewQdiscMsg(RTM_DELQDISC, 0, ifindex, handle));
   return SendAndAck(sock, msg.get(), "delete root qdisc " + HandleString(handle));
+}
+
+Status DeleteChildQdisc(NlSock& sock, int ifindex, uint32_t parent, uint32_t handle) {
+  FL_ASSIGN_OR_RETURN(std::vector<QdiscInfo> all, ListQdiscs(sock, ifindex));
+  bool present = std::any_of(all.begin(), all.end(), [&](const QdiscInfo& q) {
+    return !q.is_root && q.parent == parent && q.handle == handle;
+  });
+  if (!present) {
+    return NotFound("no qdisc " + HandleString(handle) + " on class " + ClassString(parent) +
+                    " of ifindex " + std::to_string(ifindex));
+  }
+  FL_ASSIGN_OR_RETURN(MsgPtr msg, NewQdiscMsg(RTM_DELQDISC, 0, ifindex, handle, parent));
+  return SendAndAck(sock, msg.get(),
+                    "delete qdisc " + HandleString(handle) + " on " + ClassString(parent));
+}
+
+Status RestoreTbfDefaultChild(NlSock& sock, int ifindex, uint32_t handle) {
+  FL_ASSIGN_OR_RETURN(std::vector<QdiscInfo> all, ListQdiscs(sock, ifindex));
+  const QdiscInfo* root = nullptr;
+  for (const QdiscInfo& q : all) {
+    if (q.is_root) root = &q;
+  }
+  if (root == nullptr || root->handle != handle || root->kind != "tbf") {
+    return NotFound("no root tbf " + HandleString(handle) + " on ifindex " +
+                    std::to_string(ifindex));
+  }
+  // The default child is not in the dump (the kernel hides it); a shown one is a real child.
+  for (const QdiscInfo& q : all) {
+    if (!q.is_root && TC_H_MAJ(q.parent) == handle) return Status::Ok();
+  }
+  return RestoreRootTbf(sock, ifindex, *root);
 }
 
 }  // namespace faultline

@@ -7,6 +7,8 @@
 // Ownership convention: the project's qdiscs carry well-known handles. kShapingHandle is the
 // topology's rail shaping tbf (runner); kFaultHandle is a bandwidth fault's own tbf. A root
 // qdisc with any other non-zero handle belongs to the user and is never changed or deleted.
+// A netem fault on a shaped rail sits under the shaping tbf, in its one class kShapingClass,
+// with kFaultHandle; a child there with any other handle is the user's.
 #pragma once
 
 #include <cstdint>
@@ -20,8 +22,9 @@
 
 namespace faultline {
 
-inline constexpr uint32_t kShapingHandle = 0xF1A00000;  // "f1a0:"
-inline constexpr uint32_t kFaultHandle = 0xF1A10000;    // "f1a1:"
+inline constexpr uint32_t kShapingHandle = 0xF1A00000;         // "f1a0:"
+inline constexpr uint32_t kFaultHandle = 0xF1A10000;           // "f1a1:"
+inline constexpr uint32_t kShapingClass = kShapingHandle | 1;  // "f1a0:1", the tbf's class
 
 struct QdiscInfo {
   int ifindex = 0;
@@ -48,6 +51,8 @@ Result<std::vector<QdiscInfo>> ListQdiscs(NlSock& sock, int ifindex);
 Result<std::optional<QdiscInfo>> GetRootQdisc(NlSock& sock, int ifindex);
 // "f1a0:" style handle text.
 std::string HandleString(uint32_t handle);
+// "f1a0:1" style class text ("root" for TC_H_ROOT).
+std::string ClassString(uint32_t classid);
 
 struct TbfConfig {
   uint64_t rate_bits_per_s = 0;
@@ -64,5 +69,15 @@ Status ChangeRootTbf(NlSock& sock, int ifindex, uint32_t handle, const TbfConfig
 Status RestoreRootTbf(NlSock& sock, int ifindex, const QdiscInfo& before);
 // Deletes the root qdisc if (and only if) its handle is `handle`. NotFound when it is not.
 Status DeleteRootQdisc(NlSock& sock, int ifindex, uint32_t handle);
+// Deletes the qdisc `handle` grafted on class `parent` if (and only if) it is there. NotFound
+// when it is not. The kernel leaves no qdisc in its place: a tbf whose child was deleted drops
+// every packet until RestoreTbfDefaultChild.
+Status DeleteChildQdisc(NlSock& sock, int ifindex, uint32_t parent, uint32_t handle);
+// Gives the root tbf `handle` its default child back (the kernel's own bfifo, limit = the
+// tbf's) after a child qdisc was deleted, by changing the tbf to its current parameters (read
+// back from the kernel; the kernel creates the default child when a childless tbf is
+// changed). Does nothing when a qdisc the dump shows is grafted on the tbf's class (that one
+// is kept). NotFound when the root is not a tbf with `handle`.
+Status RestoreTbfDefaultChild(NlSock& sock, int ifindex, uint32_t handle);
 
 }  // namespace faultline

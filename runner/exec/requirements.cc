@@ -1,7 +1,12 @@
 #include "runner/exec/requirements.h"
 
+#include <sys/utsname.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
 
 #include "injector/netem.h"
 #include "runner/exec/torch_workload.h"
@@ -24,7 +29,57 @@ std::string KindsNeeding(const std::string& feature) {
   return out;
 }
 
+// The entries of a directory, sorted; empty when it is absent or unreadable.
+std::vector<std::string> DirEntries(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    out.push_back(e.path().filename().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Whether a module list of the kernel (modules.dep, modules.builtin) names rdma_rxe.
+bool ListsRxe(const std::string& file) {
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find("/rdma_rxe.ko") != std::string::npos) return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+std::string VerbsMissingReason(const RdmaSysPaths& paths) {
+  const std::vector<std::string> devices = DirEntries(paths.ib_class);
+  if (devices.empty()) {
+    std::string modules = paths.kernel_modules;
+    if (modules.empty()) {
+      struct utsname u {};
+      if (::uname(&u) == 0) modules = std::string("/lib/modules/") + u.release;
+    }
+    std::string rxe;
+    if (std::filesystem::exists(paths.sys_module + "/rdma_rxe")) {
+      rxe = "rdma_rxe is loaded, but no rxe device was added (rdma link add NAME type rxe "
+            "netdev DEV)";
+    } else if (!modules.empty() &&
+               (ListsRxe(modules + "/modules.dep") || ListsRxe(modules + "/modules.builtin"))) {
+      rxe = "the kernel has rdma_rxe, but it is not loaded (modprobe rdma_rxe)";
+    } else {
+      rxe = "the kernel has no rdma_rxe module for soft-RoCE";
+    }
+    return "no RDMA device on this machine (" + paths.ib_class + " lists none; " + rxe +
+           "): qp_error needs a verbs QP to fail";
+  }
+  std::string names;
+  for (size_t i = 0; i < devices.size(); ++i) names += (i == 0 ? "" : ", ") + devices[i];
+  return "RDMA devices exist (" + names +
+         "), but faultline run puts none on its rails: its topology is veth pairs in per-host "
+         "network namespaces with ftccl over TCP, so qp_error has no verbs QP to fail (ftccl's "
+         "verbs tests in tests/rdma-lab exercise QP errors instead)";
+}
 
 std::vector<std::string> RequiredFeatures(const Scenario& sc) {
   std::vector<std::string> out = sc.requirements;
@@ -75,11 +130,7 @@ std::optional<std::string> RequirementChecker::Probe(const std::string& feature)
            " has no --fault-hook option; see injector/FAULT_HOOK.md)";
   }
   if (feature.rfind("torch:", 0) == 0) return ProbeTorch(feature.substr(6));
-  if (feature == "verbs") {
-    return std::string(
-        "ftccl has no verbs transport yet (qp_error moves a verbs QP to the error state; a TCP "
-        "rank answers \"unsupported\")");
-  }
+  if (feature == "verbs") return VerbsMissingReason();
   return "unknown requirement '" + feature + "'";
 }
 

@@ -19,6 +19,22 @@ namespace faultline::runner {
 // first.
 std::vector<std::string> RequiredFeatures(const Scenario& sc);
 
+// Where the RDMA facts of this machine live (RDMA devices, loaded modules, the running
+// kernel's module lists); tests point them at a fake tree.
+struct RdmaSysPaths {
+  std::string ib_class = "/sys/class/infiniband";  // one entry per RDMA device
+  std::string sys_module = "/sys/module";          // one entry per loaded module
+  std::string kernel_modules;                      // /lib/modules/<release>; empty: uname's
+};
+
+// Why a run cannot have a verbs QP for qp_error, from what the machine has: no RDMA device at
+// all (and whether the kernel could have rxe: rdma_rxe loaded, available or absent), or, where
+// devices exist, that `faultline run` puts none on its rails: it builds veth pairs in per-host
+// network namespaces and runs ftccl over TCP there (and the rdma_rxe of Linux 6.1, the RDMA
+// lab's guest kernel, serves only the initial network namespace). Always a reason today: the
+// second answer holds wherever the first does not.
+std::string VerbsMissingReason(const RdmaSysPaths& paths = {});
+
 class RequirementChecker final {
  public:
   // `worker_path`: the faultline-worker that would run the ranks.
@@ -30,7 +46,8 @@ class RequirementChecker final {
   //   sch_netem:  a netem qdisc can be created (a probe in a private network namespace).
   //   fault_hook: the ranks serve the fault-hook protocol (injector/FAULT_HOOK.md): the ccl is
   //               ftccl and the worker announces a --fault-hook option in its --help.
-  //   verbs:      ftccl's verbs transport (qp_error); this build has none.
+  //   verbs:      ranks whose rails are RDMA ports, so that qp_error has a verbs QP to fail.
+  //               Never present for `faultline run` (VerbsMissingReason says why).
   //   torch:      a torch_ddp workload's ranks can run over `ccl` (torch_workload.h ProbeTorch).
   std::optional<std::string> Missing(const std::vector<std::string>& features,
                                      std::string_view ccl);

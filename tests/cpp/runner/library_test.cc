@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -255,7 +256,9 @@ TEST(Requires, OnlyFtcclServesTheFaultHook) {
   EXPECT_NE(gloo->find("ccl gloo serves no fault hook"), std::string::npos) << *gloo;
   auto verbs = checker.Missing({"fault_hook", "verbs"}, "ftccl");
   ASSERT_TRUE(verbs.has_value());
-  EXPECT_NE(verbs->find("no verbs transport"), std::string::npos) << *verbs;
+  // The machine's own answer: the reason VerbsMissingReason gives for it.
+  EXPECT_EQ(*verbs, VerbsMissingReason()) << *verbs;
+  EXPECT_EQ(verbs->find("no verbs transport"), std::string::npos) << *verbs;
   // A worker without the option (here: a program that prints nothing of the kind).
   RequirementChecker old("/bin/true");
   auto missing = old.Missing({"fault_hook"}, "ftccl");
@@ -563,6 +566,60 @@ TEST(LinkLog, OutOfRangeTimesAreIgnored) {
     EXPECT_FALSE(e.wall_ns.has_value()) << e.text;
     EXPECT_FALSE(e.kernel_s.has_value()) << e.text;
   }
+}
+
+// The verbs skip reason states what the machine lacks, read from a fake sysfs and module tree.
+class VerbsReason : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = std::filesystem::temp_directory_path() /
+            ("faultline-verbs-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(root_ / "ib");
+    std::filesystem::create_directories(root_ / "module");
+    std::filesystem::create_directories(root_ / "lib");
+    paths_.ib_class = (root_ / "ib").string();
+    paths_.sys_module = (root_ / "module").string();
+    paths_.kernel_modules = (root_ / "lib").string();
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+  void Write(const std::string& rel, const std::string& text) {
+    std::ofstream(root_ / rel) << text;
+  }
+  std::filesystem::path root_;
+  RdmaSysPaths paths_;
+};
+
+TEST_F(VerbsReason, NoDeviceAndNoRxeModule) {
+  Write("lib/modules.dep", "kernel/net/sched/sch_tbf.ko: \n");
+  const std::string r = VerbsMissingReason(paths_);
+  EXPECT_EQ(r, "no RDMA device on this machine (" + paths_.ib_class +
+                   " lists none; the kernel has no rdma_rxe module for soft-RoCE): qp_error "
+                   "needs a verbs QP to fail");
+  // An absent sysfs class directory is the same answer.
+  paths_.ib_class = (root_ / "absent").string();
+  EXPECT_NE(VerbsMissingReason(paths_).find("no RDMA device on this machine"), std::string::npos);
+}
+
+TEST_F(VerbsReason, RxeAvailableOrLoadedButNoDevice) {
+  Write("lib/modules.dep",
+        "kernel/drivers/infiniband/sw/rxe/rdma_rxe.ko.xz: kernel/drivers/infiniband/core/"
+        "ib_uverbs.ko.xz\n");
+  std::string r = VerbsMissingReason(paths_);
+  EXPECT_NE(r.find("no RDMA device on this machine"), std::string::npos) << r;
+  EXPECT_NE(r.find("the kernel has rdma_rxe, but it is not loaded"), std::string::npos) << r;
+  std::filesystem::create_directories(root_ / "module" / "rdma_rxe");
+  r = VerbsMissingReason(paths_);
+  EXPECT_NE(r.find("rdma_rxe is loaded, but no rxe device was added"), std::string::npos) << r;
+}
+
+TEST_F(VerbsReason, DevicesExistButTheRunnerPutsNoneOnItsRails) {
+  std::filesystem::create_directories(root_ / "ib" / "rxe1");
+  std::filesystem::create_directories(root_ / "ib" / "rxe0");
+  const std::string r = VerbsMissingReason(paths_);
+  EXPECT_EQ(r.find("no RDMA device"), std::string::npos) << r;
+  EXPECT_NE(r.find("RDMA devices exist (rxe0, rxe1), but faultline run puts none on its rails"),
+            std::string::npos)
+      << r;
 }
 
 }  // namespace
