@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -43,15 +44,54 @@ struct ImportArgs {
   std::string out;
   int hosts = 0;
   int rails = 0;
-  int ranks_per_host = 1;
+  int ranks_per_host = -1;  // not given
   std::string op = "allreduce";
   std::string bytes = "16MiB";
 };
 
+// A log without years in its stamps that runs over New Year: within one file and host, a
+// year-less stamp more than half a year before the previous one is in the next year.
+void RollOverYears(runner::ParsedLog* log) {
+  struct Stamp {
+    int line;
+    std::string node;
+    int64_t* wall;
+  };
+  std::vector<Stamp> stamps;
+  for (auto& e : log->links) {
+    if (e.wall_ns && e.year_assumed) stamps.push_back({e.line, e.node, &*e.wall_ns});
+  }
+  for (auto& e : log->symptoms) {
+    if (e.wall_ns && e.year_assumed) stamps.push_back({e.line, e.node, &*e.wall_ns});
+  }
+  for (auto& e : log->clocks) {
+    if (e.year_assumed) stamps.push_back({e.line, e.node, &e.wall_ns});
+  }
+  std::stable_sort(stamps.begin(), stamps.end(),
+                   [](const Stamp& x, const Stamp& y) { return x.line < y.line; });
+  constexpr int64_t kHalfYearNs = 182LL * 86'400 * 1'000'000'000;
+  std::map<std::string, std::pair<int64_t, int>> last;  // node -> (previous stamp, years added)
+  for (Stamp& st : stamps) {
+    auto [prev, years] = last.count(st.node) ? last[st.node] : std::make_pair(*st.wall, 0);
+    auto shifted = [&](int add) {
+      if (add == 0) return *st.wall;
+      const std::time_t t = static_cast<std::time_t>(*st.wall / 1'000'000'000);
+      std::tm tm{};
+      if (!gmtime_r(&t, &tm)) return *st.wall;
+      tm.tm_year += add;
+      return static_cast<int64_t>(timegm(&tm)) * 1'000'000'000 + *st.wall % 1'000'000'000;
+    };
+    int64_t now = shifted(years);
+    if (now < prev - kHalfYearNs) now = shifted(++years);
+    *st.wall = now;
+    last[st.node] = {now, years};
+  }
+}
+
 int Import(const ImportArgs& a) {
   runner::ImportOptions o;
   o.name = a.name;
-  o.ranks_per_host = a.ranks_per_host;
+  if (a.ranks_per_host != -1) o.ranks_per_host = a.ranks_per_host;
   o.op = a.op;
   o.bytes = a.bytes;
   if (a.hosts > 0) o.hosts = a.hosts;
@@ -142,7 +182,13 @@ int Import(const ImportArgs& a) {
       }
       for (const auto& f : files) {
         const std::string name = f.filename().string();
-        inputs.push_back({f.string(), name.substr(0, name.find('.')), ""});
+        // The host: the name up to its first dot, or a whole IPv4 address ("10.0.0.17.log").
+        std::smatch ip;
+        const std::string host =
+            std::regex_search(name, ip, std::regex(R"(^(\d{1,3}(\.\d{1,3}){3})(\.|$))"))
+                ? std::string(ip[1])
+                : name.substr(0, name.find('.'));
+        inputs.push_back({f.string(), host, ""});
       }
     } else {
       inputs.push_back({path, "", ""});
@@ -164,7 +210,10 @@ int Import(const ImportArgs& a) {
   }
   auto parse_all = [&](int year) {
     std::vector<runner::ParsedLog> out;
-    for (const auto& in : inputs) out.push_back(runner::ParseIncidentLog(in.text, in.path, in.node, year));
+    for (const auto& in : inputs) {
+      out.push_back(runner::ParseIncidentLog(in.text, in.path, in.node, year));
+      RollOverYears(&out.back());
+    }
     return out;
   };
   // Stamps without a year (classic syslog) take the year of the stamps that print one, so
@@ -196,17 +245,23 @@ int Import(const ImportArgs& a) {
       logs = parse_all(year);
     }
   }
-  for (const auto& l : logs) {
-    for (const auto& w : l.warnings) {
-      std::fprintf(stderr, "faultline import: warning: %s:%d: %s (line skipped)\n", w.file.c_str(),
-                   w.line, w.reason.c_str());
+  auto warn = [](const runner::LogWarning& w) {
+    if (w.line > 0) {
+      std::fprintf(stderr, "faultline import: warning: %s:%d: %s\n", w.file.c_str(), w.line,
+                   w.reason.c_str());
+    } else {
+      std::fprintf(stderr, "faultline import: warning: %s: %s\n", w.file.c_str(), w.reason.c_str());
     }
-  }
+  };
   auto res = runner::ImportIncident(logs, o);
   if (!res.ok()) {
+    for (const auto& l : logs) {
+      for (const auto& w : l.warnings) warn({w.file, w.line, w.reason + " (line skipped)"});
+    }
     std::fprintf(stderr, "faultline import: %s\n", res.status().message().c_str());
     return kExitBadInput;
   }
+  for (const auto& w : res->warnings) warn(w);
   for (const auto& u : res->unmapped) {
     std::fprintf(stderr, "faultline import: ignored the events of %s (no mapping for it)\n",
                  u.c_str());
@@ -265,7 +320,8 @@ void RegisterImport(CLI::App& app, Action* action) {
   cmd->add_option("-o,--out", a->out, "write the scenario here (default: stdout)");
   cmd->add_option("--hosts", a->hosts, "hosts (default: highest mapped host + 1, at least 2)");
   cmd->add_option("--rails", a->rails, "rails (default: highest mapped rail + 1, at least 2)");
-  cmd->add_option("--ranks-per-host", a->ranks_per_host, "ranks per host")->capture_default_str();
+  cmd->add_option("--ranks-per-host", a->ranks_per_host,
+                  "ranks per host (default: the highest --map-rank local rank + 1)");
   cmd->add_option("--op", a->op, "collective of the workload")->capture_default_str();
   cmd->add_option("--bytes", a->bytes, "message size of the workload")->capture_default_str();
   cmd->callback([action, a] {

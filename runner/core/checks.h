@@ -30,7 +30,8 @@ std::vector<CheckResult> CheckExpectations(const Expectations& expect, const Run
 // A replay judged by `reproduce:` (Scenario::JudgedByReproduce), in this order:
 //   reproduce.outcome: the run's outcome is the incident's;
 //   reproduce.ranks (when ranks are listed): each listed rank failed (returned an error, or
-//     its process crashed) within `within` of the first applied fault; the value maps each
+//     its process crashed) after the first applied fault and, unless the outcome is "hung",
+//     within `within` of it (a hang's end says nothing of when it began); the value maps each
 //     listed rank to its failure time in ms after that fault, or to "did not fail".
 std::vector<CheckResult> CheckReproduce(const Reproduce& reproduce, const RunMetrics& metrics,
                                         const History& history);

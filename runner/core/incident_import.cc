@@ -8,6 +8,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 namespace faultline::runner {
 namespace {
@@ -47,6 +48,7 @@ std::string FormatSeconds(int64_t ns) {
 
 // ns since the epoch -> "2026-11-28T03:14:07.123Z".
 std::string FormatWall(int64_t ns) {
+  if (ns < 0) return FormatSeconds(ns) + " from the epoch";
   const std::time_t t = static_cast<std::time_t>(ns / 1'000'000'000);
   std::tm tm{};
   if (!gmtime_r(&t, &tm)) return "?";
@@ -92,11 +94,17 @@ Result<std::pair<std::string, RailRef>> ParseSwitchMapping(std::string_view flag
 Result<std::pair<std::string, RankRef>> ParseRankMapping(std::string_view flag) {
   const std::string s(flag);
   std::smatch m;
+  RankRef r;
+  if (std::regex_match(s, m, std::regex(R"(rank(\d{1,6})=host(\d{1,6})/rank(\d{1,6}))"))) {
+    r.host = std::stoi(m[2]);
+    r.rank = std::stoi(m[3]);
+    return std::make_pair("rank" + std::to_string(std::stoi(m[1])), r);
+  }
   if (!std::regex_match(s, m, std::regex(R"(([^:=]+):(\d{1,6})=host(\d{1,6})/rank(\d{1,6}))"))) {
     return InvalidArgument("--map-rank '" + s +
-                           "': expected NODE:LOCAL=hostH/rankL, e.g. gpu-node-17:3=host1/rank1");
+                           "': expected NODE:LOCAL=hostH/rankL (e.g. gpu-node-17:3=host1/rank1) "
+                           "or rankG=hostH/rankL (a production job's global rank)");
   }
-  RankRef r;
   r.host = std::stoi(m[3]);
   r.rank = std::stoi(m[4]);
   return std::make_pair(std::string(m[1]) + ":" + std::to_string(std::stoi(m[2])), r);
@@ -115,7 +123,8 @@ void EstimateOffset(const std::vector<const ClockSample*>& samples, ClockDomain*
   int64_t lo = INT64_MIN, hi = INT64_MAX, max_res = 0;
   std::vector<int64_t> mids;
   for (const ClockSample* c : samples) {
-    const int64_t res = std::max<int64_t>(c->wall_res_ns, 1000);
+    // The kernel stamp's own microsecond adds to the wall stamp's resolution.
+    const int64_t res = std::max<int64_t>(c->wall_res_ns, 1000) + 1000;
     const int64_t base = c->wall_ns - KernelNs(c->kernel_s);
     lo = std::max(lo, base);
     hi = std::min(hi, base + res);
@@ -147,20 +156,72 @@ Result<ImportResult> ImportIncident(const std::vector<ParsedLog>& logs, const Im
     return InvalidArgument("no --map or --map-switch given: name the rail of each device");
   }
   ImportResult res;
+  auto place = [](const std::string& file, int line) { return file + ":" + std::to_string(line); };
+  // Times outside 1970..2200 or kernel clocks over 31 years cannot be placed (and would
+  // overflow the arithmetic below): such an item is skipped with a warning.
+  constexpr int64_t kMaxWallNs = 7'258'118'400LL * 1'000'000'000;  // 2200-01-01
+  auto sane = [&](const std::optional<double>& k, const std::optional<int64_t>& w) {
+    return (!k || (*k >= 0 && *k < 1e9)) && (!w || (*w >= 0 && *w < kMaxWallNs));
+  };
+
+  // Boots: a host's kernel clock restarts at a reboot. Within one file, a kernel stamp more
+  // than a second below the previous one of the same host starts a new clock domain.
+  std::map<std::tuple<std::string, std::string, int>, int> boot_of;  // (file, host, line)
+  for (const ParsedLog& log : logs) {
+    std::vector<std::tuple<int, std::string, std::string, double>> stamped;  // line, host, file
+    for (const auto& e : log.links) {
+      if (e.kernel_s) stamped.emplace_back(e.line, DomainOf(e.node, e.file), e.file, *e.kernel_s);
+    }
+    for (const auto& c : log.clocks) stamped.emplace_back(c.line, DomainOf(c.node, c.file), c.file, c.kernel_s);
+    for (const auto& s : log.symptoms) {
+      if (s.kernel_s) stamped.emplace_back(s.line, DomainOf(s.node, s.file), s.file, *s.kernel_s);
+    }
+    std::stable_sort(stamped.begin(), stamped.end(),
+                     [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
+    std::map<std::pair<std::string, std::string>, std::pair<double, int>> last;  // -> (k, boot)
+    for (const auto& [line, host, file, k] : stamped) {
+      auto it = last.find({file, host});
+      int boot = 0;
+      if (it != last.end()) {
+        boot = it->second.second + (k < it->second.first - 1.0 ? 1 : 0);
+        if (boot != it->second.second) {
+          res.warnings.push_back({file, line, "the kernel clock of " + host +
+                                                  " restarts here (a reboot): a new clock "
+                                                  "from this line on"});
+        }
+      }
+      last[{file, host}] = {k, boot};
+      boot_of[{file, host, line}] = boot;
+    }
+  }
+  auto domain_of = [&](const std::string& node, const std::string& file, int line,
+                       bool kernel) -> std::string {
+    const std::string base = DomainOf(node, file);
+    if (!kernel) return base;
+    auto it = boot_of.find({file, base, line});
+    if (it == boot_of.end() || it->second == 0) return base;
+    return base + " (boot " + std::to_string(it->second + 1) + " of " + file + ")";
+  };
+
   // Resolve each event's device to a mapping key.
   struct Mapped {
     const LinkEvent* ev;
     std::string key;
     RailRef rail;
-    std::string domain;
-    int64_t t = 0;  // on the common timeline
+    std::string domain;  // the domain of its kernel clock, or its host's for wall-only events
+    int64_t t = 0;       // on the common timeline
   };
   std::vector<Mapped> mapped;
   std::set<std::string> unmapped;
+  std::map<std::string, std::set<std::string>> hosts_of_key;  // unqualified --map key -> hosts
   for (const ParsedLog& log : logs) {
-    for (const auto& w : log.warnings) res.warnings.push_back(w);
+    for (const auto& w : log.warnings) res.warnings.push_back({w.file, w.line, w.reason + " (line skipped)"});
     for (const auto& e : log.links) {
       if (e.names.empty()) continue;
+      if (!sane(e.kernel_s, e.wall_ns)) {
+        res.warnings.push_back({e.file, e.line, "a time out of range: the event is ignored"});
+        continue;
+      }
       std::string key;
       RailRef rail;
       if (e.source == LinkSource::kSwitch) {
@@ -181,6 +242,7 @@ Result<ImportResult> ImportIncident(const std::vector<ParsedLog>& logs, const Im
           }
           if (o.map.count(n)) {
             key = n;
+            hosts_of_key[n].insert(DomainOf(e.node, e.file));
             break;
           }
         }
@@ -191,8 +253,17 @@ Result<ImportResult> ImportIncident(const std::vector<ParsedLog>& logs, const Im
         }
       }
       if (key.empty()) continue;
-      mapped.push_back({&e, key, rail, DomainOf(e.node, e.file)});
+      mapped.push_back({&e, key, rail, domain_of(e.node, e.file, e.line, e.kernel_s.has_value())});
     }
+  }
+  // An interface name without its host, found on several hosts, would merge their outages
+  // onto one rail.
+  for (const auto& [key, hosts] : hosts_of_key) {
+    if (hosts.size() < 2) continue;
+    std::string names;
+    for (const auto& h : hosts) names += (names.empty() ? "" : ", ") + h;
+    return InvalidArgument("--map " + key + " matches " + key + " on several hosts (" + names +
+                           "): name the host, e.g. --map " + *hosts.begin() + ":" + key + "=...");
   }
   if (mapped.empty()) {
     res.unmapped.assign(unmapped.begin(), unmapped.end());
@@ -203,8 +274,8 @@ Result<ImportResult> ImportIncident(const std::vector<ParsedLog>& logs, const Im
                                          : " (devices with events: " + seen + ")"));
   }
 
-  // Symptoms of mapped processes.
-  int max_host = 0, max_rail = 0, max_local = o.ranks_per_host - 1;
+  // The topology.
+  int max_host = 0, max_rail = 0, max_local = 0;
   for (const auto& [k, r] : o.map) {
     max_host = std::max(max_host, r.host);
     max_rail = std::max(max_rail, r.rail);
@@ -217,18 +288,27 @@ Result<ImportResult> ImportIncident(const std::vector<ParsedLog>& logs, const Im
     max_host = std::max(max_host, r.host);
     max_local = std::max(max_local, r.rank);
   }
-  const int hosts = o.hosts.value_or(std::max(2, max_host + 1));
-  const int rails = o.rails.value_or(std::max(2, max_rail + 1));
-  const int ranks_per_host = max_local + 1;
   if (o.hosts && max_host >= *o.hosts) {
     return InvalidArgument("a mapping names host " + std::to_string(max_host) + ", but --hosts is " +
                            std::to_string(*o.hosts));
   }
-  if (ranks_per_host > o.ranks_per_host && o.ranks_per_host > 1) {
+  if (o.ranks_per_host && *o.ranks_per_host < 1) {
+    return InvalidArgument("--ranks-per-host must be at least 1");
+  }
+  if (o.ranks_per_host && max_local >= *o.ranks_per_host) {
     return InvalidArgument("a --map-rank names rank " + std::to_string(max_local) +
                            " of a host, but --ranks-per-host is " +
-                           std::to_string(o.ranks_per_host));
+                           std::to_string(*o.ranks_per_host));
   }
+  const int hosts = o.hosts.value_or(std::max(2, max_host + 1));
+  const int rails = o.rails.value_or(std::max(2, max_rail + 1));
+  const int ranks_per_host = o.ranks_per_host.value_or(max_local + 1);
+  if (static_cast<int64_t>(hosts) * ranks_per_host > 1'000'000) {
+    return InvalidArgument("the mappings ask for " + std::to_string(hosts) + " hosts of " +
+                           std::to_string(ranks_per_host) + " ranks: too many for a replay");
+  }
+
+  // Symptoms of mapped processes: NODE:LOCAL, or rankG where the line names only the rank.
   struct MappedSymptom {
     const Symptom* s;
     int rank;  // global replay rank
@@ -239,114 +319,129 @@ Result<ImportResult> ImportIncident(const std::vector<ParsedLog>& logs, const Im
   std::vector<MappedSymptom> symptoms;
   for (const ParsedLog& log : logs) {
     for (const auto& s : log.symptoms) {
-      if (s.node.empty() || !s.local_rank) {
-        unmapped.insert("symptom " + s.file + ":" + std::to_string(s.line) +
-                        " (no host and local rank on the line)");
+      if (!sane(s.kernel_s, s.wall_ns)) {
+        res.warnings.push_back({s.file, s.line, "a time out of range: the symptom is ignored"});
         continue;
       }
-      const std::string key = s.node + ":" + std::to_string(*s.local_rank);
-      auto it = o.rank_map.find(key);
-      if (it == o.rank_map.end()) {
-        unmapped.insert("process " + key);
+      std::vector<std::string> keys;
+      if (!s.node.empty() && s.local_rank) keys.push_back(s.node + ":" + std::to_string(*s.local_rank));
+      if (s.global_rank) keys.push_back("rank" + std::to_string(*s.global_rank));
+      if (keys.empty()) {
+        unmapped.insert("symptom " + place(s.file, s.line) + " (no process named on the line)");
         continue;
       }
-      symptoms.push_back({&s, it->second.host * ranks_per_host + it->second.rank, key,
-                          DomainOf(s.node, s.file), std::nullopt});
+      const RankRef* ref = nullptr;
+      std::string key;
+      for (const auto& k : keys) {
+        auto it = o.rank_map.find(k);
+        if (it != o.rank_map.end()) {
+          ref = &it->second;
+          key = k;
+          break;
+        }
+      }
+      if (ref == nullptr) {
+        unmapped.insert("process " + keys.front());
+        continue;
+      }
+      symptoms.push_back({&s, ref->host * ranks_per_host + ref->rank, key,
+                          domain_of(s.node, s.file, s.line, s.kernel_s.has_value()), std::nullopt});
     }
   }
   res.unmapped.assign(unmapped.begin(), unmapped.end());
 
-  // Clock domains (see the header).
+  // Clock domains (see the header): an offset for every domain with kernel-stamped items.
   std::map<std::string, ClockDomain> domains;
-  for (const auto& m : mapped) {
-    ClockDomain& d = domains[m.domain];
-    d.name = m.domain;
-  }
+  for (const auto& m : mapped) domains[m.domain].name = m.domain;
   for (const auto& s : symptoms) domains[s.domain].name = s.domain;
   for (auto& [name, d] : domains) {
-    bool all_kernel = true, any = false;
-    for (const auto& m : mapped) {
-      if (m.domain != name) continue;
-      any = true;
-      all_kernel = all_kernel && m.ev->kernel_s.has_value() &&
-                   m.ev->source != LinkSource::kSwitch;
-    }
-    d.kernel = any && all_kernel;
+    bool any_kernel = false;
+    for (const auto& m : mapped) any_kernel = any_kernel || (m.domain == name && m.ev->kernel_s);
+    for (const auto& s : symptoms) any_kernel = any_kernel || (s.domain == name && s.s->kernel_s);
+    if (!any_kernel) continue;
     std::vector<const ClockSample*> samples;
     for (const ParsedLog& log : logs) {
       for (const auto& c : log.clocks) {
-        if (DomainOf(c.node, c.file) == name) samples.push_back(&c);
+        if (sane(c.kernel_s, c.wall_ns) && domain_of(c.node, c.file, c.line, true) == name) {
+          samples.push_back(&c);
+        }
       }
     }
-    const std::string& dname = name;  // a lambda cannot capture a structured binding
-    if (d.kernel || std::any_of(symptoms.begin(), symptoms.end(), [&](const MappedSymptom& s) {
-          return s.domain == dname && s.s->kernel_s;
-        })) {
-      EstimateOffset(samples, &d);
+    EstimateOffset(samples, &d);
+    d.kernel = true;
+    if (!d.consistent) {
+      res.warnings.push_back({name, 0, "the lines with both a kernel and a wall-clock time "
+                                       "disagree (a logging delay, a reboot, a clock step or "
+                                       "two machines of one name): this host's times are "
+                                       "uncertain by " + FormatPrecision(*d.precision_ns)});
     }
   }
-  // Kernel domains that cannot be aligned: on their own kernel clock when they are the only
-  // domain, else on their wall stamps where every event has one.
-  int timed_domains = 0;
-  for (const auto& kv : domains) {
-    if (std::any_of(mapped.begin(), mapped.end(),
-                    [&](const Mapped& m) { return m.domain == kv.first; })) {
-      ++timed_domains;
-    }
-  }
+  // One kernel-timed host without wall stamps and nothing else: its kernel clock is the
+  // timeline (plain dmesg).
   bool kernel_only = false;
-  for (auto& [name, d] : domains) {
-    if (!d.kernel || d.offset_ns) continue;
-    if (timed_domains == 1) {
-      kernel_only = true;
-      d.offset_ns = 0;
-      d.precision_ns = 0;
-      continue;
+  {
+    std::set<std::string> event_domains;
+    for (const auto& m : mapped) event_domains.insert(m.domain);
+    if (event_domains.size() == 1) {
+      ClockDomain& d = domains.at(*event_domains.begin());
+      const bool all_kernel = std::all_of(mapped.begin(), mapped.end(),
+                                          [](const Mapped& m) { return m.ev->kernel_s.has_value(); });
+      if (d.kernel && !d.offset_ns && all_kernel) {
+        kernel_only = true;
+        d.offset_ns = 0;
+        d.precision_ns = 0;
+      }
     }
-    d.kernel = false;  // fall back to the wall clock, checked below
   }
+  // Each event on its own: its kernel time plus its host's offset where both exist, else its
+  // wall time (the middle of its stamp's resolution).
+  std::map<std::string, int64_t> wall_res;  // per domain, of the wall stamps used
   for (auto& m : mapped) {
     const ClockDomain& d = domains.at(m.domain);
-    if (d.kernel) {
+    if (m.ev->kernel_s && d.offset_ns) {
       m.t = KernelNs(*m.ev->kernel_s) + *d.offset_ns;
     } else if (m.ev->wall_ns) {
       m.t = *m.ev->wall_ns + m.ev->wall_res_ns / 2;
+      wall_res[m.domain] = std::max(wall_res[m.domain], m.ev->wall_res_ns);
     } else {
-      std::string why = m.ev->file + ":" + std::to_string(m.ev->line) +
-                        ": this event has no wall-clock time";
+      std::string why = place(m.ev->file, m.ev->line) + ": this event has no wall-clock time";
       if (m.ev->kernel_s) {
-        why += ", and its host's kernel clock cannot be aligned with the other hosts' (no line "
-               "of " + d.name + " carries both a kernel and a wall-clock time)";
+        why += ", and its kernel clock cannot be put on the common timeline: no line of " +
+               d.name + " carries both a kernel and a wall-clock time";
       } else {
         why += " and no kernel time: it cannot be placed in time";
       }
       return InvalidArgument(why);
     }
   }
-  for (auto& [name, d] : domains) {
-    if (d.kernel) continue;
-    int64_t res = 0;
-    for (const auto& m : mapped) {
-      if (m.domain == name) res = std::max(res, m.ev->wall_res_ns);
-    }
-    for (const auto& s : symptoms) {
-      if (s.domain == name && s.s->wall_ns) res = std::max(res, s.s->wall_res_ns);
-    }
-    d.precision_ns = std::max<int64_t>(res / 2, 500);
-  }
   for (auto& s : symptoms) {
     const ClockDomain& d = domains.at(s.domain);
-    if (s.s->kernel_s && d.offset_ns && (d.kernel || !kernel_only)) {
+    if (s.s->kernel_s && d.offset_ns && !kernel_only) {
       s.t = KernelNs(*s.s->kernel_s) + *d.offset_ns;
+    } else if (s.s->kernel_s && kernel_only && d.offset_ns) {
+      s.t = KernelNs(*s.s->kernel_s);
     } else if (s.s->wall_ns && !kernel_only) {
       s.t = *s.s->wall_ns + s.s->wall_res_ns / 2;
+      wall_res[s.domain] = std::max(wall_res[s.domain], s.s->wall_res_ns);
     }
+  }
+  for (auto& [name, d] : domains) {
+    auto it = wall_res.find(name);
+    if (it == wall_res.end()) continue;
+    // Wall stamps used beside (or instead of) the kernel clock.
+    d.precision_ns = std::max(d.precision_ns.value_or(0), std::max<int64_t>(it->second / 2, 500));
+    if (!d.offset_ns) d.kernel = false;
   }
   for (const auto& [name, d] : domains) res.clocks.push_back(d);
 
   std::stable_sort(mapped.begin(), mapped.end(),
                    [](const Mapped& a, const Mapped& b) { return a.t < b.t; });
-  const int64_t first = mapped.front().t;
+  // The timeline starts at the first down (an up before it is ignored below).
+  auto first_down = std::find_if(mapped.begin(), mapped.end(), [](const Mapped& m) { return !m.ev->up; });
+  if (first_down == mapped.end()) {
+    return InvalidArgument("the mapped devices have link events, but none goes down");
+  }
+  const int64_t first = first_down->t;
   const int64_t last = mapped.back().t;
 
   struct Fault {
@@ -358,41 +453,58 @@ Result<ImportResult> ImportIncident(const std::vector<ParsedLog>& logs, const Im
     const LinkEvent* down;
     const LinkEvent* up = nullptr;
     std::string domain;
-    std::vector<const LinkEvent*> also;  // the switch's view of the same outage
+    std::vector<const LinkEvent*> also;  // the other views of the same outage
     bool dropped = false;
   };
   std::vector<Fault> faults;
-  std::map<std::string, size_t> open;  // link -> index of its open fault
+  // One state per rail side: an interface, its PCI address, its RDMA port or a bond's view of
+  // it that map to the same rail side are one link, down while any of them is down.
+  struct LinkState {
+    size_t fault = 0;
+    std::set<std::string> down;  // the mapping keys down now
+  };
+  std::map<std::string, LinkState> open;  // link -> its open outage
   std::map<std::string, int> count;
-  // One state per rail side: an interface and its PCI address (or a bond's or the RDMA
-  // port's view of it) that map to the same rail are one link.
   for (const auto& m : mapped) {
     const int64_t t = m.t - first + o.at_ns;
     const std::string link = std::to_string(m.rail.host) + "/" + std::to_string(m.rail.rail) +
                              "/" + LinkSideString(m.rail.side);
     auto it = open.find(link);
     if (!m.ev->up) {
-      if (it != open.end()) continue;  // still down
-      faults.push_back(
-          {FaultId(m.key, ++count[m.key]), m.key, m.rail, t, std::nullopt, m.ev, nullptr, m.domain, {}, false});
-      open[link] = faults.size() - 1;
+      if (it != open.end()) {
+        if (!it->second.down.insert(m.key).second) {
+          res.warnings.push_back({m.ev->file, m.ev->line, m.key + " down again while down: ignored"});
+        } else {
+          faults[it->second.fault].also.push_back(m.ev);
+        }
+        continue;
+      }
+      faults.push_back({FaultId(m.key, ++count[m.key]), m.key, m.rail, t, std::nullopt, m.ev,
+                        nullptr, m.domain, {}, false});
+      open[link] = {faults.size() - 1, {m.key}};
     } else if (it != open.end()) {
-      Fault& f = faults[it->second];
-      // The length on the down's own clock where the up shares it (exact within a host);
-      // whole milliseconds, the start and the end rounded alike, so that a later outage of
+      LinkState& st = it->second;
+      Fault& f = faults[st.fault];
+      if (st.down.erase(m.key) == 0 || !st.down.empty()) {
+        // Another view of the link came back, or this one was never down: the outage holds
+        // until every view that went down is up again.
+        f.also.push_back(m.ev);
+        continue;
+      }
+      // Whole milliseconds, the start and the end rounded alike, so that a later outage of
       // the same device never starts before this one ends.
-      const int64_t end_t = t;
-      f.for_ns = std::max<int64_t>(1'000'000, RoundMs(end_t) - RoundMs(f.at_ns));
+      f.for_ns = std::max<int64_t>(1'000'000, RoundMs(t) - RoundMs(f.at_ns));
       f.up = m.ev;
       open.erase(it);
+    } else {
+      res.warnings.push_back({m.ev->file, m.ev->line,
+                              m.key + " up without an outage open (the log starts mid-outage, "
+                                      "or the clocks put it before its down): ignored"});
     }
-  }
-  if (faults.empty()) {
-    return InvalidArgument("the mapped devices have link events, but none goes down");
   }
   // A switch port's outage overlapping the host side's outage of the same rail: one cable
   // seen from both ends. The host's fault stays (timed by its kernel clock).
-  int64_t run_end = last - first + o.at_ns + o.tail_ns;
+  const int64_t run_end = last - first + o.at_ns + o.tail_ns;
   auto end_of = [&](const Fault& f) { return f.for_ns ? f.at_ns + *f.for_ns : run_end; };
   for (auto& sw : faults) {
     if (sw.down->source != LinkSource::kSwitch) continue;
@@ -405,6 +517,7 @@ Result<ImportResult> ImportIncident(const std::vector<ParsedLog>& logs, const Im
         sw.dropped = true;
         host.also.push_back(sw.down);
         if (sw.up) host.also.push_back(sw.up);
+        for (const LinkEvent* a : sw.also) host.also.push_back(a);
         break;
       }
     }
@@ -412,7 +525,7 @@ Result<ImportResult> ImportIncident(const std::vector<ParsedLog>& logs, const Im
   faults.erase(std::remove_if(faults.begin(), faults.end(), [](const Fault& f) { return f.dropped; }),
                faults.end());
 
-  // The replay verdict from the mapped symptoms.
+  // The replay verdict from the mapped symptoms, timed from the first fault.
   std::optional<Reproduce> reproduce;
   std::optional<int64_t> symptom_delay;
   if (!symptoms.empty()) {
@@ -430,7 +543,7 @@ Result<ImportResult> ImportIncident(const std::vector<ParsedLog>& logs, const Im
     if (o.within_ns) {
       r.within_ns = *o.within_ns;
     } else if (symptom_delay && *symptom_delay > 0) {
-      const int64_t scaled = *symptom_delay * 3 / 2;
+      const int64_t scaled = *symptom_delay / 2 * 3;
       r.within_ns = std::max<int64_t>(30'000'000'000LL,
                                       (scaled + 999'999'999) / 1'000'000'000 * 1'000'000'000);
     }
@@ -466,7 +579,7 @@ Result<ImportResult> ImportIncident(const std::vector<ParsedLog>& logs, const Im
       y << "its kernel clock (no line carries a wall-clock time: the only clock of this import)";
     } else if (d.kernel) {
       y << "its kernel clock, booted at " << FormatWall(*d.offset_ns) << " by the wall clock of "
-        << d.samples << " line(s) with both stamps, " << FormatPrecision(*d.precision_ns);
+        << d.samples << " line(s) with both stamps, at best " << FormatPrecision(*d.precision_ns);
       if (!d.consistent) y << " (the lines disagree: a logging delay, a reboot or a clock step)";
     } else {
       y << "its wall clock, " << FormatPrecision(d.precision_ns.value_or(0))
@@ -479,7 +592,8 @@ Result<ImportResult> ImportIncident(const std::vector<ParsedLog>& logs, const Im
     y << "# Outage lengths within one kernel-timed host are exact to 1 us; times across "
          "hosts are aligned within "
       << FormatPrecision(2 * worst)
-      << ", assuming the hosts' wall clocks agree (NTP/PTP), which the logs cannot show.\n";
+      << " at best: a logging daemon's delay in stamping a line, and any disagreement of the "
+         "hosts' wall clocks (NTP/PTP), add to it and the logs cannot show them.\n";
   }
   y << "# Device mapping:\n";
   for (const auto& [k, r] : o.map) {
@@ -508,8 +622,9 @@ Result<ImportResult> ImportIncident(const std::vector<ParsedLog>& logs, const Im
       y << "#   " << f.id << " never came back up in the log: it holds to the end of the run\n";
     }
     for (const LinkEvent* a : f.also) {
-      y << "#   " << f.id << " also seen by the switch: " << a->file << ":" << a->line << ": "
-        << a->text << "\n";
+      y << "#   " << f.id
+        << (a->source == LinkSource::kSwitch ? " also seen by the switch: " : " another view: ")
+        << a->file << ":" << a->line << ": " << a->text << "\n";
     }
   }
   if (reproduce) {

@@ -52,8 +52,9 @@ Result<std::pair<std::string, RailRef>> ParseRailMapping(std::string_view flag);
 Result<std::pair<std::string, RailRef>> ParseSwitchMapping(std::string_view flag);
 
 // "gpu-node-17:3=host1/rank1": a production process (NODE:LOCAL, the host name and the local
-// rank or CUDA device NCCL prints as "[3]") and the replay rank it stands for. The key
-// returned is "NODE:LOCAL"; the value {host, rank within the host}.
+// rank or CUDA device NCCL prints as "[3]") and the replay rank it stands for; or
+// "rank12=host1/rank1": the production job's global rank (PyTorch's "[rank12]" lines, srun
+// --label). The key returned is "NODE:LOCAL" or "rankG"; the value {host, rank within the host}.
 struct RankRef {
   int host = 0;
   int rank = 0;
@@ -69,7 +70,7 @@ struct ImportOptions {
   std::string name = "imported-link-events";
   std::optional<int> hosts;  // default: the highest mapped host + 1, at least 2
   std::optional<int> rails;  // default: the highest mapped rail + 1, at least 2
-  int ranks_per_host = 1;    // raised to the highest mapped rank + 1
+  std::optional<int> ranks_per_host;  // default: the highest mapped local rank + 1
   std::string op = "allreduce";
   std::string bytes = "16MiB";
   // The replay verdict (symptoms mapped to ranks): the fail-stop library that should

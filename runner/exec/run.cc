@@ -659,8 +659,10 @@ int Run::Finish() {
   nlohmann::json report = BuildReportJson(in);
   if (sc_.reproduce) {
     const Reproduce& r = *sc_.reproduce;
-    bool reproduced = judged_by_reproduce;
+    // A replay whose harness failed, or whose faults were not all applied, reproduced nothing.
+    bool reproduced = judged_by_reproduce && harness_errors_.empty();
     for (const auto& c : checks) reproduced = reproduced && c.pass;
+    for (const auto& f : h.faults) reproduced = reproduced && f.applied_ns && f.error.empty();
     report["reproduce"] = {{"ccl", CclNameString(r.ccl)},
                            {"outcome", r.outcome},
                            {"ranks", r.ranks},

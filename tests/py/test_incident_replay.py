@@ -89,6 +89,22 @@ def test_bad_import_input_is_refused_with_its_place(tmp_path):
     assert r.returncode == 2 and "holds no log file" in r.stderr
 
 
+def test_year_less_stamps_roll_over_new_year(tmp_path):
+    log = tmp_path / "kern.log"
+    log.write_text("Dec 31 23:59:58 gpu1 kernel: [ 900.000000] mlx5_core 0000:08:00.0 eth2: Link down\n"
+                   "Jan  1 00:00:03 gpu1 kernel: [ 905.000000] mlx5_core 0000:08:00.0 eth2: Link up\n")
+    r = faultline("import", str(log), "--map", "gpu1:eth2=host0/rail0", "--year", "2025")
+    assert r.returncode == 0, r.stderr
+    assert "for: 5000ms}" in r.stdout, r.stdout
+    assert "duration: 10s" in r.stdout, r.stdout
+    # Without the kernel stamps the wall clock alone must roll over too.
+    log.write_text("Dec 31 23:59:58 gpu1 kernel: mlx5_core 0000:08:00.0 eth2: Link down\n"
+                   "Jan  1 00:00:03 gpu1 kernel: mlx5_core 0000:08:00.0 eth2: Link up\n")
+    r = faultline("import", str(log), "--map", "gpu1:eth2=host0/rail0", "--year", "2025")
+    assert r.returncode == 0, r.stderr
+    assert "for: 5000ms}" in r.stdout, r.stdout
+
+
 def leftovers():
     netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     tables = subprocess.run(["nft", "list", "tables"], capture_output=True, text=True).stdout

@@ -133,7 +133,7 @@ TEST(IncidentImport, TwoKernelHostsWithoutWallTimesCannotBeAligned) {
   o.map["node-b:eth2"] = {1, 0, LinkSide::kHost};
   auto r = ImportIncident({a, b}, o);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("kernel clock cannot be aligned"), std::string::npos)
+  EXPECT_NE(r.status().message().find("kernel clock cannot be put on the common timeline"), std::string::npos)
       << r.status().message();
 }
 
@@ -144,12 +144,14 @@ TEST(IncidentImport, DisagreeingClockSamplesAreSaidAndWidenThePrecision) {
   log.links.back().kernel_s = 1000.0;
   log.links.push_back(Link("h", "eth2", true, kT0 + kS));
   log.links.back().kernel_s = 1000.5;
+  log.links.back().line = 2;
   for (int i = 0; i < 3; ++i) {
     ClockSample c;
     c.node = "h";
     c.file = "h.log";
-    c.kernel_s = 1000.0 + i;
-    c.wall_ns = kT0 + i * kS + (i == 2 ? 3 * kS : 0);
+    c.line = 3 + i;
+    c.kernel_s = 1001.0 + i;
+    c.wall_ns = kT0 + (1 + i) * kS + (i == 2 ? 3 * kS : 0);
     c.wall_res_ns = kS;
     log.clocks.push_back(c);
   }
@@ -284,15 +286,137 @@ TEST(IncidentImport, BadMappingsAreRefusedWithTheReason) {
   EXPECT_NE(r.status().message().find("--hosts is 2"), std::string::npos) << r.status().message();
 }
 
+TEST(IncidentImport, ARebootStartsANewClockAndKeepsTheOrder) {
+  // Outage A before a reboot, outage B an hour later on a fresh kernel clock.
+  const char* log =
+      "2026-11-28T03:00:00.100000+0000 h kernel: [ 1000.000000] mlx5_core 0000:08:00.0 eth2: Link down\n"
+      "2026-11-28T03:00:01.100000+0000 h kernel: [ 1001.000000] mlx5_core 0000:08:00.0 eth2: Link up\n"
+      "2026-11-28T04:00:00.200000+0000 h kernel: [   15.000000] mlx5_core 0000:08:00.0 eth2: Link down\n"
+      "2026-11-28T04:00:00.700000+0000 h kernel: [   15.500000] mlx5_core 0000:08:00.0 eth2: Link up\n";
+  ParsedLog parsed = ParseIncidentLog(log, "h.log");
+  ASSERT_EQ(parsed.links.size(), 4u);
+  ImportOptions o;
+  o.map["h:eth2"] = {0, 0, LinkSide::kHost};
+  auto r = ImportIncident({parsed}, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->clocks.size(), 2u);
+  for (const auto& d : r->clocks) EXPECT_TRUE(d.consistent) << d.name;
+  auto runs = Runs(*r);
+  ASSERT_EQ(runs[0].faults.size(), 2u);
+  EXPECT_EQ(runs[0].faults[0].at_ns, 2 * kS);
+  EXPECT_EQ(*runs[0].faults[0].for_ns, 1 * kS);
+  EXPECT_NEAR(static_cast<double>(runs[0].faults[1].at_ns), 2.0 * kS + 3600.1 * kS, 1.0 * kMs);
+  EXPECT_EQ(*runs[0].faults[1].for_ns, 500 * kMs);
+  ASSERT_FALSE(r->warnings.empty());
+  EXPECT_NE(r->warnings[0].reason.find("restarts here (a reboot)"), std::string::npos);
+  EXPECT_EQ(r->warnings[0].line, 3);
+}
+
+TEST(IncidentImport, AnInterfaceNameOnSeveralHostsNeedsItsHost) {
+  ParsedLog log;
+  log.links.push_back(Link("nodeA", "eth2", false, kT0));
+  log.links.push_back(Link("nodeB", "eth2", false, kT0 + kS));
+  ImportOptions o;
+  o.map["eth2"] = {0, 0, LinkSide::kHost};
+  auto r = ImportIncident({log}, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("matches eth2 on several hosts (nodeA, nodeB)"),
+            std::string::npos)
+      << r.status().message();
+}
+
+TEST(IncidentImport, TheTimelineStartsAtTheFirstDownNotAtAnEarlierUp) {
+  ParsedLog log;
+  log.links.push_back(Link("n", "eth0", true, kT0));  // the log starts mid-outage
+  log.links.push_back(Link("n", "eth0", false, kT0 + 60 * kS));
+  log.symptoms.push_back(Sym("n", 0, "ib_completion_error", kT0 + 80 * kS));
+  ImportOptions o;
+  o.map["n:eth0"] = {0, 0, LinkSide::kHost};
+  o.rank_map["n:0"] = {0, 0};
+  auto r = ImportIncident({log}, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto runs = Runs(*r);
+  EXPECT_EQ(runs[0].faults[0].at_ns, 2 * kS);
+  EXPECT_EQ(runs[1].reproduce->within_ns, 30 * kS);  // 20 s after the down, not 80
+  EXPECT_NE(r->yaml.find("+20.000 s after the first fault"), std::string::npos) << r->yaml;
+  ASSERT_EQ(r->warnings.size(), 1u);
+  EXPECT_NE(r->warnings[0].reason.find("up without an outage open"), std::string::npos);
+}
+
+TEST(IncidentImport, AnOutageEndsWhenEveryViewOfTheLinkIsBack) {
+  // The netdev's carrier returns at +1 s, the RDMA port (what RoCE traffic needs) at +3 s.
+  ParsedLog log;
+  log.links.push_back(Link("n", "ens1f0", false, kT0));
+  log.links.push_back(Link("n", "mlx5_0/1", false, kT0 + 1 * kMs, LinkSource::kRdmaPort));
+  log.links.push_back(Link("n", "ens1f0", true, kT0 + kS));
+  log.links.push_back(Link("n", "mlx5_0/1", true, kT0 + 3 * kS, LinkSource::kRdmaPort));
+  ImportOptions o;
+  o.map["n:ens1f0"] = {0, 1, LinkSide::kHost};
+  o.map["n:mlx5_0/1"] = {0, 1, LinkSide::kHost};
+  auto r = ImportIncident({log}, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto runs = Runs(*r);
+  ASSERT_EQ(runs[0].faults.size(), 1u);
+  EXPECT_EQ(*runs[0].faults[0].for_ns, 3 * kS);
+  EXPECT_NE(r->yaml.find("another view: "), std::string::npos) << r->yaml;
+}
+
+TEST(IncidentImport, AGlobalRankMapsLinesThatNameOnlyTheRank) {
+  ParsedLog log;
+  log.links.push_back(Link("n", "eth0", false, kT0));
+  Symptom s = Sym("", 0, "timeout", kT0 + 5 * kS);
+  s.local_rank.reset();
+  s.global_rank = 12;
+  log.symptoms.push_back(s);
+  ImportOptions o;
+  o.map["n:eth0"] = {0, 0, LinkSide::kHost};
+  auto rk = ParseRankMapping("rank12=host1/rank1");
+  ASSERT_TRUE(rk.ok()) << rk.status().ToString();
+  o.rank_map[rk->first] = rk->second;
+  auto r = ImportIncident({log}, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto runs = Runs(*r);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[1].reproduce->ranks, (std::vector<int>{3}));
+  EXPECT_EQ(runs[1].reproduce->outcome, "hung");
+  // An explicit --ranks-per-host below the mapped ranks is refused, not raised.
+  o.ranks_per_host = 1;
+  auto bad = ImportIncident({log}, o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--ranks-per-host is 1"), std::string::npos);
+}
+
+TEST(IncidentImport, AHostWithDmesgSyslogAndIpMonitorTimesEachEventOnItsOwn) {
+  // dmesg (kernel only), syslog (both: the offset) and ip monitor (wall only) of one host.
+  ParsedLog dmesg = ParseIncidentLog("[ 5000.100000] mlx5_core 0000:08:00.0 eth2: Link down\n"
+                                     "[ 5000.350000] mlx5_core 0000:08:00.0 eth2: Link up\n",
+                                     "h.dmesg", "h");
+  ParsedLog syslog = ParseIncidentLog(
+      "2026-11-28T03:00:00.500000+0000 h kernel: [ 4999.500000] EXT4-fs (sda1): re-mounted\n"
+      "2026-11-28T03:00:02.000000+0000 h kernel: [ 5001.000000] EXT4-fs (sda1): re-mounted\n",
+      "h.syslog", "h");
+  ParsedLog ipmon = ParseIncidentLog(
+      "[2026-11-28T03:00:05.000000] 3: eth3: <NO-CARRIER,BROADCAST,MULTICAST,UP> mtu 1500 state DOWN\n",
+      "h.ipmon", "h");
+  ImportOptions o;
+  o.map["h:eth2"] = {0, 0, LinkSide::kHost};
+  o.map["h:eth3"] = {0, 1, LinkSide::kHost};
+  auto r = ImportIncident({dmesg, syslog, ipmon}, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto runs = Runs(*r);
+  ASSERT_EQ(runs[0].faults.size(), 2u) << r->yaml;
+  EXPECT_EQ(*runs[0].faults[0].for_ns, 250 * kMs);  // by the kernel clock
+  // eth3 went down 3:00:05.000 by the wall clock; eth2 at kernel 5000.1 = 3:00:01.1.
+  EXPECT_NEAR(static_cast<double>(runs[0].faults[1].at_ns), 2.0 * kS + 3.9 * kS, 2.0 * kMs);
+}
+
 // --- the verdict --------------------------------------------------------------------------
 
-History Replay(std::vector<RankEnd> ends) {
+History Replay(const std::vector<RankEnd>& ends) {
   History h;
-  FaultRecord f;
-  f.id = "f";
-  f.applied_ns = 2 * kS;
-  h.faults.push_back(f);
-  h.ranks = std::move(ends);
+  h.faults.emplace_back();
+  h.faults.back().applied_ns = 2 * kS;
+  h.ranks = ends;
   return h;
 }
 
@@ -333,6 +457,20 @@ TEST(CheckReproduce, EveryListedRankMustFailWithinTheBound) {
   // Another outcome.
   m.outcome = Outcome::kSurvived;
   EXPECT_FALSE(CheckReproduce(rep, m, h)[0].pass);
+  // Failed before the fault: not the incident's symptom.
+  History early = Replay({End(1, RankExit::kError, 1 * kS, 13 * kS)});
+  rep.ranks = {1};
+  EXPECT_FALSE(CheckReproduce(rep, m, early)[1].pass);
+  // A hang is not timed: a rank the run's watchdog ended long after the bound still hung.
+  Reproduce hang = rep;
+  hang.outcome = "hung";
+  hang.within_ns = 5 * kS;
+  RunMetrics hung_m;
+  hung_m.outcome = Outcome::kHung;
+  History hung_h = Replay({End(1, RankExit::kCrashed, std::nullopt, 90 * kS)});
+  c = CheckReproduce(hang, hung_m, hung_h);
+  EXPECT_TRUE(c[0].pass && c[1].pass) << c[1].ToJson().dump();
+  EXPECT_FALSE(c[1].limit.contains("within_ms"));
   // No fault applied: nothing to count from.
   History none = h;
   none.faults.clear();
