@@ -4,20 +4,24 @@
 // into a `reproduce:` verdict for the fail-stop library of the replay.
 //
 // Clocks. Each host's (or switch's) events form one clock domain: the syslog/journal host
-// name of the line, else the log's default node, else the file. Within a domain whose events
-// carry the kernel clock ("[1234567.123456]"), events are ordered and timed by it: outage
-// lengths within one host are exact to the microsecond, whatever the wall stamps' resolution.
-// Domains are aligned by their wall clocks: each domain's wall - kernel offset is estimated
-// from every line of that domain that carries both stamps (ClockSample). A wall stamp of
-// resolution r printed as w for kernel time k says k + offset is in [w, w + r), so
-// offset is in [w - k, w - k + r); the estimate is the middle of the intersection of those
-// intervals over the samples and its precision is half the intersection's width. Where the
-// intervals do not intersect (the wall stamp is when a logging daemon received the line, a
-// little after the kernel printed it), the estimate is the median of the midpoints and its
-// precision half their spread plus r / 2. A domain without kernel times (a switch) is on
-// its wall clock, precise to its stamps' resolution. The hosts' wall clocks are assumed to
-// agree (NTP/PTP); the logs cannot show how far they do not.
-// A single domain with kernel times and no wall stamps (plain dmesg) is on its kernel clock.
+// name of the line, else the log's default node, else the file; a kernel clock that restarts
+// within a file (a stamp more than a second below the previous one: a reboot) starts a new
+// domain from that line, with a warning. Events with a kernel stamp ("[1234567.123456]") are
+// timed by it: outage lengths within one host are exact to the microsecond, whatever the wall
+// stamps' resolution. Domains are aligned by their wall clocks: each domain's wall - kernel
+// offset is estimated from every line of that domain that carries both stamps (ClockSample).
+// A wall stamp of resolution r printed as w for kernel time k says k + offset is in
+// [w, w + r) (r widened by the kernel stamp's own microsecond), so offset is in
+// [w - k, w - k + r); the estimate is the middle of the intersection of those intervals over
+// the samples and its precision half the intersection's width, at best: a logging daemon
+// stamps a line when it receives it, a little after the kernel printed it. Where the
+// intervals do not intersect (such a delay, a clock step, two machines of one name), the
+// estimate is the median of the midpoints, its precision half their spread plus r / 2, and a
+// warning says so. Each event is placed on its own: its kernel time plus its domain's offset
+// where both exist, else its wall time (the middle of its stamp's resolution). A single
+// domain with kernel times and no wall stamps (plain dmesg) is on its kernel clock. The
+// hosts' wall clocks are assumed to agree (NTP/PTP); the logs cannot show how far they do not.
+// The timeline starts at the first down.
 //
 // Pure functions; thread-safe.
 #pragma once
@@ -103,16 +107,20 @@ struct ImportResult {
   int permanent = 0;  // downs without a matching up
 };
 
-// Turns the parsed logs into a scenario: per mapped device, each down followed by an up
-// becomes a link_down with `for` (the time between them, at least 1 ms); a down without an
-// up holds until the end of the run; repeated downs or ups without a change are ignored. A
-// switch-side outage that overlaps a host-side outage of the same rail is the same cable
-// seen from both ends: the host's (kernel-timed) fault is kept and the switch's lines are
-// cited beside it. Mapped symptoms give the scenario a `reproduce:` key and a matrix over the
-// scenario's ccl (ftccl, judged by expect:) and the reproduce ccl.
-// Errors (kInvalidArgument): no mapped event, an event that cannot be placed on the common
-// timeline, a rank mapping outside the topology, or a result that does not validate (e.g.
-// two devices mapped to one rail overlap), with the reason.
+// Turns the parsed logs into a scenario: per rail side, an outage starts when one of the
+// devices mapped to it (an interface, its PCI address, its RDMA port, a bond's view) goes down
+// and ends when every device that went down is up again (`for`: whole milliseconds, at least
+// 1); an outage never closed holds until the end of the run; an up with no outage open is
+// ignored with a warning. A switch-side outage that overlaps a host-side outage of the same
+// rail is the same cable seen from both ends: the host's (kernel-timed) fault is kept and the
+// switch's lines are cited beside it. Mapped symptoms give the scenario a `reproduce:` key
+// (ranks, outcome, within from the first fault) and a matrix over the scenario's ccl
+// (ftccl, judged by expect:) and the reproduce ccl.
+// Errors (kInvalidArgument): no mapped event, an unqualified --map name found on several
+// hosts, an event that cannot be put on the common timeline, a rank mapping outside the
+// topology, or a result that does not validate (e.g. two devices mapped to one rail
+// overlap), with the reason. Lines the parsers skipped, and events the importer ignored, are
+// `warnings`.
 Result<ImportResult> ImportIncident(const std::vector<ParsedLog>& logs,
                                     const ImportOptions& options);
 
