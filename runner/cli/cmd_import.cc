@@ -105,29 +105,22 @@ int Import(const ImportArgs& a) {
   }
   o.at_ns = *at;
   o.tail_ns = *tail;
-  for (const auto& m : a.maps) {
-    auto r = runner::ParseRailMapping(m);
-    if (!r.ok()) {
-      std::fprintf(stderr, "faultline import: %s\n", r.status().message().c_str());
-      return kExitBadInput;
+  // Every --map, --map-switch and --map-rank flag through its parser into its table.
+  auto parse_maps = [](const std::vector<std::string>& flags, auto parse, auto* table) {
+    for (const auto& f : flags) {
+      auto r = parse(f);
+      if (!r.ok()) {
+        std::fprintf(stderr, "faultline import: %s\n", r.status().message().c_str());
+        return false;
+      }
+      (*table)[r->first] = r->second;
     }
-    o.map[r->first] = r->second;
-  }
-  for (const auto& m : a.switch_maps) {
-    auto r = runner::ParseSwitchMapping(m);
-    if (!r.ok()) {
-      std::fprintf(stderr, "faultline import: %s\n", r.status().message().c_str());
-      return kExitBadInput;
-    }
-    o.switch_map[r->first] = r->second;
-  }
-  for (const auto& m : a.rank_maps) {
-    auto r = runner::ParseRankMapping(m);
-    if (!r.ok()) {
-      std::fprintf(stderr, "faultline import: %s\n", r.status().message().c_str());
-      return kExitBadInput;
-    }
-    o.rank_map[r->first] = r->second;
+    return true;
+  };
+  if (!parse_maps(a.maps, runner::ParseRailMapping, &o.map) ||
+      !parse_maps(a.switch_maps, runner::ParseSwitchMapping, &o.switch_map) ||
+      !parse_maps(a.rank_maps, runner::ParseRankMapping, &o.rank_map)) {
+    return kExitBadInput;
   }
   if (a.maps.empty() && a.switch_maps.empty()) {
     std::fprintf(stderr, "faultline import: give --map (host devices) or --map-switch (switch "
