@@ -49,45 +49,6 @@ struct ImportArgs {
   std::string bytes = "16MiB";
 };
 
-// A log without years in its stamps that runs over New Year: within one file and host, a
-// year-less stamp more than half a year before the previous one is in the next year.
-void RollOverYears(runner::ParsedLog* log) {
-  struct Stamp {
-    int line;
-    std::string node;
-    int64_t* wall;
-  };
-  std::vector<Stamp> stamps;
-  for (auto& e : log->links) {
-    if (e.wall_ns && e.year_assumed) stamps.push_back({e.line, e.node, &*e.wall_ns});
-  }
-  for (auto& e : log->symptoms) {
-    if (e.wall_ns && e.year_assumed) stamps.push_back({e.line, e.node, &*e.wall_ns});
-  }
-  for (auto& e : log->clocks) {
-    if (e.year_assumed) stamps.push_back({e.line, e.node, &e.wall_ns});
-  }
-  std::stable_sort(stamps.begin(), stamps.end(),
-                   [](const Stamp& x, const Stamp& y) { return x.line < y.line; });
-  constexpr int64_t kHalfYearNs = 182LL * 86'400 * 1'000'000'000;
-  std::map<std::string, std::pair<int64_t, int>> last;  // node -> (previous stamp, years added)
-  for (Stamp& st : stamps) {
-    auto [prev, years] = last.count(st.node) ? last[st.node] : std::make_pair(*st.wall, 0);
-    auto shifted = [&](int add) {
-      if (add == 0) return *st.wall;
-      const std::time_t t = static_cast<std::time_t>(*st.wall / 1'000'000'000);
-      std::tm tm{};
-      if (!gmtime_r(&t, &tm)) return *st.wall;
-      tm.tm_year += add;
-      return static_cast<int64_t>(timegm(&tm)) * 1'000'000'000 + *st.wall % 1'000'000'000;
-    };
-    int64_t now = shifted(years);
-    if (now < prev - kHalfYearNs) now = shifted(++years);
-    *st.wall = now;
-    last[st.node] = {now, years};
-  }
-}
-
 int Import(const ImportArgs& a) {
   runner::ImportOptions o;
   o.name = a.name;
@@ -205,7 +166,6 @@ int Import(const ImportArgs& a) {
     std::vector<runner::ParsedLog> out;
     for (const auto& in : inputs) {
       out.push_back(runner::ParseIncidentLog(in.text, in.path, in.node, year));
-      RollOverYears(&out.back());
     }
     return out;
   };

@@ -352,22 +352,24 @@ Result<ImportResult> ImportIncident(const std::vector<ParsedLog>& logs, const Im
 
   // Clock domains (see the header): an offset for every domain with kernel-stamped items.
   std::map<std::string, ClockDomain> domains;
-  for (const auto& m : mapped) domains[m.domain].name = m.domain;
-  for (const auto& s : symptoms) domains[s.domain].name = s.domain;
-  for (auto& [name, d] : domains) {
-    bool any_kernel = false;
-    for (const auto& m : mapped) any_kernel = any_kernel || (m.domain == name && m.ev->kernel_s);
-    for (const auto& s : symptoms) any_kernel = any_kernel || (s.domain == name && s.s->kernel_s);
-    if (!any_kernel) continue;
-    std::vector<const ClockSample*> samples;
-    for (const ParsedLog& log : logs) {
-      for (const auto& c : log.clocks) {
-        if (sane(c.kernel_s, c.wall_ns) && domain_of(c.node, c.file, c.line, true) == name) {
-          samples.push_back(&c);
-        }
-      }
+  std::set<std::string> kernel_domains;  // those with kernel-stamped events or symptoms
+  for (const auto& m : mapped) {
+    domains[m.domain].name = m.domain;
+    if (m.ev->kernel_s) kernel_domains.insert(m.domain);
+  }
+  for (const auto& s : symptoms) {
+    domains[s.domain].name = s.domain;
+    if (s.s->kernel_s) kernel_domains.insert(s.domain);
+  }
+  std::map<std::string, std::vector<const ClockSample*>> samples_of;
+  for (const ParsedLog& log : logs) {
+    for (const auto& c : log.clocks) {
+      if (sane(c.kernel_s, c.wall_ns)) samples_of[domain_of(c.node, c.file, c.line, true)].push_back(&c);
     }
-    EstimateOffset(samples, &d);
+  }
+  for (auto& [name, d] : domains) {
+    if (!kernel_domains.count(name)) continue;
+    EstimateOffset(samples_of[name], &d);
     d.kernel = true;
     if (!d.consistent) {
       res.warnings.push_back({name, 0, "the lines with both a kernel and a wall-clock time "

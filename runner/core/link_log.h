@@ -184,7 +184,9 @@ struct ParsedLog {
 
 // Everything the importer reads in one log. `node`: the host name of lines that carry none
 // (the log's host when a directory of per-host logs is imported); empty: unknown. `year`:
-// the year of stamps that print none (classic syslog), marked year_assumed.
+// the year of stamps that print none (classic syslog), marked year_assumed; within one host
+// of the log, such a stamp more than half a year before the previous one is in the next year
+// (a log that runs over New Year).
 // Never throws; any byte sequence is accepted.
 ParsedLog ParseIncidentLog(std::string_view text, const std::string& file,
                            const std::string& node = "", int year = 2000);
