@@ -26,5 +26,7 @@ void RegisterReport(CLI::App& app, Action* action);
 void RegisterCompare(CLI::App& app, Action* action);
 void RegisterCalibrate(CLI::App& app, Action* action);
 void RegisterSimulate(CLI::App& app, Action* action);
+void RegisterCluster(CLI::App& app, Action* action);
+void RegisterTaskExec(CLI::App& app, Action* action);
 
 }  // namespace faultline::cli

@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
   faultline::cli::RegisterCompare(app, &action);
   faultline::cli::RegisterCalibrate(app, &action);
   faultline::cli::RegisterSimulate(app, &action);
+  faultline::cli::RegisterCluster(app, &action);
+  faultline::cli::RegisterTaskExec(app, &action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

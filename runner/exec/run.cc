@@ -28,6 +28,8 @@
 #include "runner/faults/registry.h"
 #include "runner/core/history.h"
 #include "runner/exec/launcher.h"
+#include "runner/exec/slurm_cluster.h"
+#include "runner/exec/slurm_launcher.h"
 #include "runner/exec/rail_sampler.h"
 #include "runner/core/metrics.h"
 #include "runner/core/report_json.h"
@@ -115,6 +117,7 @@ class Run final {
 
  private:
   Status Setup();
+  Status AttachCluster();
   Status LaunchRanks();
   void ChooseHookPaths();
   void RemoveHookPaths();
@@ -135,7 +138,11 @@ class Run final {
   std::unique_ptr<Journal> journal_;
   std::optional<TargetPolicy> policy_;
   std::unique_ptr<NetTopology> topo_;
-  std::unique_ptr<LocalNetnsLauncher> launcher_;
+  std::unique_ptr<Launcher> launcher_;
+  // --launcher slurm: the cluster the ranks run on, and the step they ran in.
+  std::optional<ClusterInfo> cluster_;
+  SlurmLauncher* slurm_ = nullptr;  // launcher_ when it is the Slurm one
+  std::optional<int64_t> ranks_started_ns_;
   std::vector<int> handles_;  // by global rank
   // Where each rank serves its fault hook (ftccl only; empty otherwise), by global rank, and
   // what the report says about it.
@@ -171,9 +178,15 @@ Status Run::Setup() {
     if (!p.ok()) return p.status();
     policy_.emplace(std::move(p.value()));
   }
-  auto topo = NetTopology::Build(TopologyOptionsFor(sc_.topology, run_id_, true));
-  if (!topo.ok()) return topo.status();
-  topo_ = std::move(topo.value());
+  if (o_.launcher == "slurm") {
+    FL_RETURN_IF_ERROR(AttachCluster());
+  } else if (o_.launcher != "local") {
+    return InvalidArgument("unknown launcher '" + o_.launcher + "' (local or slurm)");
+  } else {
+    auto topo = NetTopology::Build(TopologyOptionsFor(sc_.topology, run_id_, true));
+    if (!topo.ok()) return topo.status();
+    topo_ = std::move(topo.value());
+  }
   for (const auto& f : sc_.faults) {
     FaultState st;
     st.spec = &f;
@@ -186,12 +199,61 @@ Status Run::Setup() {
   return Status();
 }
 
+Status Run::AttachCluster() {
+  const std::string dir = o_.cluster_dir.empty() ? DefaultClusterDir() : o_.cluster_dir;
+  auto c = LoadCluster(dir);
+  if (!c.ok()) return c.status();
+  const Topology& t = sc_.topology;
+  // The cluster's namespaces are the scenario's hosts: it must fit in them as built.
+  std::string misfit;
+  if (t.hosts > c->hosts) {
+    misfit = std::to_string(t.hosts) + " hosts, the cluster has " + std::to_string(c->hosts);
+  } else if (t.ranks_per_host > c->ranks_per_host) {
+    misfit = std::to_string(t.ranks_per_host) + " ranks per host, the cluster's nodes have " +
+             std::to_string(c->ranks_per_host) + " CPUs";
+  } else if (t.rails != c->rails) {
+    misfit = std::to_string(t.rails) + " rails, the cluster's hosts have " +
+             std::to_string(c->rails);
+  } else if (t.rail_gbps != c->rail_gbps) {
+    misfit = "rails of " + Fmt("%g", t.rail_gbps) + " Gb/s, the cluster's are shaped to " +
+             Fmt("%g", c->rail_gbps);
+  } else if (t.per_rank_nics()) {
+    misfit = "per-rank NICs, the cluster's hosts share theirs";
+  } else if (t.arp_retrans_ms) {
+    misfit = "arp_retrans_ms, which the cluster was built without";
+  }
+  if (!misfit.empty()) {
+    return InvalidArgument("the scenario does not fit the cluster in " + dir + ": it wants " +
+                           misfit + " (`faultline cluster up` with matching options)");
+  }
+  auto topo = NetTopology::Attach(TopologyOptionsFor(t, c->run_id, true));
+  if (!topo.ok()) return topo.status().WithContext("the cluster in " + dir);
+  topo_ = std::move(topo.value());
+  cluster_ = std::move(*c);
+  return Status();
+}
+
 Status Run::LaunchRanks() {
-  std::vector<std::string> netns;
-  for (int h = 0; h < topo_->hosts(); ++h) netns.push_back(topo_->host(h).netns);
-  auto l = LocalNetnsLauncher::Create(netns, out_ + "/ranks");
-  if (!l.ok()) return l.status();
-  launcher_ = std::move(l.value());
+  if (cluster_) {
+    SlurmLauncherOptions so;
+    so.log_dir = out_ + "/ranks";
+    so.task_exe = ExeDir() + "/faultline";
+    so.netns = cluster_->ctl_netns;
+    so.client_env = cluster_->ClientEnv();
+    so.nodes = cluster_->nodes;
+    so.partition = cluster_->partition;
+    so.job_name = "faultline-" + run_id_;
+    auto l = SlurmLauncher::Create(std::move(so));
+    if (!l.ok()) return l.status();
+    slurm_ = l->get();
+    launcher_ = std::move(l.value());
+  } else {
+    std::vector<std::string> netns;
+    for (int h = 0; h < topo_->hosts(); ++h) netns.push_back(topo_->host(h).netns);
+    auto l = LocalNetnsLauncher::Create(netns, out_ + "/ranks");
+    if (!l.ok()) return l.status();
+    launcher_ = std::move(l.value());
+  }
   const std::string worker = o_.worker_path.empty() ? ExeDir() + "/faultline-worker" : o_.worker_path;
   if (sc_.workload.kind == WorkloadKind::kCollectives && access(worker.c_str(), X_OK) != 0) {
     return Status(Code::kNotFound, "worker binary " + worker + " not found (build faultline-worker)");
@@ -343,7 +405,12 @@ Result<nlohmann::json> Run::FaultParams(const TimelineAction& a) const {
       auto g = a.target.GlobalRank(sc_.topology);
       if (!g) return Status(Code::kInvalidArgument, "fault " + a.fault_id + ": no rank target");
       auto pid = launcher_->LocalPid(handles_[*g]);
-      if (!pid) return Status(Code::kNotFound, "rank " + std::to_string(*g) + " has no local pid");
+      if (!pid) {
+        return Status(Code::kUnavailable,
+                      "rank " + std::to_string(*g) + " runs in a Slurm job step: " + a.kind +
+                          " acts on a rank through its host's agent, which this launcher "
+                          "does not have yet");
+      }
       p["pid"] = *pid;
       p["netns"] = topo_->host(h).netns;
       return p;
@@ -645,6 +712,21 @@ int Run::Finish() {
   }
   in.environment = Environment(sc_, o_, run_id_, ccl_version);
   in.environment["topology"] = topo_ ? topo_->ToJson() : nlohmann::json();
+  in.environment["launcher"] = cluster_ ? "slurm" : "local";
+  if (cluster_) {
+    nlohmann::json slurm = {{"cluster", cluster_->cluster_name},
+                            {"nodes", cluster_->nodes},
+                            {"job_id", nullptr},
+                            {"step_id", nullptr}};
+    if (auto step = slurm_ ? slurm_->step() : std::nullopt) {
+      slurm["job_id"] = step->job_id;
+      slurm["step_id"] = step->step_id;
+    }
+    in.environment["slurm"] = slurm;
+    // Not measured: the hosts' offsets come from their agents' clock exchange, which this
+    // launcher does not run yet (on the one-box cluster every host reads this machine's clock).
+    in.environment["clock_offsets"] = nullptr;
+  }
   in.environment["fault_hook"] = hook_record_;
   in.environment["timeline_scheduling"] = timeline_scheduling_;
   in.history = &h;

@@ -28,6 +28,11 @@ struct RunOptions {
   // --report-only: expectations are checked and reported as usual, but a failed one does not
   // make the exit code 1 (for a baseline that is expected to fail them); 2 and 3 still count.
   bool report_only = false;
+  // "local" (every rank a child of this process in its host's namespace) or "slurm" (one srun
+  // job step over the one-box cluster of `faultline cluster up` in `cluster_dir`, whose
+  // topology the scenario's must fit; runner/exec/slurm_launcher.h).
+  std::string launcher = "local";
+  std::string cluster_dir;  // empty: DefaultClusterDir()
 };
 
 // Returns the exit code of DESIGN.md: 0 all expectations hold, 1 one failed, 2 bad input,

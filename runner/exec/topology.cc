@@ -216,12 +216,9 @@ uint32_t NetTopology::PortTable(int rank, int rail) const {
   return kPortTableBase + static_cast<uint32_t>(rank * options_.rails + rail);
 }
 
-Result<std::unique_ptr<NetTopology>> NetTopology::Build(const TopologyOptions& options) {
-  FL_RETURN_IF_ERROR(ValidateOptions(options));
-  std::unique_ptr<NetTopology> t(new NetTopology(options));
-  std::string dir = options.journal_dir.empty() ? Journal::DefaultDir() : options.journal_dir;
-  FL_ASSIGN_OR_RETURN(t->journal_, Journal::Open(dir));
-  t->switch_netns_ = SwitchNetnsName(options.run_id);
+void NetTopology::Describe() {
+  const TopologyOptions& options = options_;
+  switch_netns_ = SwitchNetnsName(options.run_id);
   for (int h = 0; h < options.hosts; ++h) {
     HostNet host;
     host.netns = HostNetnsName(options.run_id, h);
@@ -244,8 +241,16 @@ Result<std::unique_ptr<NetTopology>> NetTopology::Build(const TopologyOptions& o
       host.mgmt_dev = kMgmtDev;
       host.mgmt_addr = MgmtAddress(h);
     }
-    t->hosts_.push_back(std::move(host));
+    hosts_.push_back(std::move(host));
   }
+}
+
+Result<std::unique_ptr<NetTopology>> NetTopology::Build(const TopologyOptions& options) {
+  FL_RETURN_IF_ERROR(ValidateOptions(options));
+  std::unique_ptr<NetTopology> t(new NetTopology(options));
+  std::string dir = options.journal_dir.empty() ? Journal::DefaultDir() : options.journal_dir;
+  FL_ASSIGN_OR_RETURN(t->journal_, Journal::Open(dir));
+  t->Describe();
   // On any failure `t` is destroyed here, which removes what was created.
   FL_RETURN_IF_ERROR(t->CreateNamespaces());
   FL_RETURN_IF_ERROR(t->BuildSwitch());
@@ -253,6 +258,26 @@ Result<std::unique_ptr<NetTopology>> NetTopology::Build(const TopologyOptions& o
     FL_RETURN_IF_ERROR(t->BuildHost(h).WithContext("host " + std::to_string(h)));
   }
   return t;
+}
+
+Result<std::unique_ptr<NetTopology>> NetTopology::Attach(const TopologyOptions& options) {
+  FL_RETURN_IF_ERROR(ValidateOptions(options));
+  std::unique_ptr<NetTopology> t(new NetTopology(options));
+  t->Describe();
+  for (const std::string& name : t->AllNetns()) {
+    if (!NetnsExists(name)) {
+      return NotFound("network namespace '" + name + "' of topology '" + options.run_id +
+                      "' does not exist");
+    }
+  }
+  return t;
+}
+
+std::vector<std::string> NetTopology::Release() {
+  std::vector<std::string> ids;
+  for (const Created& c : created_) ids.push_back(c.journal_id);
+  created_.clear();
+  return ids;
 }
 
 Status NetTopology::CreateNamespaces() {

@@ -101,6 +101,12 @@ class NetTopology final {
   // namespace of this run id is present; InvalidArgument for bad options.
   static Result<std::unique_ptr<NetTopology>> Build(const TopologyOptions& options);
 
+  // The topology of these options as it already exists (built and Released by another
+  // process: the one-box cluster of `faultline cluster up`): names and addresses only; it owns
+  // nothing, so Teardown and the destructor leave it in place. NotFound naming the first
+  // namespace that does not exist.
+  static Result<std::unique_ptr<NetTopology>> Attach(const TopologyOptions& options);
+
   NetTopology(const NetTopology&) = delete;
   NetTopology& operator=(const NetTopology&) = delete;
   // Tears down (noexcept; failures are printed to stderr and left for `faultline cleanup`).
@@ -110,6 +116,9 @@ class NetTopology final {
   // each one that is gone. Keeps going after a failed step and returns the first failure
   // (whose entry stays in the journal). Idempotent: a second call is a no-op.
   Status Teardown();
+  // Gives up ownership: the namespaces stay after this object is gone, and their journal
+  // entries (returned, in creation order) are the caller's to undo.
+  std::vector<std::string> Release();
 
   // Names and addresses (pure; valid also for a host index that is out of range).
   static std::string HostNetnsName(std::string_view run_id, int host);
@@ -177,6 +186,7 @@ class NetTopology final {
     std::string journal_id;
   };
   explicit NetTopology(TopologyOptions options) : options_(std::move(options)) {}
+  void Describe();  // fills the names and addresses from options_
   Status CreateNamespaces();
   Status BuildSwitch();
   Status BuildHost(int h);
