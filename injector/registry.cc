@@ -6,6 +6,7 @@
 #include "injector/blackhole.h"
 #include "injector/conn_corrupt.h"
 #include "injector/conn_reset.h"
+#include "injector/daemon.h"
 #include "injector/journal.h"
 #include "injector/link_down.h"
 #include "injector/link_flap.h"
@@ -77,6 +78,10 @@ const std::vector<FaultKindInfo>& FaultKinds() {
       {"netns", "a network namespace the project created", "", nullptr, UndoNetns},
       {"veth", "a veth pair the project created", "", nullptr, UndoVeth},
       {"nft_table", "an nftables table the project created", "", nullptr, UndoNftTable},
+      {"daemon", "a daemon the project started (faultline cluster)", "", nullptr, UndoDaemon},
+      {"netns_procs", "every process left in a namespace the project created", "", nullptr,
+       UndoNetnsProcs},
+      {"dir", "a directory tree the project created", "", nullptr, UndoOwnedDir},
   };
   return kinds;
 }
