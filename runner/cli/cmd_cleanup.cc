@@ -1,5 +1,6 @@
 // faultline cleanup: undo everything the journal records (after a crash or SIGKILL).
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -22,7 +23,27 @@ int RunCleanup(const CleanupOptions& o) {
     std::fprintf(stderr, "faultline cleanup: %s\n", journal.status().ToString().c_str());
     return kExitHarness;
   }
-  CleanupReport report = CleanupJournal(**journal);
+  // The fault agents' journals first (agent-<node>, under this one on a one-box cluster):
+  // their faults act inside namespaces this journal may remove.
+  CleanupReport report;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(o.journal_dir, ec)) {
+    if (!e.is_directory() || e.path().filename().string().rfind("agent-", 0) != 0) continue;
+    auto sub = Journal::Open(e.path().string());
+    if (!sub.ok()) {
+      ++report.failed;
+      report.errors.push_back(sub.status().ToString());
+      continue;
+    }
+    CleanupReport r = CleanupJournal(**sub);
+    report.undone += r.undone;
+    report.failed += r.failed;
+    report.errors.insert(report.errors.end(), r.errors.begin(), r.errors.end());
+  }
+  CleanupReport own = CleanupJournal(**journal);
+  report.undone += own.undone;
+  report.failed += own.failed;
+  report.errors.insert(report.errors.end(), own.errors.begin(), own.errors.end());
   if (o.json) {
     std::cout << report.ToJson().dump() << std::endl;
   } else {

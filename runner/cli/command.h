@@ -28,5 +28,6 @@ void RegisterCalibrate(CLI::App& app, Action* action);
 void RegisterSimulate(CLI::App& app, Action* action);
 void RegisterCluster(CLI::App& app, Action* action);
 void RegisterTaskExec(CLI::App& app, Action* action);
+void RegisterAgent(CLI::App& app, Action* action);
 
 }  // namespace faultline::cli

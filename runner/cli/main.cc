@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   faultline::cli::RegisterSimulate(app, &action);
   faultline::cli::RegisterCluster(app, &action);
   faultline::cli::RegisterTaskExec(app, &action);
+  faultline::cli::RegisterAgent(app, &action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -28,6 +28,7 @@
 #include "runner/faults/registry.h"
 #include "runner/core/history.h"
 #include "runner/exec/launcher.h"
+#include "runner/exec/agent_client.h"
 #include "runner/exec/slurm_cluster.h"
 #include "runner/exec/slurm_launcher.h"
 #include "runner/exec/rail_sampler.h"
@@ -91,6 +92,11 @@ struct FaultState {
   const FaultSpec* spec = nullptr;
   FaultRecord record;
   std::map<int, std::unique_ptr<Injection>> by_cycle;  // link_flap: one injection per cycle
+  // Fleet runs: the cycles applied by the agent of `remote_host` (cycle -> its id there), and
+  // which of them it reverted.
+  std::map<int, std::string> remote_by_cycle;
+  std::set<int> remote_reverted;
+  int remote_host = -1;
 };
 
 // `ccl_version`: what the ranks' libraries said (WorkerHeader::ccl_version); null when no
@@ -142,6 +148,10 @@ class Run final {
   // --launcher slurm: the cluster the ranks run on, and the step they ran in.
   std::optional<ClusterInfo> cluster_;
   SlurmLauncher* slurm_ = nullptr;  // launcher_ when it is the Slurm one
+  std::unique_ptr<AgentFleet> fleet_;  // --launcher slurm: one fault agent per host
+  nlohmann::json agent_faults_ = nlohmann::json::array();  // which agent applied what
+  Status StartAgents();
+  void RemoteAction(FaultState& f, const TimelineAction& a, int64_t when);
   std::optional<int64_t> ranks_started_ns_;
   std::vector<int> handles_;  // by global rank
   // Where each rank serves its fault hook (ftccl only; empty otherwise), by global rank, and
@@ -233,6 +243,35 @@ Status Run::AttachCluster() {
   return Status();
 }
 
+Status Run::StartAgents() {
+  AgentFleetOptions ao;
+  ao.task_exe = ExeDir() + "/faultline";
+  ao.netns = cluster_->ctl_netns;
+  ao.client_env = cluster_->ClientEnv();
+  ao.partition = cluster_->partition;
+  ao.log_dir = fs::absolute(out_ + "/agents").string();
+  ao.job_name = "faultline-agents-" + run_id_;
+  // A port of this run: two runs on one cluster do not meet.
+  ao.port = 20000 + static_cast<int>(std::hash<std::string>{}(run_id_) % 20000);
+  for (int h = 0; h < topo_->hosts(); ++h) {
+    ao.nodes.push_back(cluster_->nodes[h]);
+    ao.addrs.push_back(NetTopology::MgmtAddress(h));
+    // Each agent acts only on its own host's rail ports.
+    for (const std::string& dev : topo_->host(h).rail_devs)
+      ao.allow.push_back(std::to_string(h) + "=" + topo_->host(h).netns + "/" + dev);
+  }
+  for (const std::string& hp : hook_paths_) {
+    if (!hp.empty()) ao.hook_dir = fs::path(hp).parent_path().string();
+  }
+  if (ao.hook_dir.empty()) ao.hook_dir = fs::absolute(out_ + "/ranks").string();
+  std::error_code ec;
+  fs::create_directories(ao.log_dir, ec);
+  auto f = AgentFleet::Start(std::move(ao));
+  if (!f.ok()) return f.status().WithContext("starting the fault agents");
+  fleet_ = std::move(f).value();
+  return Status();
+}
+
 Status Run::LaunchRanks() {
   if (cluster_) {
     SlurmLauncherOptions so;
@@ -261,6 +300,7 @@ Status Run::LaunchRanks() {
   const Topology& t = sc_.topology;
   const int world = t.world_size();
   ChooseHookPaths();
+  if (cluster_) FL_RETURN_IF_ERROR(StartAgents());
   // Every rank starts its workload at t0 (CLOCK_MONOTONIC is shared by all namespaces), which
   // leaves time to join the group; scenario offsets count from there. A Python rank first
   // loads PyTorch (about 1.5 s of CPU each, the ranks sharing this machine's cores).
@@ -404,6 +444,17 @@ Result<nlohmann::json> Run::FaultParams(const TimelineAction& a) const {
     case faults::TargetShape::kRank: {
       auto g = a.target.GlobalRank(sc_.topology);
       if (!g) return Status(Code::kInvalidArgument, "fault " + a.fault_id + ": no rank target");
+      if (fleet_) {
+        // The host's agent finds the rank's process by its Slurm task id.
+        auto step = slurm_ ? slurm_->step() : std::nullopt;
+        p["procid"] = *g;
+        if (step) {
+          p["job_id"] = step->job_id;
+          p["step_id"] = step->step_id;
+        }
+        p["netns"] = topo_->host(h).netns;
+        return p;
+      }
       auto pid = launcher_->LocalPid(handles_[*g]);
       if (!pid) {
         return Status(Code::kUnavailable,
@@ -459,6 +510,10 @@ void Run::DoAction(const TimelineAction& a) {
   if (it == faults_.end()) return;
   FaultState& f = *it;
   const int64_t when = t0_ + a.at_ns;
+  if (fleet_) {
+    RemoteAction(f, a, when);
+    return;
+  }
   if (a.type == ActionType::kApply) {
     if (f.record.error.rfind("not applied", 0) == 0) f.record.error.clear();
     auto params = FaultParams(a);
@@ -499,6 +554,67 @@ void Run::DoAction(const TimelineAction& a) {
       Status rt = topo_->RestorePortRoutes(a.target.host);
       if (!rt.ok() && f.record.error.empty()) f.record.error = "revert: " + rt.ToString();
     }
+  }
+}
+
+void Run::RemoteAction(FaultState& f, const TimelineAction& a, int64_t when) {
+  // The fault's host's agent applies it there and reads it back from that host's kernel; its
+  // times come back on its clock and are mapped to this one with the measured offset.
+  const int h = a.target.host;
+  auto to_runner = [&](const nlohmann::json& t, const char* key) -> int64_t {
+    const int64_t v = t.value(key, int64_t{0});
+    return v == 0 ? 0 : fleet_->FromAgent(h, v);
+  };
+  if (a.type == ActionType::kApply) {
+    if (f.record.error.rfind("not applied", 0) == 0) f.record.error.clear();
+    auto params = FaultParams(a);
+    if (!params.ok()) {
+      if (f.record.error.empty()) f.record.error = params.status().ToString();
+      return;
+    }
+    if (faults::DescriptorOf(a.kind).kills_rank) {
+      if (auto g = a.target.GlobalRank(sc_.topology)) killed_by_fault_[*g] = true;
+    }
+    const std::string id = f.record.id + "#" + std::to_string(a.cycle);
+    auto r = fleet_->Call(h, {{"op", "apply"},
+                              {"id", id},
+                              {"kind", a.injector_kind},
+                              {"params", *params},
+                              {"at_ns", fleet_->ToAgent(h, when)}});
+    if (!r.ok()) {
+      if (f.record.error.empty()) f.record.error = r.status().ToString();
+      return;
+    }
+    const nlohmann::json& t = (*r)["timing"];
+    if (!f.record.applied_ns && r->value("applied", false)) {
+      f.record.applied_ns = to_runner(t, "applied_ns");
+      f.record.observed_ns = to_runner(t, "observed_ns");
+      f.record.observed = t.value("observed", nlohmann::json());
+    }
+    if ((*r)["error"].is_string() && f.record.error.empty()) f.record.error = (*r)["error"];
+    if (r->value("applied", false)) {
+      f.remote_by_cycle[a.cycle] = id;
+      f.remote_host = h;
+    }
+    agent_faults_.push_back({{"fault", f.record.id},
+                             {"cycle", a.cycle},
+                             {"host", h},
+                             {"node", cluster_->nodes[h]},
+                             {"lateness_us", (to_runner(t, "applied_ns") - when) / 1e3}});
+  } else {
+    auto c = f.remote_by_cycle.find(a.cycle);
+    if (c == f.remote_by_cycle.end() || f.remote_reverted.count(a.cycle)) return;
+    auto r = fleet_->Call(h, {{"op", "revert"}, {"id", c->second}, {"at_ns", fleet_->ToAgent(h, when)}});
+    if (!r.ok()) {
+      if (f.record.error.empty()) f.record.error = "revert: " + r.status().ToString();
+      return;
+    }
+    if (r->value("reverted", false)) {
+      f.remote_reverted.insert(a.cycle);
+      f.record.reverted_ns = to_runner((*r)["timing"], "applied_ns");
+    }
+    if ((*r)["error"].is_string() && f.record.error.empty())
+      f.record.error = "revert: " + (*r)["error"].get<std::string>();
   }
 }
 
@@ -588,6 +704,22 @@ void Run::HealAll() {
       }
     }
     f.by_cycle.clear();
+    for (const auto& [cycle, id] : f.remote_by_cycle) {
+      if (f.remote_reverted.count(cycle) || !fleet_) continue;
+      auto r = fleet_->Call(f.remote_host, {{"op", "revert"}, {"id", id}, {"at_ns", 0}});
+      if (r.ok() && r->value("reverted", false)) {
+        f.remote_reverted.insert(cycle);
+        f.record.reverted_ns = fleet_->FromAgent(f.remote_host, (*r)["timing"].value("applied_ns", int64_t{0}));
+      } else {
+        harness_errors_.push_back("healing fault " + f.record.id + " through its agent: " +
+                                  (r.ok() ? std::string("not reverted") : r.status().ToString()));
+      }
+    }
+  }
+  // The agents measure their clocks once more, heal whatever is left and exit.
+  if (fleet_) {
+    Status st = fleet_->Stop();
+    if (!st.ok()) harness_errors_.push_back("stopping the fault agents: " + st.ToString());
   }
 }
 
@@ -723,9 +855,10 @@ int Run::Finish() {
       slurm["step_id"] = step->step_id;
     }
     in.environment["slurm"] = slurm;
-    // Not measured: the hosts' offsets come from their agents' clock exchange, which this
-    // launcher does not run yet (on the one-box cluster every host reads this machine's clock).
-    in.environment["clock_offsets"] = nullptr;
+    // Each host's agent clock against this one (a 4-timestamp exchange before and after).
+    in.environment["clock_offsets"] = fleet_ ? fleet_->ClockOffsetsJson() : nlohmann::json();
+    in.environment["agents"] = {{"faults", agent_faults_},
+                                {"events", fleet_ ? fleet_->events() : std::vector<std::string>{}}};
   }
   in.environment["fault_hook"] = hook_record_;
   in.environment["timeline_scheduling"] = timeline_scheduling_;

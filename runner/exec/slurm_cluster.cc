@@ -178,7 +178,8 @@ std::string SlurmConfText(const ClusterInfo& c, const std::string& hostname) {
     // A failed node (its slurmd killed) is noticed within seconds, and back when it returns.
     << "SlurmdTimeout=5\nSlurmctldTimeout=5\nReturnToService=2\n"
     << "InactiveLimit=0\nKillWait=2\nMinJobAge=5\nMessageTimeout=5\n";
-  o << "NodeName=DEFAULT CPUs=" << c.ranks_per_host << " RealMemory=1000 State=UNKNOWN\n";
+  // One CPU per rank and one for the host's fault agent, whose step runs beside the ranks'.
+  o << "NodeName=DEFAULT CPUs=" << c.ranks_per_host + 1 << " RealMemory=1000 State=UNKNOWN\n";
   for (int h = 0; h < c.hosts; ++h) {
     o << "NodeName=" << c.nodes[h] << " NodeAddr=" << NetTopology::MgmtAddress(h) << "\n";
   }

@@ -7,7 +7,7 @@
 // its management network; the management bridge in the switch namespace gets kCtlAddress, and
 // slurmctld runs there (so does every client command: srun, sinfo, scancel). Host i runs
 // `slurmd -N h<i>` in its namespace; node h<i> has NodeAddr 198.19.0.<i+1> and
-// CPUs = ranks_per_host. A private munged (its own key, socket and pid file) serves all of
+// CPUs = ranks_per_host + 1 (the ranks and the host's fault agent). A private munged (its own key, socket and pid file) serves all of
 // them; its socket is named by AuthInfo. Everything lives under one directory (default
 // /run/faultline/cluster): slurm.conf, cgroup.conf, the munge key and socket, the state, spool
 // and log files (per node: %n). /etc/slurm and /etc/munge are never read or written.

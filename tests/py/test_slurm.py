@@ -91,9 +91,10 @@ def test_cluster_up_places_tasks_in_host_namespaces_and_down_leaves_nothing(box)
     before = netns_names()
     info = up(box, "--hosts", "2", "--ranks-per-host", "2", "--rails", "2")
     assert info["nodes"] == ["h0", "h1"]
-    # Real daemons: one munged, one slurmctld, a slurmd per node, each in its namespace.
+    # Real daemons: one munged, one slurmctld, a slurmd per node, each in its namespace; a
+    # node's CPUs are its ranks and its fault agent.
     nodes = ctl(box, info, "sinfo", "-h", "-N", "-o", "%N %T %c").stdout.split("\n")
-    assert sorted(n.split() for n in nodes if n) == [["h0", "idle", "2"], ["h1", "idle", "2"]]
+    assert sorted(n.split() for n in nodes if n) == [["h0", "idle", "3"], ["h1", "idle", "3"]]
     # srun places tasks 0,1 on h0 and 2,3 on h1: in those hosts' namespaces.
     r = ctl(box, info, "srun", "-N2", "-n4", "--ntasks-per-node=2", "sh", "-c",
             'echo $SLURM_PROCID $SLURM_NODEID $(ip netns identify $$)')

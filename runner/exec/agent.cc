@@ -1,0 +1,373 @@
+#include "runner/exec/agent.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "base/clock.h"
+#include "base/fd.h"
+#include "injector/injection.h"
+#include "injector/journal.h"
+#include "injector/policy.h"
+#include "injector/realtime_scope.h"
+#include "injector/registry.h"
+
+namespace faultline::runner {
+namespace fs = std::filesystem;
+namespace {
+
+std::atomic<bool> g_agent_stop{false};
+void OnStop(int) { g_agent_stop = true; }
+
+std::string Env(const char* n) {
+  const char* v = std::getenv(n);
+  return v ? v : "";
+}
+
+bool SameToken(const std::string& a, const std::string& b) {
+  if (a.size() != b.size() || a.empty()) return false;
+  unsigned char d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return d == 0;
+}
+
+std::map<std::string, std::string> ProcEnv(int pid) {
+  std::map<std::string, std::string> env;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  for (std::string kv; std::getline(in, kv, '\0');) {
+    const auto eq = kv.find('=');
+    if (eq != std::string::npos && kv.compare(0, 6, "SLURM_") == 0)
+      env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return env;
+}
+
+int ParentOf(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string s((std::istreambuf_iterator<char>(in)), {});
+  const auto close = s.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream rest(s.substr(close + 2));
+  char state;
+  int ppid = -1;
+  rest >> state >> ppid;
+  return ppid;
+}
+
+// The rank process of Slurm task `procid` of step job.step on this host: the task's process
+// whose parent is the task itself (the rank under `faultline task-exec`), else the task.
+Result<int> FindTaskPid(int procid, const std::string& job, const std::string& step) {
+  std::set<int> task;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos) continue;
+    const int pid = std::stoi(n);
+    auto env = ProcEnv(pid);
+    if (env["SLURM_PROCID"] != std::to_string(procid)) continue;
+    if (!job.empty() && env["SLURM_JOB_ID"] != job) continue;
+    if (!step.empty() && env["SLURM_STEP_ID"] != step) continue;
+    task.insert(pid);
+  }
+  for (int pid : task) {
+    if (task.count(ParentOf(pid))) return pid;
+  }
+  if (task.size() == 1) return *task.begin();
+  return NotFound("no process of task " + std::to_string(procid) + " (job " + job + "." + step +
+                  ") on this host");
+}
+
+class Agent {
+ public:
+  Agent(AgentOptions o, std::unique_ptr<Journal> j, TargetPolicy p, std::string token,
+        std::string node)
+      : o_(std::move(o)), journal_(std::move(j)), policy_(std::move(p)),
+        token_(std::move(token)), node_(std::move(node)) {}
+
+  int Serve(int listen_fd, int healed_at_start);
+
+ private:
+  nlohmann::json Handle(const nlohmann::json& req);
+  Status CheckTarget(nlohmann::json* params);
+  int HealAll();
+  AgentOptions o_;
+  std::unique_ptr<Journal> journal_;
+  TargetPolicy policy_;
+  std::string token_;
+  std::string node_;
+  int healed_at_start_ = 0;
+  bool bye_ = false;
+  std::map<std::string, std::unique_ptr<Injection>> injections_;
+};
+
+Status Agent::CheckTarget(nlohmann::json* params) {
+  nlohmann::json& p = *params;
+  if (p.contains("procid")) {
+    if (!p["procid"].is_number_integer()) return InvalidArgument("procid must be an integer");
+    FL_ASSIGN_OR_RETURN(int pid, FindTaskPid(p["procid"].get<int>(), p.value("job_id", ""),
+                                             p.value("step_id", "")));
+    p.erase("procid");
+    p.erase("job_id");
+    p.erase("step_id");
+    p["pid"] = pid;
+  }
+  if (p.contains("hook")) {
+    const std::string hook = p.value("hook", "");
+    const std::string dir = fs::path(o_.hook_dir).lexically_normal().string();
+    const std::string norm = fs::path(hook).lexically_normal().string();
+    if (o_.hook_dir.empty() || norm.rfind(dir + "/", 0) != 0) {
+      return PermissionDenied("fault hook " + hook + " is outside this agent's allowed directory");
+    }
+    return Status::Ok();
+  }
+  const std::string netns = p.value("netns", "");
+  const std::string dev = p.value("dev", "");
+  for (const std::string& a : o_.allow) {
+    const auto slash = a.find('/');
+    const std::string ans = a.substr(0, slash), adev = slash == std::string::npos ? "" : a.substr(slash + 1);
+    if (ans != netns) continue;
+    if (dev.empty() || adev == "*" || adev == dev) return Status::Ok();
+  }
+  return PermissionDenied("this agent's allowlist does not name " + netns + "/" +
+                          (dev.empty() ? "*" : dev));
+}
+
+int Agent::HealAll() {
+  int healed = 0;
+  for (auto& [id, inj] : injections_) {
+    if (inj->applied() && !inj->reverted()) {
+      if (inj->RevertAt(0).ok()) ++healed;
+    }
+  }
+  injections_.clear();
+  // And whatever else the journal holds (an Arm whose apply never returned).
+  healed += CleanupJournal(*journal_).undone;
+  return healed;
+}
+
+nlohmann::json Agent::Handle(const nlohmann::json& req) {
+  auto fail = [](const std::string& e) { return nlohmann::json{{"ok", false}, {"error", e}}; };
+  const std::string op = req.value("op", "");
+  if (op == "hello") {
+    return {{"ok", true}, {"node", node_}, {"node_id", std::atoi(Env("SLURM_NODEID").c_str())},
+            {"pid", ::getpid()}, {"healed", healed_at_start_}};
+  }
+  if (op == "clock") return {{"ok", true}, {"t2", 0}, {"t3", 0}};  // filled by Serve
+  if (op == "renew") return {{"ok", true}};
+  if (op == "bye") {
+    bye_ = true;
+    return {{"ok", true}, {"healed", HealAll()}};
+  }
+  if (op == "apply") {
+    const std::string id = req.value("id", "");
+    if (id.empty() || injections_.count(id)) return fail("apply needs a new id");
+    nlohmann::json params = req.value("params", nlohmann::json::object());
+    if (!params.is_object()) return fail("params must be an object");
+    Status st = CheckTarget(&params);
+    if (!st.ok()) return fail(st.ToString());
+    auto fault = CreateFault(req.value("kind", ""), params);
+    if (!fault.ok()) return fail(fault.status().ToString());
+    auto inj = Injection::Arm(std::move(fault).value(), journal_.get(), policy_);
+    if (!inj.ok()) return fail(inj.status().ToString());
+    st = (*inj)->ApplyAt(req.value("at_ns", int64_t{0}));
+    nlohmann::json r = {{"ok", true},
+                        {"applied", (*inj)->applied()},
+                        {"timing", (*inj)->apply_timing().ToJson()},
+                        {"error", st.ok() ? nlohmann::json(nullptr) : nlohmann::json(st.ToString())}};
+    injections_[id] = std::move(inj).value();
+    return r;
+  }
+  if (op == "revert") {
+    auto it = injections_.find(req.value("id", ""));
+    if (it == injections_.end()) return fail("no fault " + req.value("id", "") + " applied here");
+    Status st = it->second->RevertAt(req.value("at_ns", int64_t{0}));
+    return {{"ok", true},
+            {"reverted", it->second->reverted()},
+            {"timing", it->second->revert_timing().ToJson()},
+            {"error", st.ok() ? nlohmann::json(nullptr) : nlohmann::json(st.ToString())}};
+  }
+  return fail("unknown op '" + op + "'");
+}
+
+int Agent::Serve(int listen_fd, int healed_at_start) {
+  healed_at_start_ = healed_at_start;
+  UniqueFd client;
+  std::string buf;
+  int64_t last = MonoNow();
+  const int64_t lease_ns = o_.lease_ms * 1'000'000;
+  while (!g_agent_stop && !bye_) {
+    pollfd p[2] = {{listen_fd, POLLIN, 0}, {client.valid() ? client.get() : -1, POLLIN, 0}};
+    const int n = ::poll(p, 2, 50);
+    if (n < 0 && errno != EINTR) break;
+    if (MonoNow() - last > lease_ns) {
+      std::fprintf(stderr, "faultline agent %s: no word from the runner for %lld ms: healing\n",
+                   node_.c_str(), static_cast<long long>(o_.lease_ms));
+      break;
+    }
+    if (n <= 0) continue;
+    if (p[0].revents & POLLIN) {
+      const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd >= 0) {
+        if (client.valid()) {
+          ::close(fd);  // one runner at a time
+        } else {
+          client.Reset(fd);
+          const int one = 1;
+          ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+          buf.clear();
+        }
+      }
+    }
+    if (client.valid() && (p[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+      const int64_t t2 = MonoNow();
+      char chunk[65536];
+      const ssize_t got = ::read(client.get(), chunk, sizeof chunk);
+      if (got <= 0) {
+        client.Reset();  // the runner may reconnect within the lease
+        continue;
+      }
+      buf.append(chunk, got);
+      for (size_t nl; (nl = buf.find('\n')) != std::string::npos;) {
+        const std::string line = buf.substr(0, nl);
+        buf.erase(0, nl + 1);
+        nlohmann::json req = nlohmann::json::parse(line, nullptr, false);
+        nlohmann::json resp;
+        if (req.is_discarded() || !req.is_object()) {
+          resp = {{"ok", false}, {"error", "not a JSON object"}};
+        } else if (!SameToken(req.value("token", ""), token_)) {
+          // Nothing is done for a caller without the run's token; it is dropped.
+          std::fprintf(stderr, "faultline agent %s: a request without the run's token: closed\n",
+                       node_.c_str());
+          client.Reset();
+          break;
+        } else {
+          last = MonoNow();
+          resp = Handle(req);
+          if (req.value("op", "") == "clock") {
+            resp["t2"] = t2;
+            resp["t3"] = MonoNow();
+          }
+        }
+        const std::string out = resp.dump() + "\n";
+        size_t off = 0;
+        while (off < out.size()) {
+          const ssize_t w = ::send(client.get(), out.data() + off, out.size() - off, MSG_NOSIGNAL);
+          if (w <= 0) break;
+          off += static_cast<size_t>(w);
+        }
+      }
+    }
+  }
+  const int healed = bye_ ? 0 : HealAll();
+  if (!bye_) {
+    std::fprintf(stderr, "faultline agent %s: healed %d fault%s, exiting\n", node_.c_str(),
+                 healed, healed == 1 ? "" : "s");
+  }
+  return 0;
+}
+
+}  // namespace
+
+int RunAgent(const AgentOptions& o_in) {
+  AgentOptions o = o_in;
+  const std::string token = Env("FAULTLINE_AGENT_TOKEN");
+  if (token.size() < 16) {
+    std::fprintf(stderr, "faultline agent: FAULTLINE_AGENT_TOKEN (16+ characters) is not set\n");
+    return 2;
+  }
+  ::unsetenv("FAULTLINE_AGENT_TOKEN");
+  std::string node = Env("SLURMD_NODENAME");
+  if (node.empty()) {
+    char h[256] = {};
+    ::gethostname(h, sizeof h - 1);
+    node = h;
+  }
+  if (o.listen.empty() || o.port <= 0 || o.port > 65535) {
+    std::fprintf(stderr, "faultline agent: --listen ADDR[,ADDR...] and --port are required\n");
+    return 2;
+  }
+  std::string addr = o.listen[0];
+  if (o.listen.size() > 1) {
+    const int id = std::atoi(Env("SLURM_NODEID").c_str());
+    if (Env("SLURM_NODEID").empty() || id < 0 || id >= static_cast<int>(o.listen.size())) {
+      std::fprintf(stderr, "faultline agent: several --listen addresses need SLURM_NODEID to "
+                           "choose one\n");
+      return 2;
+    }
+    addr = o.listen[id];
+  }
+  // "N=NETNS/DEV" entries are host N's (SLURM_NODEID); plain entries every host's.
+  {
+    std::vector<std::string> mine;
+    const std::string id = Env("SLURM_NODEID");
+    for (const std::string& a : o.allow) {
+      const auto eq = a.find('=');
+      if (eq == std::string::npos) {
+        mine.push_back(a);
+      } else if (a.substr(0, eq) == id) {
+        mine.push_back(a.substr(eq + 1));
+      }
+    }
+    o.allow = std::move(mine);
+  }
+  if (o.journal_dir.empty()) o.journal_dir = Journal::DefaultDir() + "/agent-" + node;
+  auto journal = Journal::Open(o.journal_dir);
+  if (!journal.ok()) {
+    std::fprintf(stderr, "faultline agent: %s\n", journal.status().ToString().c_str());
+    return 3;
+  }
+  // A predecessor killed with its faults in force: undo them before anything else.
+  const CleanupReport healed = CleanupJournal(**journal);
+  auto policy = TargetPolicy::Create(o.allow, journal->get(), false);
+  if (!policy.ok()) {
+    std::fprintf(stderr, "faultline agent: %s\n", policy.status().ToString().c_str());
+    return 2;
+  }
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(o.port));
+  if (::inet_pton(AF_INET, addr.c_str(), &sa.sin_addr) != 1) {
+    std::fprintf(stderr, "faultline agent: --listen %s is not an IPv4 address\n", addr.c_str());
+    return 2;
+  }
+  UniqueFd ls(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  const int one = 1;
+  ::setsockopt(ls.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (!ls.valid() || ::bind(ls.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 ||
+      ::listen(ls.get(), 4) != 0) {
+    std::fprintf(stderr, "faultline agent: cannot listen on %s:%d: %s\n", addr.c_str(), o.port,
+                 std::strerror(errno));
+    return 3;
+  }
+  struct sigaction act {};
+  act.sa_handler = OnStop;
+  sigemptyset(&act.sa_mask);
+  ::sigaction(SIGTERM, &act, nullptr);
+  ::sigaction(SIGINT, &act, nullptr);
+  std::fprintf(stderr, "faultline agent %s: listening on %s:%d (healed %d on start)\n",
+               node.c_str(), addr.c_str(), o.port, healed.undone);
+  // Like the runner's timeline thread: it sleeps to fault times and makes short kernel calls,
+  // so it may run at realtime priority and wake on time on a busy host.
+  RealtimeScope priority;
+  Agent agent(o, std::move(journal).value(), std::move(policy).value(), token, node);
+  return agent.Serve(ls.get(), healed.undone);
+}
+
+}  // namespace faultline::runner
