@@ -6,7 +6,10 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/random.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -63,9 +66,8 @@ Result<std::unique_ptr<AgentFleet>> AgentFleet::Start(AgentFleetOptions o) {
   f->before_.resize(n);
   f->after_.resize(n);
   f->pids_.assign(n, 0);
-  auto srun = LocalNetnsLauncher::Create({f->o_.netns}, f->o_.log_dir);
-  if (!srun.ok()) return srun.status();
-  f->srun_ = std::move(srun).value();
+  f->generation_.assign(n, 0);
+  f->replaced_at_.assign(n, 0);
   std::vector<int> all;
   for (int h = 0; h < n; ++h) all.push_back(h);
   FL_RETURN_IF_ERROR(f->StartStep(all));
@@ -107,15 +109,40 @@ Status AgentFleet::StartStep(const std::vector<int>& hosts) {
       argv.insert(argv.end(), {"--allow", a.substr(eq + 1)});
     }
   }
-  LaunchSpec s;
-  s.argv = std::move(argv);
   // The token reaches the agents through the step's environment, never a command line.
-  s.env = o_.client_env;
-  s.env.push_back("FAULTLINE_AGENT_TOKEN=" + token_);
-  s.name = "agents-srun" + std::to_string(steps_.size());
-  auto h = srun_->Start(s);
-  if (!h.ok()) return h.status().WithContext("starting the agents' step");
-  steps_.push_back(*h);
+  std::vector<std::string> env = o_.client_env;
+  env.push_back("FAULTLINE_AGENT_TOKEN=" + token_);
+  UniqueFd ns;
+  if (!o_.netns.empty()) {
+    auto fd = OpenNetns(o_.netns);
+    if (!fd.ok()) return fd.status();
+    ns = std::move(fd).value();
+  }
+  const std::string log = o_.log_dir + "/agents-srun" + std::to_string(steps_.size()) + ".err";
+  std::vector<char*> args;
+  for (auto& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
+  for (auto& e : env) env_strings.push_back(e);
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) return ErrnoStatus("fork", errno);
+  if (pid == 0) {
+    ::setsid();
+    if (ns.valid() && ::setns(ns.get(), CLONE_NEWNET) != 0) ::_exit(126);
+    const int in = ::open("/dev/null", O_RDONLY);
+    const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (in < 0 || out < 0) ::_exit(126);
+    ::dup2(in, 0);
+    ::dup2(out, 1);
+    ::dup2(out, 2);
+    ::execvpe(args[0], args.data(), envp.data());
+    ::_exit(127);
+  }
+  steps_.push_back(pid);
   return Status::Ok();
 }
 
@@ -219,6 +246,8 @@ Result<nlohmann::json> AgentFleet::Call(int host, nlohmann::json req, int64_t ti
     auto off = Measure(host);
     if (off.ok()) before_[host] = *off;
     events_.push_back("agent of " + o_.nodes[host] + " replaced");
+    ++generation_[host];
+    replaced_at_[host] = MonoNow();
   } else {
     events_.push_back("agent of " + o_.nodes[host] + " could not be replaced: " + st.ToString());
   }
@@ -235,6 +264,15 @@ Result<ClockOffset> AgentFleet::Measure(int host) {
     samples.push_back({t1, r->value("t2", int64_t{0}), r->value("t3", int64_t{0}), t4});
   }
   return BestOffset(samples);
+}
+
+int AgentFleet::generation(int host) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return generation_.at(host);
+}
+int64_t AgentFleet::replaced_at(int host) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return replaced_at_.at(host);
 }
 
 int64_t AgentFleet::ToAgent(int host, int64_t runner_ns) const {
@@ -279,10 +317,19 @@ Status AgentFleet::Stop() {
     conns_[h].Reset();
   }
   // The agents exit after bye; their steps end with them.
-  for (int s : steps_) {
-    auto st = srun_->Wait(s, MonoNow() + 10'000'000'000);
-    if (!st.ok() || st->running()) srun_->Kill(s, SIGKILL).IgnoreError();
+  for (pid_t s : steps_) {
+    const int64_t deadline = MonoNow() + 10'000'000'000;
+    int ws = 0;
+    while (::waitpid(s, &ws, WNOHANG) == 0) {
+      if (MonoNow() > deadline) {
+        ::kill(s, SIGKILL);
+        ::waitpid(s, &ws, 0);
+        break;
+      }
+      ::usleep(10'000);
+    }
   }
+  steps_.clear();
   return first;
 }
 

@@ -13,7 +13,7 @@
 
 #include "base/fd.h"
 #include "base/status.h"
-#include "runner/exec/launcher.h"
+#include <sys/types.h>
 
 namespace faultline::runner {
 
@@ -67,6 +67,10 @@ class AgentFleet {
   // What happened to the agents (lost, replaced, what they healed), for the report.
   std::vector<std::string> events() const;
   int hosts() const { return static_cast<int>(conns_.size()); }
+  // How many times host h's agent was replaced, and when the last replacement said hello (its
+  // heal on start was done then; runner clock, 0 if never).
+  int generation(int host) const;
+  int64_t replaced_at(int host) const;
   // The agents' step (tests kill one through it).
   const std::vector<int>& agent_pids() const { return pids_; }
 
@@ -79,13 +83,17 @@ class AgentFleet {
   void RenewLoop();
   AgentFleetOptions o_;
   std::string token_;
-  std::unique_ptr<LocalNetnsLauncher> srun_;
-  std::vector<int> steps_;  // srun handles
+  // The agents' srun processes: children of this process but not tied to its life (no
+  // PDEATHSIG, their own session), so that a runner killed with SIGKILL does not take the
+  // agents' step down with it: the agents must outlive it to heal when their leases lapse.
+  std::vector<pid_t> steps_;
   mutable std::mutex mu_;
   std::vector<UniqueFd> conns_;
   std::vector<std::string> bufs_;
   std::vector<ClockOffset> before_, after_;
   std::vector<int> pids_;
+  std::vector<int> generation_;
+  std::vector<int64_t> replaced_at_;
   std::vector<std::string> events_;
   std::atomic<bool> stop_{false};
   std::thread renew_;

@@ -97,6 +97,7 @@ struct FaultState {
   std::map<int, std::string> remote_by_cycle;
   std::set<int> remote_reverted;
   int remote_host = -1;
+  int remote_generation = 0;  // of the agent that applied them
 };
 
 // `ccl_version`: what the ranks' libraries said (WorkerHeader::ccl_version); null when no
@@ -152,6 +153,7 @@ class Run final {
   nlohmann::json agent_faults_ = nlohmann::json::array();  // which agent applied what
   Status StartAgents();
   void RemoteAction(FaultState& f, const TimelineAction& a, int64_t when);
+  bool RevertedByReplacement(FaultState& f);
   std::optional<int64_t> ranks_started_ns_;
   std::vector<int> handles_;  // by global rank
   // Where each rank serves its fault hook (ftccl only; empty otherwise), by global rank, and
@@ -557,6 +559,19 @@ void Run::DoAction(const TimelineAction& a) {
   }
 }
 
+bool Run::RevertedByReplacement(FaultState& f) {
+  // The agent that applied the fault was lost and replaced: the replacement undid the fault on
+  // start, before its time. The run did not get the fault it asked for; the report says so.
+  if (f.remote_host < 0 || fleet_->generation(f.remote_host) == f.remote_generation) return false;
+  for (const auto& [cycle, id] : f.remote_by_cycle) f.remote_reverted.insert(cycle);
+  if (!f.record.reverted_ns) f.record.reverted_ns = fleet_->replaced_at(f.remote_host);
+  if (f.record.error.empty()) {
+    f.record.error = "reverted early: the agent of " + cluster_->nodes[f.remote_host] +
+                     " that applied it was lost, and its replacement undid it on start";
+  }
+  return true;
+}
+
 void Run::RemoteAction(FaultState& f, const TimelineAction& a, int64_t when) {
   // The fault's host's agent applies it there and reads it back from that host's kernel; its
   // times come back on its clock and are mapped to this one with the measured offset.
@@ -595,6 +610,7 @@ void Run::RemoteAction(FaultState& f, const TimelineAction& a, int64_t when) {
     if (r->value("applied", false)) {
       f.remote_by_cycle[a.cycle] = id;
       f.remote_host = h;
+      f.remote_generation = fleet_->generation(h);
     }
     agent_faults_.push_back({{"fault", f.record.id},
                              {"cycle", a.cycle},
@@ -604,6 +620,7 @@ void Run::RemoteAction(FaultState& f, const TimelineAction& a, int64_t when) {
   } else {
     auto c = f.remote_by_cycle.find(a.cycle);
     if (c == f.remote_by_cycle.end() || f.remote_reverted.count(a.cycle)) return;
+    if (RevertedByReplacement(f)) return;
     auto r = fleet_->Call(h, {{"op", "revert"}, {"id", c->second}, {"at_ns", fleet_->ToAgent(h, when)}});
     if (!r.ok()) {
       if (f.record.error.empty()) f.record.error = "revert: " + r.status().ToString();
@@ -704,6 +721,7 @@ void Run::HealAll() {
       }
     }
     f.by_cycle.clear();
+    if (fleet_ && RevertedByReplacement(f)) continue;
     for (const auto& [cycle, id] : f.remote_by_cycle) {
       if (f.remote_reverted.count(cycle) || !fleet_) continue;
       auto r = fleet_->Call(f.remote_host, {{"op", "revert"}, {"id", id}, {"at_ns", 0}});

@@ -48,6 +48,26 @@ def live_processes_mentioning(text):
     return found
 
 
+CLUSTER_IDS = []  # run ids of the clusters the current test brought up
+
+
+def cluster_netns(run_id):
+    return {n for n in netns_names() if n.startswith(f"fl-{run_id}-")}
+
+
+def journaled_run_ids(journal_dir):
+    ids = set()
+    for path in glob.glob(os.path.join(journal_dir, "*.json")):
+        try:
+            with open(path) as f:
+                ns = json.load(f).get("undo", {}).get("netns", "")
+        except (OSError, ValueError):
+            continue
+        if ns.startswith("fl-"):
+            ids.add(ns.split("-")[1])
+    return ids
+
+
 @pytest.fixture
 def box(tmp_path):
     """Environment for one test's cluster: its own directory and journal."""
@@ -55,30 +75,38 @@ def box(tmp_path):
     env["FAULTLINE_CLUSTER_DIR"] = str(tmp_path / "cluster")
     env["FAULTLINE_JOURNAL_DIR"] = str(tmp_path / "journal")
     env["PATH"] = env.get("PATH", "") + ":/usr/sbin:/sbin"
-    before = netns_names()
+    CLUSTER_IDS.clear()
     yield env
-    # Whatever the test did, nothing of its cluster may stay.
+    # Whatever the test did, nothing of its clusters may stay.
     subprocess.run([FAULTLINE, "cluster", "down"], env=env, capture_output=True)
     subprocess.run([FAULTLINE, "cleanup"], env=env, capture_output=True)
-    assert netns_names() - before == set()
+    for run_id in CLUSTER_IDS:
+        assert cluster_netns(run_id) == set()
 
 
-def assert_nothing_left(env, before_netns):
+def assert_nothing_left(env, run_ids):
+    """The clusters `run_ids` left nothing: directory, namespaces (by their names), daemons (by
+    their command lines, which name the cluster directory) and journal entries."""
     cdir = env["FAULTLINE_CLUSTER_DIR"]
+    assert run_ids
     assert not os.path.exists(cdir), os.listdir(cdir)
-    assert netns_names() - before_netns == set()
+    for run_id in run_ids:
+        assert cluster_netns(run_id) == set()
     # The daemons are gone: none is left running (a zombie waits only for init to reap it).
     deadline = time.time() + 5
     while live_processes_mentioning(cdir) and time.time() < deadline:
         time.sleep(0.1)
     assert live_processes_mentioning(cdir) == []
-    assert glob.glob(os.path.join(env["FAULTLINE_JOURNAL_DIR"], "*.json")) == []
+    jdir = env["FAULTLINE_JOURNAL_DIR"]
+    assert glob.glob(os.path.join(jdir, "*.json")) + glob.glob(os.path.join(jdir, "*", "*.json")) == []
 
 
 def up(env, *extra):
     r = sh(FAULTLINE, "cluster", "up", "--json", *extra, env=env, check=False)
     assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
+    info = json.loads(r.stdout)
+    CLUSTER_IDS.append(info["run_id"])
+    return info
 
 
 def ctl(env, info, *argv, check=True):
@@ -88,7 +116,6 @@ def ctl(env, info, *argv, check=True):
 
 
 def test_cluster_up_places_tasks_in_host_namespaces_and_down_leaves_nothing(box):
-    before = netns_names()
     info = up(box, "--hosts", "2", "--ranks-per-host", "2", "--rails", "2")
     assert info["nodes"] == ["h0", "h1"]
     # Real daemons: one munged, one slurmctld, a slurmd per node, each in its namespace; a
@@ -106,7 +133,7 @@ def test_cluster_up_places_tasks_in_host_namespaces_and_down_leaves_nothing(box)
     assert any("munged" in c and info["munge_socket"] in c for _, c in daemons)
     r = sh(FAULTLINE, "cluster", "down", env=box)
     assert "down" in r.stdout
-    assert_nothing_left(box, before)
+    assert_nothing_left(box, [info["run_id"]])
 
 
 def test_second_cluster_up_is_refused_and_changes_nothing(box):
@@ -115,7 +142,8 @@ def test_second_cluster_up_is_refused_and_changes_nothing(box):
     r = sh(FAULTLINE, "cluster", "up", "--hosts", "1", env=box, check=False)
     assert r.returncode == 2
     assert "already up" in r.stderr
-    assert netns_names() == ns
+    assert cluster_netns(info["run_id"]) == {f"fl-{info['run_id']}-sw", f"fl-{info['run_id']}-h0"}
+    assert journaled_run_ids(box["FAULTLINE_JOURNAL_DIR"]) == {info["run_id"]}
     assert ctl(box, info, "sinfo", "-h", "-o", "%T").stdout.strip() == "idle"
 
 
@@ -128,34 +156,60 @@ def test_down_without_cluster_is_a_clear_error(box):
 def test_cluster_up_killed_midway_is_undone_by_cleanup(box):
     """SIGKILL at any point of `cluster up`: the journal has every namespace, daemon and the
     directory, so `faultline cleanup` removes them."""
-    before = netns_names()
-    for delay in (0.15, 0.4):
+    caught = []
+    for delay in (0.15, 0.4, 0.6):
         p = subprocess.Popen([FAULTLINE, "cluster", "up", "--hosts", "2"], env=box,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(delay)
         p.send_signal(signal.SIGKILL)
         p.wait()
+        ids = journaled_run_ids(box["FAULTLINE_JOURNAL_DIR"])
+        CLUSTER_IDS.extend(ids)
+        caught.append((delay, bool(ids), bool(live_processes_mentioning(box["FAULTLINE_CLUSTER_DIR"]))))
         r = sh(FAULTLINE, "cleanup", env=box, check=False)
         assert r.returncode == 0, r.stderr
-        assert_nothing_left(box, before)
+        if ids:  # killed after its namespaces were journaled
+            assert_nothing_left(box, ids)
+        assert not os.path.exists(box["FAULTLINE_CLUSTER_DIR"])
+    # At least one kill caught the cluster half built, with daemons running.
+    assert any(ns and daemons for _, ns, daemons in caught), caught
 
 
 def test_demo_under_slurm_gives_the_local_verdict(box, tmp_path):
-    before = netns_names()
-    up(box, "--hosts", "2", "--ranks-per-host", "2", "--rails", "2", "--rail-gbps", "1")
-    out_s, out_l = str(tmp_path / "slurm"), str(tmp_path / "local")
-    rs = sh(FAULTLINE, "run", DEMO, "--launcher", "slurm", "--out", out_s, env=box, check=False,
-            timeout=180)
-    rl = sh(FAULTLINE, "run", DEMO, "--out", out_l, env=box, check=False, timeout=180)
-    assert rs.returncode == rl.returncode == 0, rs.stdout + rs.stderr
+    info = up(box, "--hosts", "2", "--ranks-per-host", "2", "--rails", "2", "--rail-gbps", "1")
+    # The same scenario through both launchers; the verdicts must agree. On a shared box a
+    # borderline expectation (recovery within 4 s) can flip with the load for either launcher:
+    # a difference is run again once, and only one that repeats is the launcher's.
+    for attempt in range(2):
+        out_s = str(tmp_path / f"slurm{attempt}")
+        out_l = str(tmp_path / f"local{attempt}")
+        rs = sh(FAULTLINE, "run", DEMO, "--launcher", "slurm", "--out", out_s, env=box,
+                check=False, timeout=180)
+        rl = sh(FAULTLINE, "run", DEMO, "--out", out_l, env=box, check=False, timeout=180)
+        if rs.returncode == rl.returncode:
+            break
+    assert rs.returncode == rl.returncode, rs.stdout + rl.stdout
+    assert rs.returncode in (0, 1), rs.stdout + rs.stderr  # a verdict, not a harness error
     with open(os.path.join(out_s, "report.json")) as f:
         rep = json.load(f)
     env = rep["environment"]
     assert env["launcher"] == "slurm"
     assert env["slurm"]["job_id"] and env["slurm"]["step_id"] == "0"
-    assert env["clock_offsets"] is None  # not measured: no agents yet, never made up
     with open(os.path.join(out_l, "report.json")) as f:
         assert json.load(f)["environment"]["launcher"] == "local"
+    # Every fault (each flap cycle too) was applied by the agent of its target host.
+    by_id = {f["id"]: f["target"]["host"] for f in rep["faults"]}
+    applied = env["agents"]["faults"]
+    assert {a["fault"] for a in applied} == set(by_id)
+    assert all(a["host"] == by_id[a["fault"]] and a["node"] == f"h{a['host']}" for a in applied)
+    # One clock: every host's offset was measured, before and after. On one machine the true
+    # offset is 0, so a correct 4-timestamp estimate lies within its stated uncertainty.
+    offsets = env["clock_offsets"]
+    assert [o["host"] for o in offsets] == [0, 1]
+    for o in offsets:
+        assert o["rounds"] >= 4
+        assert abs(o["offset_us"]) <= o["uncertainty_us"] + 1e-3, o
+        assert abs(o["offset_after_us"]) <= o["uncertainty_after_us"] + 1e-3, o
     # Every rank ran under Slurm on the host its placement names.
     for g in range(4):
         with open(os.path.join(out_s, "ranks", "tasks", f"task{g}.started")) as f:
@@ -167,7 +221,7 @@ def test_demo_under_slurm_gives_the_local_verdict(box, tmp_path):
            os.path.join(out_s, "report.json"), "--tolerance", "50%", env=box, check=False)
     assert "REGRESSION" not in r.stdout, r.stdout
     sh(FAULTLINE, "cluster", "down", env=box)
-    assert_nothing_left(box, before)
+    assert_nothing_left(box, [info["run_id"]])
     assert live_processes_mentioning(out_s) == []
 
 
@@ -182,8 +236,7 @@ def test_scenario_that_does_not_fit_the_cluster_is_refused(box, tmp_path):
 def test_hung_ranks_are_cancelled_through_scancel(box, tmp_path):
     """Ranks that never end: the watchdog's kill is `scancel` of the job step, and nothing of
     the step is left running."""
-    before = netns_names()
-    up(box, "--hosts", "2", "--ranks-per-host", "1", "--rails", "2")
+    info = up(box, "--hosts", "2", "--ranks-per-host", "1", "--rails", "2")
     hang = tmp_path / "hang-worker"
     hang.write_text("#!/bin/sh\nexec sleep 600\n")
     hang.chmod(0o755)
@@ -203,4 +256,91 @@ def test_hung_ranks_are_cancelled_through_scancel(box, tmp_path):
         assert "Killed" in f.read()  # srun saw its tasks killed by the step's cancel
     assert live_processes_mentioning(str(hang)) == []
     sh(FAULTLINE, "cluster", "down", env=box)
-    assert_nothing_left(box, before)
+    assert_nothing_left(box, [info["run_id"]])
+
+
+LONG_DOWN = """name: long-down
+seed: 3
+topology: {hosts: 2, ranks_per_host: 1, rails: 2, rail_gbps: 1}
+ccl: ftccl
+workload: {op: allreduce, bytes: 256KiB, duration: 12s, warmup: 500ms, check: true}
+faults:
+  - {id: down, at: 1s, type: link_down, target: {host: 0, rail: 0}, for: 9s}
+"""
+
+
+def link_up(netns, dev):
+    out = json.loads(sh("ip", "-n", netns, "-j", "link", "show", dev).stdout)[0]
+    return "UP" in out["flags"]
+
+
+def agent_pids(cdir_marker):
+    return [p for p, c in live_processes_mentioning(" agent ") if cdir_marker in c]
+
+
+def wait_for(pred, timeout, step=0.05):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return True
+        time.sleep(step)
+    return pred()
+
+
+def test_agent_killed_mid_fault_is_replaced_and_heals(box, tmp_path):
+    """SIGKILL of a host's agent while its fault is in force: the runner notices, starts a fresh
+    agent on that node, which undoes the lost one's journal on start (the link comes back up
+    long before the scenario would have reverted it); the run still ends cleanly."""
+    info = up(box, "--hosts", "2", "--ranks-per-host", "1", "--rails", "2")
+    sc = tmp_path / "long.yaml"
+    sc.write_text(LONG_DOWN)
+    out = str(tmp_path / "out")
+    run = subprocess.Popen([FAULTLINE, "run", str(sc), "--launcher", "slurm", "--out", out],
+                           env=box, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    h0 = info["host_netns"][0]
+    try:
+        assert wait_for(lambda: not link_up(h0, "r0"), 30), "the fault was never applied"
+        victims = [p for p, c in live_processes_mentioning("faultline agent")
+                   if os.path.realpath(f"/proc/{p}/ns/net") and
+                   sh("ip", "netns", "identify", str(p)).stdout.strip() == h0]
+        assert len(victims) == 1, victims
+        os.kill(victims[0], signal.SIGKILL)
+        killed_at = time.time()
+        # Healed by the replacement, well before the fault's own end (9 s after it began).
+        assert wait_for(lambda: link_up(h0, "r0"), 6), "the lost agent's fault stayed in force"
+        assert time.time() - killed_at < 6
+    finally:
+        stdout, _ = run.communicate(timeout=120)
+    with open(os.path.join(out, "report.json")) as f:
+        rep = json.load(f)
+    events = " | ".join(rep["environment"]["agents"]["events"])
+    assert "agent of h0 lost" in events and "agent of h0 replaced" in events, events
+    assert "undid 1 journal entry on start" in events, events
+    sh(FAULTLINE, "cluster", "down", env=box)
+    assert_nothing_left(box, [info["run_id"]])
+    assert agent_pids(out) == []
+
+
+def test_runner_killed_agents_heal_when_their_lease_lapses(box, tmp_path):
+    """SIGKILL of `faultline run` while a fault is in force: nobody renews the agents' leases,
+    so each heals what it applied and exits on its own; cluster down then removes the rest."""
+    info = up(box, "--hosts", "2", "--ranks-per-host", "1", "--rails", "2")
+    sc = tmp_path / "long.yaml"
+    sc.write_text(LONG_DOWN)
+    out = str(tmp_path / "out")
+    run = subprocess.Popen([FAULTLINE, "run", str(sc), "--launcher", "slurm", "--out", out],
+                           env=box, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    h0 = info["host_netns"][0]
+    assert wait_for(lambda: not link_up(h0, "r0"), 30), "the fault was never applied"
+    run.send_signal(signal.SIGKILL)
+    run.wait()
+    killed_at = time.time()
+    # The lease is 3 s: the link is back and the agents are gone within a few seconds, long
+    # before the fault's scheduled end.
+    assert wait_for(lambda: link_up(h0, "r0"), 8), "the agent did not heal after its lease"
+    assert wait_for(lambda: not live_processes_mentioning("faultline agent"), 8)
+    assert time.time() - killed_at < 8
+    sh(FAULTLINE, "cluster", "down", env=box)
+    subprocess.run([FAULTLINE, "cleanup"], env=box, capture_output=True)
+    assert_nothing_left(box, [info["run_id"]])
+    assert live_processes_mentioning(out) == []
