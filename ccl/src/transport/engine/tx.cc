@@ -129,10 +129,13 @@ void Engine::ApplyWireFaults(int ci, TxItem* item, const TxChunk& ch) {
   std::uniform_real_distribution<double> u(0, 1);
   Peer& p = peers_[conns_[ci].peer];
   if (wf.duplicate > 0 && u(rng_) < wf.duplicate) {
-    // A second copy, owned, on another connection when there is one.
+    // A second copy, owned, on another connection when there is one. It is a data frame like
+    // the first: once written, the peer may acknowledge the chunk (sent_end must cover it).
     TxItem dup;
     dup.hdr = ch.hdr;
     dup.len = ch.len;
+    dup.is_data = true;
+    dup.seq = item->seq;
     dup.owned.reset(new uint8_t[ch.len + 1]);
     std::memcpy(dup.owned.get(), item->payload, ch.len);
     dup.payload = dup.owned.get();
