@@ -103,6 +103,9 @@ bool Engine::PullData(int ci) {
     TxChunk& ch = it->second;
     ch.in_ready = false;
     ch.conn = ci;
+    if (std::find(ch.copies.begin(), ch.copies.end(), ci) == ch.copies.end()) {
+      ch.copies.push_back(ci);
+    }
     Count(ch, ci);
     if (c.health.failback_pending) {
       c.health.failback_pending = false;
@@ -122,7 +125,7 @@ bool Engine::PullData(int ci) {
   return false;
 }
 
-void Engine::ApplyWireFaults(int ci, TxItem* item, const TxChunk& ch) {
+void Engine::ApplyWireFaults(int ci, TxItem* item, TxChunk& ch) {
   // Simulated faults of the wire (CommOptions::wire_faults), on a chunk's first transmission.
   const WireFaults& wf = options_.wire_faults;
   if (ch.tx_count != 0) return;
@@ -142,6 +145,9 @@ void Engine::ApplyWireFaults(int ci, TxItem* item, const TxChunk& ch) {
     int other = ci;
     for (int cj : p.conns) {
       if (cj != ci && conns_[cj].alive) other = cj;
+    }
+    if (std::find(ch.copies.begin(), ch.copies.end(), other) == ch.copies.end()) {
+      ch.copies.push_back(other);
     }
     conns_[other].ctrl.push_back(std::move(dup));
     if (other != ci && !conns_[other].blocked) Flush(other);
