@@ -133,7 +133,8 @@ TEST_P(ConnResetTest, RepeatedRail0ResetsLoseNoChunkAndNoAcknowledgement) {
   for (const RankOutcome& r : result.ranks) EXPECT_EQ(r.value("ops", 0), kOps) << result.Describe();
 }
 
-INSTANTIATE_TEST_SUITE_P(All, ConnResetTest, ::testing::Values(Copies::kSingle, Copies::kDuplicates),
+INSTANTIATE_TEST_SUITE_P(All, ConnResetTest,
+                         ::testing::Values(Copies::kSingle, Copies::kDuplicates),
                          [](const ::testing::TestParamInfo<Copies>& info) {
                            return info.param == Copies::kSingle ? "single" : "duplicates";
                          });
