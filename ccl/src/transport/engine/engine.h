@@ -203,6 +203,11 @@ class Engine final : public Transport, public FaultTarget {
     bool in_ready = false;
     bool delivered = false;  // acknowledged as received: reached the peer, not resent
     int counted = -1;        // the connection whose outstanding bytes include this chunk
+    // Every live connection a copy of this chunk was handed to, `conn` included. The receiver
+    // keeps whichever copy it began reading last (OnData) and drops the others, so the copy it
+    // depends on may be an older one than `conn`'s: when any of these connections is lost, the
+    // chunk is sent again (LoseCopies).
+    std::vector<int> copies;
   };
   struct Peer {
     std::vector<int> conns;
@@ -269,7 +274,7 @@ class Engine final : public Transport, public FaultTarget {
   // chunks. Returns the number pulled.
   size_t Flush(int ci, size_t max_new_chunks = SIZE_MAX);
   bool PullData(int ci);
-  void ApplyWireFaults(int ci, TxItem* item, const TxChunk& ch);
+  void ApplyWireFaults(int ci, TxItem* item, TxChunk& ch);
   int PickConn(int peer);
   void EnqueueCtrl(int peer, TxItem item);
   void SendAcks();
@@ -320,6 +325,10 @@ class Engine final : public Transport, public FaultTarget {
   void ConnFailed(int ci, const std::string& reason, bool peer_closed = false);
   // Returns how many unacknowledged chunks moved to the other paths.
   size_t DropQuietly(int ci);
+  // Connection `ci` is gone: the chunks of its peer that must be sent again, and no chunk's
+  // copy is on it any more. `delivered_too`: also chunks whose latest copy was on it that are
+  // known delivered.
+  std::vector<uint64_t> LoseCopies(int ci, bool delivered_too);
   void PeerGone(int peer, const std::string& reason);
   void SendPing(int ci, Clock::time_point now);
   void Progress(Conn& c, Clock::time_point now);

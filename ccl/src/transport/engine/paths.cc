@@ -95,10 +95,7 @@ void Engine::ConnFailed(int ci, const std::string& reason, bool peer_closed) {
   c.rx.Reset();
   c.cur.reset();
   c.ctrl.clear();
-  std::vector<uint64_t> lost;
-  for (auto& [seq, ch] : p.unacked) {
-    if (ch.conn == ci && !ch.in_ready) lost.push_back(seq);
-  }
+  std::vector<uint64_t> lost = LoseCopies(ci, true);
   bool any = false;
   for (int cj : p.conns) any |= conns_[cj].alive;
   if (stopping_) return;
@@ -145,10 +142,11 @@ size_t Engine::DropQuietly(int ci) {
   c.cur.reset();
   c.ctrl.clear();
   if (stopping_) return 0;
-  std::vector<uint64_t> lost;
-  for (auto& [seq, ch] : p.unacked) {
-    if (ch.conn == ci && !ch.in_ready && !ch.delivered) lost.push_back(seq);
-  }
+  // The acknowledgements queued here are gone with it (and with its socket's buffers): the
+  // next one says it all again. Without it, an acknowledgement of chunks the peer held back
+  // (delivered, so never resent) could be the last one ever sent for them.
+  p.ack_dirty = true;
+  std::vector<uint64_t> lost = LoseCopies(ci, false);
   const size_t n = lost.size();
   if (n > 0) {
     st_retx_ += n;
@@ -156,6 +154,24 @@ size_t Engine::DropQuietly(int ci) {
     Kick(c.peer);
   }
   return n;
+}
+
+std::vector<uint64_t> Engine::LoseCopies(int ci, bool delivered_too) {
+  Peer& p = peers_[conns_[ci].peer];
+  std::vector<uint64_t> lost;
+  for (auto& [seq, ch] : p.unacked) {
+    auto it = std::find(ch.copies.begin(), ch.copies.end(), ci);
+    const bool had_copy = it != ch.copies.end();
+    if (had_copy) ch.copies.erase(it);
+    if (ch.in_ready) continue;
+    // A copy on a lost connection may be the one the peer was reading, having dropped a
+    // later copy on a path that still works (OnData): nothing would ever resend the chunk,
+    // since the path its latest copy took keeps showing progress.
+    if ((ch.conn == ci && (delivered_too || !ch.delivered)) || (had_copy && !ch.delivered)) {
+      lost.push_back(seq);
+    }
+  }
+  return lost;
 }
 
 void Engine::PeerGone(int peer, const std::string& reason) {

@@ -103,6 +103,9 @@ bool Engine::PullData(int ci) {
     TxChunk& ch = it->second;
     ch.in_ready = false;
     ch.conn = ci;
+    if (std::find(ch.copies.begin(), ch.copies.end(), ci) == ch.copies.end()) {
+      ch.copies.push_back(ci);
+    }
     Count(ch, ci);
     if (c.health.failback_pending) {
       c.health.failback_pending = false;
@@ -122,23 +125,29 @@ bool Engine::PullData(int ci) {
   return false;
 }
 
-void Engine::ApplyWireFaults(int ci, TxItem* item, const TxChunk& ch) {
+void Engine::ApplyWireFaults(int ci, TxItem* item, TxChunk& ch) {
   // Simulated faults of the wire (CommOptions::wire_faults), on a chunk's first transmission.
   const WireFaults& wf = options_.wire_faults;
   if (ch.tx_count != 0) return;
   std::uniform_real_distribution<double> u(0, 1);
   Peer& p = peers_[conns_[ci].peer];
   if (wf.duplicate > 0 && u(rng_) < wf.duplicate) {
-    // A second copy, owned, on another connection when there is one.
+    // A second copy, owned, on another connection when there is one. It is a data frame like
+    // the first: once written, the peer may acknowledge the chunk (sent_end must cover it).
     TxItem dup;
     dup.hdr = ch.hdr;
     dup.len = ch.len;
+    dup.is_data = true;
+    dup.seq = item->seq;
     dup.owned.reset(new uint8_t[ch.len + 1]);
     std::memcpy(dup.owned.get(), item->payload, ch.len);
     dup.payload = dup.owned.get();
     int other = ci;
     for (int cj : p.conns) {
       if (cj != ci && conns_[cj].alive) other = cj;
+    }
+    if (std::find(ch.copies.begin(), ch.copies.end(), other) == ch.copies.end()) {
+      ch.copies.push_back(other);
     }
     conns_[other].ctrl.push_back(std::move(dup));
     if (other != ci && !conns_[other].blocked) Flush(other);
