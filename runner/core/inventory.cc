@@ -8,7 +8,6 @@
 #include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 #include <utility>
 
 namespace faultline::runner {
@@ -286,16 +285,26 @@ InventoryOutcome ParseInventory(std::string_view yaml_text, const std::string& f
 }
 
 InventoryOutcome ParseInventoryFile(const std::string& path) {
+  InventoryOutcome out;
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    InventoryOutcome out;
     out.diagnostics.push_back(
         {path, {0, 0}, "cannot read the host file", "check the path and its permissions"});
     return out;
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ParseInventory(ss.str(), path);
+  // Read at most kMaxHostFileBytes + 1: a path to something endless (a /proc file reports a
+  // size of 0) must not hang validation.
+  std::string text(kMaxHostFileBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > kMaxHostFileBytes) {
+    out.diagnostics.push_back({path, {0, 0},
+                               "the host file is larger than " +
+                                   std::to_string(kMaxHostFileBytes >> 20) + " MiB",
+                               "name a host file, which lists hosts and their rails"});
+    return out;
+  }
+  return ParseInventory(text, path);
 }
 
 }  // namespace faultline::runner

@@ -8,6 +8,7 @@
 // pass. Pure functions (ParseInventoryFile only reads the file); thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,7 +55,10 @@ struct InventoryOutcome {
 
 // Parses a host file's text (`hosts: [...]`); `file` names it in diagnostics.
 InventoryOutcome ParseInventory(std::string_view yaml_text, const std::string& file);
-// Reads and parses a host file; an unreadable file is one diagnostic at 0:0.
+// A host file longer than this is refused unread.
+inline constexpr size_t kMaxHostFileBytes = 4 << 20;
+
+// Reads and parses a host file; an unreadable or oversized file is one diagnostic at 0:0.
 InventoryOutcome ParseInventoryFile(const std::string& path);
 
 }  // namespace faultline::runner

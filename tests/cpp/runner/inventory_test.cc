@@ -224,6 +224,19 @@ TEST_F(HostFileTest, SyntaxErrorAndMissingFile) {
       << Dump(list.diagnostics);
 }
 
+TEST_F(HostFileTest, OversizedHostFileIsRefusedUnread) {
+  Write("hosts/h.yaml", "hosts:\n" + std::string(kMaxHostFileBytes, '#') + "\n");
+  InventoryOutcome r = ParseInventoryFile(dir_ + "/hosts/h.yaml");
+  ASSERT_EQ(r.diagnostics.size(), 1u) << Dump(r.diagnostics);
+  EXPECT_NE(r.diagnostics[0].message.find("larger than 4 MiB"), std::string::npos)
+      << Dump(r.diagnostics);
+  // One byte under the limit is read and parsed (a comment after the hosts).
+  Write("hosts/h.yaml", "hosts: [{name: a, rails: [{netdev: e1}]}]\n#" +
+                            std::string(kMaxHostFileBytes - 44, 'x'));
+  InventoryOutcome fits = ParseInventoryFile(dir_ + "/hosts/h.yaml");
+  EXPECT_TRUE(fits.ok()) << Dump(fits.diagnostics);
+}
+
 const char* kInvHead =
     "name: t\n"
     "topology:\n"
