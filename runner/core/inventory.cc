@@ -114,8 +114,8 @@ bool ParseInventoryHosts(YamlReader& r, const YAML::Node& list, std::vector<Inve
     return false;
   }
   bool ok = true;
-  std::map<std::string, int> names;       // host name -> index
-  std::vector<YAML::Node> rails_nodes;    // parallel to *out, for the rail count check
+  std::map<std::string, int> names;     // host name -> index
+  std::vector<YAML::Node> rails_nodes;  // parallel to *out, for the rail count check
   for (const auto& h : list) {
     const std::string what = "host " + std::to_string(out->size());
     if (!r.ExpectMap(h, what)) {
@@ -137,8 +137,9 @@ bool ParseInventoryHosts(YamlReader& r, const YAML::Node& list, std::vector<Inve
                   "use letters, digits, '-', '_' and '.', starting with a letter or digit");
           ok = false;
         } else if (auto [it, fresh] = names.emplace(*v, static_cast<int>(out->size())); !fresh) {
-          r.Error(h["name"], "host name '" + *v + "' is listed twice (also host " +
-                                 std::to_string(it->second) + ")",
+          r.Error(h["name"],
+                  "host name '" + *v + "' is listed twice (also host " +
+                      std::to_string(it->second) + ")",
                   "list every host once");
           ok = false;
         }
@@ -165,9 +166,10 @@ bool ParseInventoryHosts(YamlReader& r, const YAML::Node& list, std::vector<Inve
     if (r.Required(h, "rails", hwhat, "add 'rails: [{netdev: ens1f0np0}]'")) {
       rails = h["rails"];
       if (!rails.IsSequence() || rails.size() == 0) {
-        r.Error(rails, hwhat + ".rails must be a non-empty list of rails, got " +
-                           YamlReader::Describe(rails),
-                "write e.g. 'rails: [{netdev: ens1f0np0, rdma: mlx5_0, port: 1}]'");
+        r.Error(
+            rails,
+            hwhat + ".rails must be a non-empty list of rails, got " + YamlReader::Describe(rails),
+            "write e.g. 'rails: [{netdev: ens1f0np0, rdma: mlx5_0, port: 1}]'");
         ok = false;
         rails = YAML::Node();
       } else {
@@ -181,8 +183,9 @@ bool ParseInventoryHosts(YamlReader& r, const YAML::Node& list, std::vector<Inve
           if (!rail.netdev.empty()) {
             auto [it, fresh] = netdevs.emplace(rail.netdev, index);
             if (!fresh) {
-              r.Error(rn["netdev"], rwhat + ": netdev '" + rail.netdev +
-                                        "' is already rail " + std::to_string(it->second),
+              r.Error(rn["netdev"],
+                      rwhat + ": netdev '" + rail.netdev + "' is already rail " +
+                          std::to_string(it->second),
                       "every rail of a host is its own interface");
               ok = false;
             }
@@ -190,9 +193,9 @@ bool ParseInventoryHosts(YamlReader& r, const YAML::Node& list, std::vector<Inve
           if (rail.is_rdma()) {
             auto [it, fresh] = rdma_ports.emplace(std::make_pair(rail.rdma, rail.port), index);
             if (!fresh) {
-              r.Error(rn["rdma"], rwhat + ": RDMA port " + rail.rdma + "/" +
-                                      std::to_string(rail.port) + " is already rail " +
-                                      std::to_string(it->second),
+              r.Error(rn["rdma"],
+                      rwhat + ": RDMA port " + rail.rdma + "/" + std::to_string(rail.port) +
+                          " is already rail " + std::to_string(it->second),
                       "every rail of a host is its own RDMA port");
               ok = false;
             }
@@ -230,12 +233,11 @@ bool ParseInventoryHosts(YamlReader& r, const YAML::Node& list, std::vector<Inve
 }
 
 std::string DescribeInventory(const Topology& t, const std::string& indent) {
-  std::string out = indent + "topology: inventory" +
-                    (t.inventory_file.empty() ? std::string(" (inline)")
-                                              : " from " + t.inventory_file) +
-                    ", " + Plural(t.inventory.size(), "host") + ", " +
-                    std::to_string(t.ranks_per_host) + " ranks per host, " +
-                    Plural(static_cast<size_t>(t.rails), "rail") + "\n";
+  std::string out =
+      indent + "topology: inventory" +
+      (t.inventory_file.empty() ? std::string(" (inline)") : " from " + t.inventory_file) + ", " +
+      Plural(t.inventory.size(), "host") + ", " + std::to_string(t.ranks_per_host) +
+      " ranks per host, " + Plural(static_cast<size_t>(t.rails), "rail") + "\n";
   for (size_t h = 0; h < t.inventory.size(); ++h) {
     const InventoryHost& host = t.inventory[h];
     out += indent + "  host " + std::to_string(h) + " " + host.name;
@@ -298,10 +300,11 @@ InventoryOutcome ParseInventoryFile(const std::string& path) {
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   text.resize(static_cast<size_t>(in.gcount()));
   if (text.size() > kMaxHostFileBytes) {
-    out.diagnostics.push_back({path, {0, 0},
-                               "the host file is larger than " +
-                                   std::to_string(kMaxHostFileBytes >> 20) + " MiB",
-                               "name a host file, which lists hosts and their rails"});
+    out.diagnostics.push_back(
+        {path,
+         {0, 0},
+         "the host file is larger than " + std::to_string(kMaxHostFileBytes >> 20) + " MiB",
+         "name a host file, which lists hosts and their rails"});
     return out;
   }
   return ParseInventory(text, path);

@@ -52,8 +52,8 @@ std::optional<double> ParseRdmaRate(std::string_view text) {
   rest.remove_prefix(kUnit.size());
   // Nothing, or the width and speed in parentheses: " (4X EDR)".
   const std::string_view detail = Trim(rest);
-  if (!rest.empty() && (rest.front() != ' ' || detail.empty() || detail.front() != '(' ||
-                        detail.back() != ')')) {
+  if (!rest.empty() &&
+      (rest.front() != ' ' || detail.empty() || detail.front() != '(' || detail.back() != ')')) {
     return std::nullopt;
   }
   return gbps * 1e9;
@@ -67,8 +67,8 @@ std::optional<double> ReadNetdevSpeed(const std::string& netdev, const SysfsRoot
 
 std::optional<double> ReadRdmaPortRate(const std::string& device, int port,
                                        const SysfsRoots& roots) {
-  auto text = ReadSmallFile(roots.infiniband + "/" + device + "/ports/" + std::to_string(port) +
-                            "/rate");
+  auto text =
+      ReadSmallFile(roots.infiniband + "/" + device + "/ports/" + std::to_string(port) + "/rate");
   if (!text) return std::nullopt;
   return ParseRdmaRate(*text);
 }

@@ -8,11 +8,10 @@
 // null: a capacity is never assumed. Thread-safe.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "runner/core/scenario.h"
 

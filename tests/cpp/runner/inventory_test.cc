@@ -50,13 +50,13 @@ std::vector<Diagnostic> Errors(const std::string& yaml) {
 }
 
 // The error of `yaml` on `line` at `token` whose message has `text`.
-#define EXPECT_ERROR_AT(yaml, line, token, text)                                          \
-  do {                                                                                    \
-    const std::string y_ = (yaml);                                                        \
-    auto ds_ = Errors(y_);                                                                \
-    EXPECT_NE(Find(ds_, (line), Col(y_, (line), (token)), (text)), nullptr)               \
-        << "want " << (line) << ":" << Col(y_, (line), (token)) << " '" << (text) << "'\n"  \
-        << Dump(ds_);                                                                     \
+#define EXPECT_ERROR_AT(yaml, line, token, text)                                           \
+  do {                                                                                     \
+    const std::string y_ = (yaml);                                                         \
+    auto ds_ = Errors(y_);                                                                 \
+    EXPECT_NE(Find(ds_, (line), Col(y_, (line), (token)), (text)), nullptr)                \
+        << "want " << (line) << ":" << Col(y_, (line), (token)) << " '" << (text) << "'\n" \
+        << Dump(ds_);                                                                      \
   } while (0)
 
 // Two hosts, two rails each; rail 0 RDMA, rail 1 plain Ethernet (lines 1..12).
@@ -107,8 +107,8 @@ TEST(Inventory, DefaultAndExplicitNetnsUnchanged) {
   for (const char* topo : {"topology: {hosts: 2, ranks_per_host: 2, rails: 2, rail_gbps: 5}\n",
                            "topology: {kind: netns, hosts: 2, ranks_per_host: 2, rails: 2, "
                            "rail_gbps: 5}\n"}) {
-    const std::string yaml = std::string("name: t\n") + topo +
-                             "workload: {op: allreduce, bytes: 1MiB, duration: 2s}\n";
+    const std::string yaml =
+        std::string("name: t\n") + topo + "workload: {op: allreduce, bytes: 1MiB, duration: 2s}\n";
     ParseOutcome r = ParseScenario(yaml, "t.yaml");
     ASSERT_TRUE(r.ok()) << Dump(r.diagnostics);
     EXPECT_EQ(r.scenario->topology.kind, TopologyKind::kNetns);
@@ -185,10 +185,12 @@ TEST_F(HostFileTest, ErrorsNameTheHostFileAndItsPosition) {
   ParseOutcome r = ParseScenarioFile(dir_ + "/s.yaml");
   ASSERT_FALSE(r.ok());
   const std::string host_file = dir_ + "/hosts/h.yaml";
-  const Diagnostic* dup = Find(r.diagnostics, 3, Col(hosts, 3, "a,"), "host name 'a' is listed twice");
+  const Diagnostic* dup =
+      Find(r.diagnostics, 3, Col(hosts, 3, "a,"), "host name 'a' is listed twice");
   ASSERT_NE(dup, nullptr) << Dump(r.diagnostics);
   EXPECT_EQ(dup->file, host_file);
-  const Diagnostic* nd = Find(r.diagnostics, 3, Col(hosts, 3, "eth1}]"), "netdev 'eth1' is already rail 0");
+  const Diagnostic* nd =
+      Find(r.diagnostics, 3, Col(hosts, 3, "eth1}]"), "netdev 'eth1' is already rail 0");
   ASSERT_NE(nd, nullptr) << Dump(r.diagnostics);
   EXPECT_EQ(nd->file, host_file);
   EXPECT_NE(nd->ToString().find(host_file + ":3:"), std::string::npos) << nd->ToString();
@@ -231,8 +233,8 @@ TEST_F(HostFileTest, OversizedHostFileIsRefusedUnread) {
   EXPECT_NE(r.diagnostics[0].message.find("larger than 4 MiB"), std::string::npos)
       << Dump(r.diagnostics);
   // One byte under the limit is read and parsed (a comment after the hosts).
-  Write("hosts/h.yaml", "hosts: [{name: a, rails: [{netdev: e1}]}]\n#" +
-                            std::string(kMaxHostFileBytes - 44, 'x'));
+  Write("hosts/h.yaml",
+        "hosts: [{name: a, rails: [{netdev: e1}]}]\n#" + std::string(kMaxHostFileBytes - 44, 'x'));
   InventoryOutcome fits = ParseInventoryFile(dir_ + "/hosts/h.yaml");
   EXPECT_TRUE(fits.ok()) << Dump(fits.diagnostics);
 }
@@ -282,11 +284,11 @@ TEST(InventoryErrors, DuplicatesAndMismatches) {
       "t.yaml");
   EXPECT_TRUE(two_ports.ok()) << Dump(two_ports.diagnostics);
   // The same netdev name on two hosts is normal.
-  const std::string mismatch = Inv(
-      "  hosts:\n"
-      "    - {name: a, rails: [{netdev: e1}, {netdev: e2}]}\n"
-      "    - {name: b, rails: [{netdev: e1}]}\n"
-      "    - {name: c, rails: [{netdev: e1}, {netdev: e2}]}\n");
+  const std::string mismatch =
+      Inv("  hosts:\n"
+          "    - {name: a, rails: [{netdev: e1}, {netdev: e2}]}\n"
+          "    - {name: b, rails: [{netdev: e1}]}\n"
+          "    - {name: c, rails: [{netdev: e1}, {netdev: e2}]}\n");
   auto ds = Errors(mismatch);
   EXPECT_NE(Find(ds, 7, Col(mismatch, 7, "[{"), "host 'b' has 1 rail, host 'a' has 2"), nullptr)
       << Dump(ds);
@@ -296,8 +298,8 @@ TEST(InventoryErrors, DuplicatesAndMismatches) {
 TEST(InventoryErrors, PortNeedsRdma) {
   EXPECT_ERROR_AT(Inv("  hosts: [{name: a, rails: [{netdev: e1, port: 1}]}]\n"), 5, "1}]",
                   "port needs 'rdma'");
-  EXPECT_ERROR_AT(Inv("  hosts: [{name: a, rails: [{netdev: e1, rdma: m0, port: 0}]}]\n"), 5,
-                  "0}", "port must be in [1, 255]");
+  EXPECT_ERROR_AT(Inv("  hosts: [{name: a, rails: [{netdev: e1, rdma: m0, port: 0}]}]\n"), 5, "0}",
+                  "port must be in [1, 255]");
 }
 
 TEST(InventoryErrors, BadNames) {
@@ -311,8 +313,8 @@ TEST(InventoryErrors, BadNames) {
                   "is not a valid interface name");
   EXPECT_ERROR_AT(Inv("  hosts: [{name: a, rails: [{netdev: ..}]}]\n"), 5, "..",
                   "is not a valid interface name");
-  EXPECT_ERROR_AT(Inv("  hosts: [{name: a, rails: [{netdev: e1, rdma: 'ml x5'}]}]\n"), 5,
-                  "'ml x5'", "is not a valid RDMA device name");
+  EXPECT_ERROR_AT(Inv("  hosts: [{name: a, rails: [{netdev: e1, rdma: 'ml x5'}]}]\n"), 5, "'ml x5'",
+                  "is not a valid RDMA device name");
   EXPECT_ERROR_AT(Inv("  hosts: [{name: -a, rails: [{netdev: e1}]}]\n"), 5, "-a",
                   "is not a valid host name");
   EXPECT_ERROR_AT(Inv("  hosts: [{name: a, addr: 10.0.0.300, rails: [{netdev: e1}]}]\n"), 5,
@@ -347,22 +349,23 @@ TEST(InventoryErrors, NameRules) {
 TEST(InventoryErrors, ShapingAndNetnsKeysRefused) {
   EXPECT_ERROR_AT(Inv("  rail_gbps: 10\n  hosts: [{name: a, rails: [{netdev: e1}]}]\n"), 5,
                   "rail_gbps", "topology.rail_gbps shapes the emulated network");
-  EXPECT_ERROR_AT(Inv("  nics: per_rank\n  hosts: [{name: a, rails: [{netdev: e1}]}]\n"), 5,
-                  "nics", "topology.nics shapes the emulated network");
+  EXPECT_ERROR_AT(Inv("  nics: per_rank\n  hosts: [{name: a, rails: [{netdev: e1}]}]\n"), 5, "nics",
+                  "topology.nics shapes the emulated network");
   EXPECT_ERROR_AT(Inv("  arp_retrans_ms: 100\n  hosts: [{name: a, rails: [{netdev: e1}]}]\n"), 5,
                   "arp_retrans_ms", "does not apply to kind: inventory");
   EXPECT_ERROR_AT(Inv("  rails: 2\n  hosts: [{name: a, rails: [{netdev: e1}]}]\n"), 5, "rails",
                   "topology.rails is not set under kind: inventory");
-  EXPECT_ERROR_AT(Inv("  file: h.yaml\n  hosts: [{name: a, rails: [{netdev: e1}]}]\n"), 5,
-                  "file", "both 'hosts' and 'file'");
+  EXPECT_ERROR_AT(Inv("  file: h.yaml\n  hosts: [{name: a, rails: [{netdev: e1}]}]\n"), 5, "file",
+                  "both 'hosts' and 'file'");
   EXPECT_ERROR_AT(Inv("  racks: 2\n  hosts: [{name: a, rails: [{netdev: e1}]}]\n"), 5, "racks",
                   "unknown key 'racks' in topology");
   const std::string neither = std::string(kInvHead) + kInvTail;
   EXPECT_ERROR_AT(neither, 3, "kind", "needs 'hosts' or 'file'");
-  EXPECT_ERROR_AT("name: t\n"
-                  "topology: {kind: inventory, hosts: [{name: a, rails: [{netdev: e1}]}]}\n"
-                  "workload: {op: allreduce, bytes: 1MiB, duration: 4s}\n",
-                  2, "{kind", "missing required key 'ranks_per_host'");
+  EXPECT_ERROR_AT(
+      "name: t\n"
+      "topology: {kind: inventory, hosts: [{name: a, rails: [{netdev: e1}]}]}\n"
+      "workload: {op: allreduce, bytes: 1MiB, duration: 4s}\n",
+      2, "{kind", "missing required key 'ranks_per_host'");
 }
 
 TEST(InventoryTargets, MustExistInTheInventory) {
@@ -375,8 +378,9 @@ TEST(InventoryTargets, MustExistInTheInventory) {
                   "2}", "rail 2 does not exist: the topology has 2 rails");
   EXPECT_ERROR_AT(base + "  - {id: f, at: 1s, type: rank_kill, target: {host: node01, rank: 2}}\n",
                   13, "2}", "rank 2 does not exist");
-  EXPECT_ERROR_AT(base + "  - {id: f, at: 1s, type: link_down, target: {host: 0, rail: 0, side: "
-                         "switch}}\n",
+  EXPECT_ERROR_AT(base +
+                      "  - {id: f, at: 1s, type: link_down, target: {host: 0, rail: 0, side: "
+                      "switch}}\n",
                   13, "switch", "side: switch does not apply to an inventory host");
   ParseOutcome named = ParseScenario(
       base + "  - {id: f, at: 1s, type: link_down, target: {host: node02, rail: 0}, for: 1s}\n",
@@ -399,32 +403,34 @@ TEST_P(PacketFaultOnRdma, RefusedAtTheFault) {
                            ", target: {host: 1, rail: 0}" + p.rest + "}\n";
   const std::string yaml = kMixed + line;
   auto ds = Errors(yaml);
-  const Diagnostic* d = Find(ds, 13, Col(yaml, 13, "{id"), std::string(p.type) +
-                                                               " cannot act on host 'node02' "
-                                                               "rail 0 (ens1f0np0, RDMA mlx5_0 "
-                                                               "port 1)");
+  const Diagnostic* d = Find(ds, 13, Col(yaml, 13, "{id"),
+                             std::string(p.type) +
+                                 " cannot act on host 'node02' "
+                                 "rail 0 (ens1f0np0, RDMA mlx5_0 "
+                                 "port 1)");
   ASSERT_NE(d, nullptr) << Dump(ds);
   EXPECT_NE(d->message.find("would have no effect"), std::string::npos) << d->message;
   EXPECT_NE(d->hint.find("qp_error"), std::string::npos) << d->hint;
   EXPECT_EQ(ds.size(), 1u) << Dump(ds);
   // The same fault on the host's plain Ethernet rail acts, so it is accepted.
-  const std::string eth = kMixed + std::string("  - {id: f, at: 1s, type: ") +
-                          p.type + ", target: {host: 1, rail: 1}" + p.rest + "}\n";
+  const std::string eth = kMixed + std::string("  - {id: f, at: 1s, type: ") + p.type +
+                          ", target: {host: 1, rail: 1}" + p.rest + "}\n";
   ParseOutcome r = ParseScenario(eth, "t.yaml");
   EXPECT_TRUE(r.ok()) << Dump(r.diagnostics);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Kinds, PacketFaultOnRdma,
-    ::testing::Values(PacketFault{"loss", ", percent: 5%, for: 1s"},
-                      PacketFault{"blackhole", ", for: 1s"},
-                      PacketFault{"bandwidth", ", rate: 1Gbps, for: 1s"},
-                      PacketFault{"delay", ", delay: 10ms, for: 1s"},
-                      PacketFault{"jitter", ", jitter: 5ms, for: 1s"},
-                      PacketFault{"corrupt", ", percent: 1%, for: 1s"},
-                      PacketFault{"reorder", ", percent: 5%, for: 1s"},
-                      PacketFault{"conn_reset", ""}),
-    [](const ::testing::TestParamInfo<PacketFault>& i) { return std::string(i.param.type); });
+INSTANTIATE_TEST_SUITE_P(Kinds, PacketFaultOnRdma,
+                         ::testing::Values(PacketFault{"loss", ", percent: 5%, for: 1s"},
+                                           PacketFault{"blackhole", ", for: 1s"},
+                                           PacketFault{"bandwidth", ", rate: 1Gbps, for: 1s"},
+                                           PacketFault{"delay", ", delay: 10ms, for: 1s"},
+                                           PacketFault{"jitter", ", jitter: 5ms, for: 1s"},
+                                           PacketFault{"corrupt", ", percent: 1%, for: 1s"},
+                                           PacketFault{"reorder", ", percent: 5%, for: 1s"},
+                                           PacketFault{"conn_reset", ""}),
+                         [](const ::testing::TestParamInfo<PacketFault>& i) {
+                           return std::string(i.param.type);
+                         });
 
 TEST(InventoryFaults, LinkHookAndRankFaultsActOnRdmaRails) {
   const std::string yaml = kMixed +
