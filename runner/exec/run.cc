@@ -787,9 +787,10 @@ std::optional<std::string> LocalRunRefusal(const Scenario& sc) {
   // This executor builds namespaces on one machine; real hosts are reached through a launcher
   // that starts ranks and fault agents on them.
   if (!sc.topology.is_inventory()) return std::nullopt;
-  return "inventory topologies run through the Slurm launcher (--launcher slurm) on the hosts "
-         "they name, not on this machine's namespaces ('faultline validate' checks the file and "
-         "its host file)";
+  return "inventory topologies are not run by this runner yet: it builds its hosts as "
+         "namespaces on this machine and cannot reach the real hosts an inventory names (running "
+         "them there through the Slurm launcher is fleet mode's next step); 'faultline validate' "
+         "checks the file and its host file";
 }
 
 int RunParsedScenario(Scenario sc, const RunOptions& options) {

@@ -31,8 +31,8 @@ struct RunOptions {
 };
 
 // Why this executor cannot run `scenario` on this machine, or nullopt when it can: an
-// inventory topology names real hosts, which it does not reach (they run through the Slurm
-// launcher). Bad input (exit code 2) for RunScenario and the suite alike.
+// inventory topology names real hosts, which it does not reach (its hosts are namespaces on this
+// machine). Bad input (exit code 2) for RunScenario and the suite alike.
 std::optional<std::string> LocalRunRefusal(const Scenario& scenario);
 
 // Returns the exit code of DESIGN.md: 0 all expectations hold, 1 one failed, 2 bad input,
