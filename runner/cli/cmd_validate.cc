@@ -1,5 +1,6 @@
 // faultline validate FILE...: parses and validates scenario files without running anything
-// (every combination of a matrix). Exit 0 when every file is valid; 2 otherwise, with every error of every file printed as
+// (every combination of a matrix), and prints the hosts and rails of an inventory topology.
+// Exit 0 when every file is valid; 2 otherwise, with every error of every file printed as
 // file:line:column: message (hint).
 #include "runner/cli/cmd_validate.h"
 
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "runner/core/inventory.h"
 #include "runner/core/scenario.h"
 
 namespace faultline::cli {
@@ -32,6 +34,10 @@ void RegisterValidate(CLI::App& app, Action* action) {
         } else if (r.ok()) {
           std::printf("%s: ok (%s, matrix of %zu runs, %zu faults each)\n", f.c_str(),
                       r.runs[0].base_name.c_str(), r.runs.size(), r.runs[0].faults.size());
+        }
+        // Real hosts: show what the file resolved to, so a wrong host file is seen before a run.
+        if (r.ok() && r.runs[0].topology.is_inventory()) {
+          std::printf("%s", runner::DescribeInventory(r.runs[0].topology, "  ").c_str());
         }
       }
       if (errors > 0) {

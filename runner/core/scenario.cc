@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "base/units.h"
+#include "runner/core/inventory.h"
 #include "runner/faults/common.h"
 #include "runner/faults/registry.h"
 #include "runner/core/yaml_reader.h"
@@ -72,6 +73,8 @@ class Parser final : public YamlReader {
 
  private:
   void ParseTopology(const YAML::Node& n, Scenario* s);
+  void ParseInventoryTopology(const YAML::Node& n, Scenario* s);
+  void CheckRdmaRail(const YAML::Node& n, const FaultSpec& f, const Scenario& s);
   void ParseWorkload(const YAML::Node& n, Scenario* s);
   void ParseTorchWorkload(const YAML::Node& n, Scenario* s);
   void ParseFaults(const YAML::Node& n, Scenario* s);
@@ -235,16 +238,35 @@ ParseOutcome Parser::RunRoot(const YAML::Node& root) {
   } catch (const YAML::Exception& e) {
     Error(SourceLoc{e.mark.line + 1, e.mark.column + 1}, "malformed scenario: " + e.msg);
   }
-  std::stable_sort(diags_.begin(), diags_.end(), [](const Diagnostic& a, const Diagnostic& b) {
+  // The scenario's own errors first, then those of a host file it names, each by position.
+  std::stable_sort(diags_.begin(), diags_.end(), [&](const Diagnostic& a, const Diagnostic& b) {
+    if ((a.file == file_) != (b.file == file_)) return a.file == file_;
     return a.loc.line != b.loc.line ? a.loc.line < b.loc.line : a.loc.column < b.loc.column;
   });
   if (!diags_.empty()) return {std::nullopt, diags_};
   return {std::move(s), {}};
 }
 
+// The key node of `key` in mapping `n` (for errors about the key itself); `n` when absent.
+YAML::Node KeyNode(const YAML::Node& n, const std::string& key) {
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    if (it->first.IsScalar() && it->first.Scalar() == key) return it->first;
+  }
+  return n;
+}
+
 void Parser::ParseTopology(const YAML::Node& n, Scenario* s) {
   if (!ExpectMap(n, "topology")) return;
-  CheckKeys(n, {"hosts", "ranks_per_host", "rails", "rail_gbps", "nics", "arp_retrans_ms"},
+  if (n["kind"]) {
+    auto v = Choice(n["kind"], "topology.kind", {"netns", "inventory"});
+    if (!v) return;
+    if (*v == "inventory") {
+      ParseInventoryTopology(n, s);
+      return;
+    }
+  }
+  CheckKeys(n,
+            {"kind", "hosts", "ranks_per_host", "rails", "rail_gbps", "nics", "arp_retrans_ms"},
             "topology");
   bool ok = true;
   auto need_int = [&](const char* key, int64_t lo, int64_t hi, int* out) {
@@ -297,6 +319,88 @@ void Parser::ParseTopology(const YAML::Node& n, Scenario* s) {
     ok = false;
   }
   topology_ok_ = ok;
+}
+
+// `kind: inventory`: real hosts from `hosts:` or a host file, nothing built or shaped.
+void Parser::ParseInventoryTopology(const YAML::Node& n, Scenario* s) {
+  Topology& t = s->topology;
+  t.kind = TopologyKind::kInventory;
+  bool ok = true;
+  // The netns topology's own knobs: refused with why, rather than as unknown keys.
+  for (const char* key : {"rail_gbps", "nics", "arp_retrans_ms"}) {
+    if (!n[key]) continue;
+    Error(KeyNode(n, key),
+          std::string("topology.") + key +
+              " shapes the emulated network of kind: netns and does not apply to kind: inventory",
+          std::string(key) == "rail_gbps"
+              ? "remove it: a real rail's capacity is the link speed its kernel reports"
+              : "remove it: an inventory names real interfaces, which the runner leaves as they are");
+    ok = false;
+  }
+  if (n["rails"]) {
+    Error(KeyNode(n, "rails"), "topology.rails is not set under kind: inventory",
+          "remove it: list each host's rails under the host, every host with the same number");
+    ok = false;
+  }
+  CheckKeys(n, {"kind", "ranks_per_host", "hosts", "file", "rails", "rail_gbps", "nics",
+                "arp_retrans_ms"},
+            "topology");
+  if (Required(n, "ranks_per_host", "topology", "add 'ranks_per_host: N' (ranks on every host)")) {
+    if (auto v = Int(n["ranks_per_host"], "topology.ranks_per_host", 1, 256)) {
+      t.ranks_per_host = static_cast<int>(*v);
+    } else {
+      ok = false;
+    }
+  } else {
+    ok = false;
+  }
+  const bool inline_hosts = static_cast<bool>(n["hosts"]);
+  const bool from_file = static_cast<bool>(n["file"]);
+  if (inline_hosts && from_file) {
+    Error(KeyNode(n, "file"), "topology has both 'hosts' and 'file'",
+          "keep one: the hosts inline, or the host file that lists them");
+    ok = false;
+  } else if (!inline_hosts && !from_file) {
+    Error(n, "an inventory topology needs 'hosts' or 'file'",
+          "add 'file: hosts.yaml' or 'hosts: [{name: node01, rails: [{netdev: ens1f0np0}]}]'");
+    ok = false;
+  } else if (inline_hosts) {
+    ok = ParseInventoryHosts(*this, n["hosts"], &t.inventory) && ok;
+  } else {
+    const YAML::Node f = n["file"];
+    if (!f.IsScalar() || f.Scalar().empty()) {
+      Error(f, "topology.file must be a path, got " + Describe(f), "write 'file: hosts.yaml'");
+      ok = false;
+    } else {
+      // Relative to the scenario's folder, as workload.script.
+      std::filesystem::path p(f.Scalar());
+      if (p.is_relative() && file_ != "-" && !file_.empty()) {
+        p = std::filesystem::path(file_).parent_path() / p;
+      }
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(p, ec)) {
+        Error(f, "topology.file " + p.string() + " is not a file",
+              "give the host file's path relative to this scenario's folder");
+        ok = false;
+      } else {
+        InventoryOutcome inv = ParseInventoryFile(p.lexically_normal().string());
+        for (Diagnostic& d : inv.diagnostics) diags_.push_back(std::move(d));
+        if (inv.ok()) {
+          t.inventory = std::move(inv.hosts);
+          t.inventory_file = std::filesystem::absolute(p, ec).lexically_normal().string();
+        } else {
+          Error(f, "the host file " + p.string() + " is not valid",
+                "fix the errors reported in it");
+          ok = false;
+        }
+      }
+    }
+  }
+  if (!t.inventory.empty()) {
+    t.hosts = static_cast<int>(t.inventory.size());
+    t.rails = static_cast<int>(t.inventory.front().rails.size());
+  }
+  topology_ok_ = ok && t.hosts > 0 && t.rails > 0;
 }
 
 void Parser::ParseWorkload(const YAML::Node& n, Scenario* s) {
@@ -556,7 +660,29 @@ std::optional<FaultSpec> Parser::ParseFault(const YAML::Node& n, const Scenario&
   }
   if (kind->parse != nullptr) kind->parse(y, &f, &ok);
   if (!ok) return std::nullopt;
+  if (topology_ok_ && s.topology.is_inventory()) {
+    const size_t before = diags_.size();
+    CheckRdmaRail(n, f, s);
+    if (diags_.size() != before) return std::nullopt;
+  }
   return f;
+}
+
+// A kind that acts in the kernel's datapath (nftables, qdiscs, kernel sockets) has no effect
+// on a rail whose traffic is RDMA: the NIC moves it past the kernel.
+void Parser::CheckRdmaRail(const YAML::Node& n, const FaultSpec& f, const Scenario& s) {
+  const faults::FaultDescriptor& d = f.descriptor();
+  if (d.rdma_refused.empty() || !f.target.rail) return;
+  const InventoryRail* rail = s.topology.InventoryRailAt(f.target.host, *f.target.rail);
+  if (rail == nullptr || !rail->is_rdma()) return;
+  const std::string& host = s.topology.inventory[f.target.host].name;
+  Error(n,
+        "fault '" + f.id + "': " + std::string(d.name) + " cannot act on host '" + host +
+            "' rail " + std::to_string(*f.target.rail) + " (" + rail->netdev + ", RDMA " +
+            rail->rdma + " port " + std::to_string(rail->port) + "): " +
+            std::string(d.rdma_refused),
+        "on an RDMA rail use link_down, link_flap or port_drop (the netdev) or qp_error (the "
+        "rank's fault hook); or target a rail without 'rdma'");
 }
 
 std::optional<double> Parser::MaxOf(const YAML::Node& n, const std::string& what, const char* key,
@@ -827,6 +953,17 @@ const char* CollOpName(CollOp op) {
 
 double BusBwFactor(CollOp op, int world) {
   return workload::BusBwFactorOf(CollOpName(op), world).value_or(0.0);
+}
+
+const char* TopologyKindString(TopologyKind k) {
+  return k == TopologyKind::kInventory ? "inventory" : "netns";
+}
+
+const InventoryRail* Topology::InventoryRailAt(int host, int rail) const {
+  if (!is_inventory() || host < 0 || host >= static_cast<int>(inventory.size())) return nullptr;
+  const auto& rails = inventory[host].rails;
+  if (rail < 0 || rail >= static_cast<int>(rails.size())) return nullptr;
+  return &rails[rail];
 }
 
 const char* NicLayoutString(NicLayout n) {

@@ -45,17 +45,51 @@ const char* NicLayoutString(NicLayout n);  // "shared", "per_rank"
 inline constexpr int kMinArpRetransMs = 10;
 inline constexpr int kMaxArpRetransMs = 60000;
 
+// Where the hosts of a scenario are. kNetns: network namespaces built on this machine, rails
+// shaped to rail_gbps (the default). kInventory: real hosts named in an inventory, whose rails
+// are their own network interfaces (and RDMA ports); nothing is built or shaped, and a rail's
+// capacity is the link speed the kernel reports (runner/exec/rail_capacity.h).
+enum class TopologyKind { kNetns, kInventory };
+const char* TopologyKindString(TopologyKind k);  // "netns", "inventory"
+
+// One rail port of an inventory host: its netdev (RoCE and IPoIB netdevs included) and, where
+// its traffic is RDMA, the RDMA device and port behind it.
+struct InventoryRail {
+  std::string netdev;
+  std::string rdma;  // empty: the rail carries kernel (TCP/IP) traffic
+  int port = 0;      // the RDMA port (1-based); 0 without rdma (1 when rdma omits it)
+  std::string addr;  // the rail's IP address; may be empty
+  bool is_rdma() const { return !rdma.empty(); }
+};
+
+struct InventoryHost {
+  std::string name;  // its hostname (the Slurm node name)
+  std::string addr;  // management address; may be empty
+  std::vector<InventoryRail> rails;
+};
+
 struct Topology {
   int hosts = 0;
   int ranks_per_host = 0;
   int rails = 0;
-  double rail_gbps = 1.0;  // shaped capacity of every rail (every port in per_rank mode)
+  // kNetns: the shaped capacity of every rail (every port in per_rank mode). kInventory: not
+  // set by the scenario; a real rail's capacity is read from the kernel, never this value.
+  double rail_gbps = 1.0;
   NicLayout nics = NicLayout::kShared;
   // How long the hosts' kernels wait before repeating an unanswered ARP request on a rail
   // port (net.ipv4.neigh.<port>.retrans_time_ms); unset: the kernel's default (1000 ms).
   std::optional<int> arp_retrans_ms = std::nullopt;
   int world_size() const { return hosts * ranks_per_host; }
   bool per_rank_nics() const { return nics == NicLayout::kPerRank; }
+  // Last, so that the netns fields above keep their aggregate order.
+  TopologyKind kind = TopologyKind::kNetns;
+  // kInventory: the hosts in order (host index i is inventory[i]); `hosts` and `rails` are
+  // their counts. `inventory_file` is the host file's resolved path (empty when inline).
+  std::vector<InventoryHost> inventory = {};
+  std::string inventory_file = {};
+  bool is_inventory() const { return kind == TopologyKind::kInventory; }
+  // The inventory rail of `host`, `rail`; null for a netns topology or an index out of range.
+  const InventoryRail* InventoryRailAt(int host, int rail) const;
 };
 
 enum class CclName { kFtccl, kGloo, kNccl };

@@ -35,6 +35,11 @@ struct RunOptions {
   std::string cluster_dir;  // empty: DefaultClusterDir()
 };
 
+// Why this executor cannot run `scenario` on this machine, or nullopt when it can: an
+// inventory topology names real hosts, which it does not reach (its hosts are namespaces on this
+// machine). Bad input (exit code 2) for RunScenario and the suite alike.
+std::optional<std::string> LocalRunRefusal(const Scenario& scenario);
+
 // Returns the exit code of DESIGN.md: 0 all expectations hold, 1 one failed, 2 bad input,
 // 3 the harness itself failed (and said why on stderr).
 int RunScenario(const RunOptions& options);

@@ -277,7 +277,9 @@ int RunScenarios(const RunOptions& given) {
             return std::any_of(sc.matrix.begin(), sc.matrix.end(),
                                [](const auto& kv) { return kv.first == "ccl"; });
           });
-      if (auto err = SelectRuns(selection, &expanded.runs)) {
+      if (auto why = LocalRunRefusal(expanded.runs.front())) {
+        expanded.diagnostics.push_back({f, {}, *why, ""});
+      } else if (auto err = SelectRuns(selection, &expanded.runs)) {
         expanded.diagnostics.push_back({f, {}, *err, ""});
       } else if (options.ccl && matrix_ccl) {
         // Overriding would run one library under every combination's ccl label.

@@ -52,7 +52,27 @@ bool ParseTarget(FaultYaml& y, const YAML::Node& n, TargetShape shape, FaultSpec
     }
     return static_cast<int>(*v);
   };
-  if (auto h = index("host", t.hosts, "hosts")) {
+  // An inventory host may also be named: {host: node02}.
+  const YAML::Node host_node = n["host"];
+  const bool host_by_name = t.is_inventory() && host_node && host_node.IsScalar() &&
+                            !host_node.Scalar().empty() &&
+                            !std::all_of(host_node.Scalar().begin(), host_node.Scalar().end(),
+                                         [](char c) { return c >= '0' && c <= '9'; });
+  if (host_by_name) {
+    const std::string& name = host_node.Scalar();
+    auto it = std::find_if(t.inventory.begin(), t.inventory.end(),
+                           [&](const InventoryHost& h) { return h.name == name; });
+    if (it != t.inventory.end()) {
+      f->target.host = static_cast<int>(it - t.inventory.begin());
+    } else if (!y.topology_ok) {
+      ok = false;  // the inventory's own errors are reported; a name cannot be checked
+    } else {
+      std::vector<std::string> names;
+      for (const InventoryHost& h : t.inventory) names.push_back(h.name);
+      r.Error(host_node, "host '" + name + "' is not in the inventory", SuggestHint(name, names));
+      ok = false;
+    }
+  } else if (auto h = index("host", t.hosts, "hosts")) {
     f->target.host = *h;
   } else {
     ok = false;
@@ -84,7 +104,12 @@ bool ParseTarget(FaultYaml& y, const YAML::Node& n, TargetShape shape, FaultSpec
       ok = false;
     }
   }
-  if (n["side"] && std::find(keys.begin(), keys.end(), "side") != keys.end()) {
+  if (n["side"] && t.is_inventory() && n["side"].IsScalar() && n["side"].Scalar() == "switch") {
+    r.Error(n["side"], "side: switch does not apply to an inventory host",
+            "remove it: a link fault on a real host acts on the host's own netdev; the switch "
+            "port is not the runner's to reach");
+    ok = false;
+  } else if (n["side"] && std::find(keys.begin(), keys.end(), "side") != keys.end()) {
     if (auto v = r.Choice(n["side"], "side", {"host", "switch"})) {
       f->target.side = *v == "switch" ? LinkSide::kSwitch : LinkSide::kHost;
     } else {

@@ -28,6 +28,17 @@ struct FaultYaml {
 // The hint for a `for` on a kind that acts once.
 inline constexpr std::string_view kActsOnceHint = "this fault acts once, at 'at'";
 
+// FaultDescriptor::rdma_refused of the kinds that act in the kernel's datapath.
+inline constexpr std::string_view kNftablesBypassedByRdma =
+    "it drops packets with nftables in the kernel, and the NIC moves RDMA traffic past the "
+    "kernel, so it would have no effect";
+inline constexpr std::string_view kQdiscBypassedByRdma =
+    "it acts through a qdisc on the netdev, and the NIC moves RDMA traffic past the kernel's "
+    "qdiscs, so it would have no effect";
+inline constexpr std::string_view kSocketsBypassedByRdma =
+    "it destroys kernel TCP sockets, and an RDMA rail's connections are queue pairs in the "
+    "NIC, not sockets, so it would have no effect";
+
 // The keys a fault of `d` may carry besides `for` where `d` refuses it: id, type, at,
 // target, then `for` (held kinds) and the kind's own keys.
 std::vector<std::string> FaultKeys(const FaultDescriptor& d);

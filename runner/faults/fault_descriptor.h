@@ -71,6 +71,11 @@ struct FaultDescriptor {
                    std::vector<TimelineAction>* out) = nullptr;
   // Features (scenario.h kKnownRequirements) every fault of this kind needs, in check order.
   std::vector<std::string> requires_features;
+  // Why the kind has no effect on a rail whose traffic is RDMA (an inventory rail with
+  // `rdma:`): it acts in the kernel's datapath (nftables, qdiscs, kernel sockets), which the
+  // NIC bypasses. The scenario parser refuses such a fault there with this reason. Empty: the
+  // kind acts on RDMA rails too (link state through netlink, the rank's fault hook, a rank).
+  std::string_view rdma_refused;
   // The fault ends its target rank's process (its exit is then not a crash).
   bool kills_rank = false;
   CapacityEffect capacity = CapacityEffect::kNone;

@@ -15,7 +15,11 @@ FAULTLINE = os.path.join(BUILD, "bin", "faultline")
 HERE = os.path.dirname(os.path.abspath(__file__))
 FOLDER = os.path.join(HERE, "scenarios", "folder")
 
-LIBRARY = sorted(glob.glob(os.path.join(ROOT, "scenarios", "**", "*.yaml"), recursive=True))
+# Host files of inventory topologies (scenarios/inventory/hosts/) list hosts, not a scenario;
+# the inventory scenarios that name them validate against them here.
+LIBRARY = sorted(p for p in glob.glob(os.path.join(ROOT, "scenarios", "**", "*.yaml"),
+                                      recursive=True)
+                 if os.sep + "hosts" + os.sep not in os.path.relpath(p, ROOT))
 
 
 def faultline(*args, env=None, timeout=60):
@@ -57,6 +61,28 @@ def test_nightly_covers_every_fault_kind():
     assert "side: switch" in text and "side: host" in text
     r = faultline("validate", os.path.join(ROOT, "scenarios", "nightly", "link_down.yaml"))
     assert "matrix of 8 runs" in r.stdout, r.stdout
+
+
+def test_inventory_scenario_validates_against_its_host_file(tmp_path):
+    """An inventory scenario validates against its host file and prints the hosts and RDMA
+    rails; a packet-level fault on an RDMA rail is refused at the fault's line:col."""
+    r = faultline("validate", os.path.join(ROOT, "scenarios", "inventory", "qp_error.yaml"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "rail 0 ens1f0np0 RDMA mlx5_0 port 1" in r.stdout, r.stdout
+    bad = tmp_path / "loss.yaml"
+    hosts = os.path.join(ROOT, "scenarios", "inventory", "hosts", "two_node.yaml")
+    bad.write_text("name: l\n"
+                   f"topology: {{kind: inventory, ranks_per_host: 1, file: {hosts}}}\n"
+                   "workload: {op: allreduce, bytes: 1MiB, duration: 4s}\n"
+                   "faults:\n"
+                   "  - {id: l, at: 1s, type: loss, target: {host: node02, rail: 0}, "
+                   "percent: 5%, for: 1s}\n")
+    r = faultline("validate", str(bad))
+    assert r.returncode == 2
+    assert f"{bad}:5:5: fault 'l': loss cannot act on host 'node02' rail 0" in r.stderr, r.stderr
+    r = faultline("run", os.path.join(ROOT, "scenarios", "inventory", "inline_tcp.yaml"))
+    assert r.returncode == 2
+    assert "inventory topologies are not run by this runner yet" in r.stderr, r.stderr
 
 
 def test_matrix_error_has_line_and_column(tmp_path):

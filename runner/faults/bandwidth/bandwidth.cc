@@ -47,6 +47,7 @@ const FaultDescriptor& BandwidthFault() {
   static const FaultDescriptor d = [] {
     FaultDescriptor d;
     d.name = "bandwidth";
+    d.rdma_refused = kQdiscBypassedByRdma;
     d.target = TargetShape::kLink;
     d.hold = Hold::kFor;
     d.param_keys = {"rate", "burst"};

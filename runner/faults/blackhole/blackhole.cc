@@ -8,6 +8,7 @@ const FaultDescriptor& BlackholeFault() {
   static const FaultDescriptor d = [] {
     FaultDescriptor d;
     d.name = "blackhole";
+    d.rdma_refused = kNftablesBypassedByRdma;
     d.target = TargetShape::kLink;
     d.hold = Hold::kFor;
     // nftables drops on the host-side port; the executor names it.

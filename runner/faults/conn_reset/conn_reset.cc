@@ -8,6 +8,7 @@ const FaultDescriptor& ConnResetFault() {
   static const FaultDescriptor d = [] {
     FaultDescriptor d;
     d.name = "conn_reset";
+    d.rdma_refused = kSocketsBypassedByRdma;
     d.target = TargetShape::kSocketLink;
     d.hold = Hold::kOnce;
     d.for_refused_hint = kActsOnceHint;

@@ -15,6 +15,7 @@ const FaultDescriptor& CorruptFault() {
   static const FaultDescriptor d = [] {
     FaultDescriptor d;
     d.name = "corrupt";
+    d.rdma_refused = kQdiscBypassedByRdma;
     d.target = TargetShape::kLink;
     d.hold = Hold::kFor;
     d.param_keys = {"percent"};

@@ -16,6 +16,7 @@ const FaultDescriptor& DelayFault() {
   static const FaultDescriptor d = [] {
     FaultDescriptor d;
     d.name = "delay";
+    d.rdma_refused = kQdiscBypassedByRdma;
     d.target = TargetShape::kLink;
     d.hold = Hold::kFor;
     d.param_keys = {"delay", "jitter"};

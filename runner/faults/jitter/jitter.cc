@@ -19,6 +19,7 @@ const FaultDescriptor& JitterFault() {
   static const FaultDescriptor d = [] {
     FaultDescriptor d;
     d.name = "jitter";
+    d.rdma_refused = kQdiscBypassedByRdma;
     d.target = TargetShape::kLink;
     d.hold = Hold::kFor;
     d.param_keys = {"delay", "jitter"};

@@ -19,6 +19,7 @@ const FaultDescriptor& LossFault() {
   static const FaultDescriptor d = [] {
     FaultDescriptor d;
     d.name = "loss";
+    d.rdma_refused = kNftablesBypassedByRdma;
     d.target = TargetShape::kLink;
     d.hold = Hold::kFor;
     d.param_keys = {"percent"};

@@ -22,6 +22,7 @@ const FaultDescriptor& ReorderFault() {
   static const FaultDescriptor d = [] {
     FaultDescriptor d;
     d.name = "reorder";
+    d.rdma_refused = kQdiscBypassedByRdma;
     d.target = TargetShape::kLink;
     d.hold = Hold::kFor;
     d.param_keys = {"percent", "delay"};
