@@ -21,7 +21,7 @@ def task(tmp_path, argv, host=0, local=0, procid=0, nodeid=0, localid=0):
                SLURM_LOCALID=str(localid), SLURM_JOB_ID="7", SLURM_STEP_ID="0",
                SLURMD_NODENAME=f"h{nodeid}")
     r = subprocess.run([FAULTLINE, "task-exec", "--dir", str(d)], env=env, capture_output=True,
-                       text=True, timeout=30)
+                       text=True, timeout=30, cwd=tmp_path)
     status = d / f"task{procid}.status"
     return r, (json.loads(status.read_text()) if status.exists() else None), d
 
@@ -45,6 +45,7 @@ def test_records_the_signal_that_killed_the_rank(tmp_path):
 def test_refuses_a_rank_placed_on_another_node(tmp_path):
     r, status, d = task(tmp_path, ["sh", "-c", "touch ran"], host=0, local=1, nodeid=1, localid=0)
     assert r.returncode == 125
+    assert not (tmp_path / "ran").exists()
     assert status["code"] == 125 and "belongs to host 0 as local rank 1" in status["error"]
     assert not (d / "task0.started").exists()
 
