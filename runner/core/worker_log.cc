@@ -93,6 +93,11 @@ std::string Apply(const json& j, bool first, WorkerLog* log) {
     log->events.push_back(std::move(e));
     return "";
   }
+  if (type == "ready") {
+    if (log->ready_ns) return "a second ready line";
+    log->ready_ns = j.at("t_ns").get<int64_t>();
+    return "";
+  }
   if (type == "sync") {
     SyncRecord r;
     r.rank = log->header.rank;
@@ -162,6 +167,13 @@ std::string WorkerHeaderLine(const WorkerHeader& h) {
   j["rails_used"] = h.rails_used ? json(*h.rails_used) : json(nullptr);
   j["ccl_version"] = h.ccl_version;
   if (h.workload != "collectives") j["workload"] = h.workload;
+  return Line(j);
+}
+
+std::string WorkerReadyLine(int64_t t_ns) {
+  nlohmann::json j;
+  j["type"] = "ready";
+  j["t_ns"] = t_ns;
   return Line(j);
 }
 

@@ -83,6 +83,8 @@ struct WorkerEnd {
 
 // One line each, with the trailing newline.
 std::string WorkerHeaderLine(const WorkerHeader& h);
+// {"type":"ready","t_ns":...}: the rank joined its group and is ready for its workload.
+std::string WorkerReadyLine(int64_t t_ns);
 std::string WorkerOpLine(const WorkerOp& op);
 std::string WorkerEventLine(const CclEvent& e);
 std::string WorkerEndLine(const WorkerEnd& end);
@@ -96,6 +98,9 @@ struct WorkerLog {
   std::vector<CclEvent> events;  // rank filled from the header
   std::vector<SyncRecord> syncs;  // rank filled from the header
   std::optional<TrainResult> result;  // rank filled from the header
+  // When the rank had joined its group and was ready for its workload ("ready" line, the
+  // worker's own clock); absent from workers that do not write it (the torch workload).
+  std::optional<int64_t> ready_ns;
   // Absent when the worker never wrote its end line (killed or crashed); the runner decides
   // which from the process status.
   std::optional<RankEnd> end;

@@ -164,6 +164,7 @@ class Run final {
   static constexpr int64_t kArmLeadNs = 30'000'000;
   std::string timeline_scheduling_;
   int64_t t0_ = 0;
+  int64_t execute_start_ns_ = 0;
   int64_t run_end_ns_ = 0;
   bool watchdog_fired_ = false;
   std::vector<FaultState> faults_;
@@ -743,6 +744,8 @@ void Run::HealAll() {
 
 int Run::Finish() {
   // Collect the history from the rank logs and the process statuses.
+  std::optional<int64_t> ranks_ready_ns;
+  int ranks_ready = 0;
   History h;
   h.world_size = sc_.topology.world_size();
   h.op = sc_.workload.op;
@@ -763,6 +766,10 @@ int Run::Finish() {
       h.events_supported = h.events_supported || log->header.events;
       h.syncs.insert(h.syncs.end(), log->syncs.begin(), log->syncs.end());
       if (log->result) h.results.push_back(*log->result);
+      if (log->ready_ns) {
+        ranks_ready_ns = std::max(ranks_ready_ns.value_or(0), *log->ready_ns);
+        ++ranks_ready;
+      }
       if (g == 0) h.rails_used = log->header.rails_used;
       if (!log->header.ccl_version.empty()) ccl_versions.insert(log->header.ccl_version);
     }
@@ -863,6 +870,13 @@ int Run::Finish() {
   in.environment = Environment(sc_, o_, run_id_, ccl_version);
   in.environment["topology"] = topo_ ? topo_->ToJson() : nlohmann::json();
   in.environment["launcher"] = cluster_ ? "slurm" : "local";
+  // From `faultline run` (its start) to the last rank ready (joined, prepared): null unless
+  // every rank said when it was ready.
+  in.environment["launch"] = {
+      {"ranks", sc_.topology.world_size()},
+      {"all_ready_ms", ranks_ready == sc_.topology.world_size() && ranks_ready_ns
+                           ? nlohmann::json((*ranks_ready_ns - execute_start_ns_) / 1e6)
+                           : nlohmann::json(nullptr)}};
   if (cluster_) {
     nlohmann::json slurm = {{"cluster", cluster_->cluster_name},
                             {"nodes", cluster_->nodes},
@@ -966,6 +980,7 @@ int Run::Finish() {
 }
 
 int Run::Execute() {
+  execute_start_ns_ = MonoNow();
   StopOnSignals signals;
   Status st = Setup();
   if (st.ok()) st = LaunchRanks();

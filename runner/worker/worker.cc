@@ -271,6 +271,8 @@ class Worker final {
     if (!st.ok()) return Fail("init: " + st.ToString(), NowNs());
     st = Guarded("prepare", o_.timeout, std::nullopt, [&] { return adapter_->Prepare(args_); });
     if (!st.ok()) return Fail("prepare: " + st.ToString(), NowNs());
+    // Joined and prepared: the launch is over for this rank (the runner's launch figure).
+    if (!log_.Write(WorkerReadyLine(NowNs()))) return InternalFailure("cannot write the log");
 
     if (o_.start_at_ns) {
       // Wait for the common time zero; a rank that joined too late starts at once.

@@ -125,6 +125,23 @@ TEST(WorkerLogTest, EveryLineTypeRoundTrips) {
   EXPECT_FALSE(log->truncated);
 }
 
+TEST(WorkerLogTest, ReadyLineSaysWhenTheRankJoined) {
+  WorkerHeader h;
+  h.rank = 1;
+  h.size = 2;
+  const std::string head = WorkerHeaderLine(h);
+  auto none = ParseWorkerLog(head, "r1.log");
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_FALSE(none->ready_ns.has_value());  // a worker that never said: unknown, not 0
+  auto log = ParseWorkerLog(head + WorkerReadyLine(4242), "r1.log");
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  EXPECT_EQ(log->ready_ns, 4242);
+  auto twice = ParseWorkerLog(head + WorkerReadyLine(1) + WorkerReadyLine(2), "r1.log");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.status().message().find("r1.log:3: a second ready line"), std::string::npos)
+      << twice.status().ToString();
+}
+
 TEST(WorkerLogTest, CutOffLastLineIsIgnored) {
   const std::string full = SampleLog();
   // Cut in the middle of the failed op's line: the end line and half of that op are lost.
