@@ -253,7 +253,13 @@ TEST(Launcher, DestructorKillsRanksAndTheirHelpers) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     ASSERT_GT(helper_pid, 0);
-    EXPECT_EQ(ProcState(helper_pid), 'S');
+    // The helper is alive and asleep (it may still be starting `sleep` when its pid is out).
+    char st = ProcState(helper_pid);
+    while (st == 'R' && MonoNow() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      st = ProcState(helper_pid);
+    }
+    EXPECT_EQ(st, 'S');
   }
   // The rank is reaped by the destructor; the helper is killed with its group (it may stay a
   // zombie for a moment until its new parent reaps it).
