@@ -344,3 +344,28 @@ def test_runner_killed_agents_heal_when_their_lease_lapses(box, tmp_path):
     subprocess.run([FAULTLINE, "cleanup"], env=box, capture_output=True)
     assert_nothing_left(box, [info["run_id"]])
     assert live_processes_mentioning(out) == []
+
+
+def test_rank_killed_through_its_hosts_agent(box, tmp_path):
+    """rank_kill under Slurm: the agent of the rank's host finds the process of that Slurm task
+    (SLURM_PROCID of the run's step) and kills it; the outcome is the local launcher's."""
+    info = up(box, "--hosts", "2", "--ranks-per-host", "1", "--rails", "2")
+    sc = os.path.join(ROOT, "tests", "py", "scenarios", "rank_kill.yaml")
+    out = str(tmp_path / "out")
+    r = sh(FAULTLINE, "run", sc, "--launcher", "slurm", "--out", out, env=box, check=False,
+           timeout=180)
+    with open(os.path.join(out, "report.json")) as f:
+        rep = json.load(f)
+    [fault] = rep["faults"]
+    assert fault["applied_s"] is not None and not fault.get("error"), fault
+    assert rep["outcome"] == "aborted_clean", r.stdout + r.stderr
+    assert r.returncode == 0, r.stdout + r.stderr
+    [applied] = rep["environment"]["agents"]["faults"]
+    assert applied["fault"] == "kill" and applied["node"] == "h1"
+    # The rank itself was killed, under its task: the task recorded the signal.
+    with open(os.path.join(out, "ranks", "tasks", "task1.status")) as f:
+        assert json.load(f) == {"state": "signaled", "signal": 9}
+    with open(os.path.join(out, "ranks", "tasks", "task0.status")) as f:
+        assert json.load(f)["state"] == "exited"
+    sh(FAULTLINE, "cluster", "down", env=box)
+    assert_nothing_left(box, [info["run_id"]])
