@@ -613,11 +613,15 @@ void Run::RemoteAction(FaultState& f, const TimelineAction& a, int64_t when) {
       f.remote_host = h;
       f.remote_generation = fleet_->generation(h);
     }
-    agent_faults_.push_back({{"fault", f.record.id},
-                             {"cycle", a.cycle},
-                             {"host", h},
-                             {"node", cluster_->nodes[h]},
-                             {"lateness_us", (to_runner(t, "applied_ns") - when) / 1e3}});
+    const bool applied = r->value("applied", false);
+    agent_faults_.push_back(
+        {{"fault", f.record.id},
+         {"cycle", a.cycle},
+         {"host", h},
+         {"node", cluster_->nodes[h]},
+         {"applied", applied},
+         {"lateness_us", applied ? nlohmann::json((to_runner(t, "applied_ns") - when) / 1e3)
+                                 : nlohmann::json(nullptr)}});
   } else {
     auto c = f.remote_by_cycle.find(a.cycle);
     if (c == f.remote_by_cycle.end() || f.remote_reverted.count(a.cycle)) return;
