@@ -228,6 +228,9 @@ class Engine final : public Transport, public FaultTarget {
     bool closing = false;               // BYE received
     bool resume_pending = false;        // a path went down: the next acknowledgement resumes
     Clock::time_point no_path_since{};  // every live path suspect since (epoch: not so)
+    // The last valid frame from the peer on any connection: it lives. A connection set up again
+    // is not (the kernel completes a handshake for a stopped process); only a frame is.
+    Clock::time_point heard{};
     std::map<int, double> shares;       // connection -> share of the striping last announced
     bool gone = false;                  // no connection left
   };

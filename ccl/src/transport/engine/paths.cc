@@ -356,10 +356,15 @@ void Engine::CheckTimers() {
     bool any_working = false;
     for (int ci : p.conns) any_working |= conns_[ci].alive && !conns_[ci].health.suspect;
     // No working path to a peer for the abort timeout (also while every connection is down and
-    // being set up again): fail cleanly instead of waiting for every operation's deadline.
+    // being set up again): fail cleanly instead of waiting for every operation's deadline. A
+    // frame from the peer restarts the timer (it lives: a path is coming back); a connection
+    // set up again does not, or a stopped peer whose kernel still accepts connections would
+    // never be given up on.
     if (!p.conns.empty() && !any_working && !p.closing && !p.gone) {
       if (p.no_path_since == Clock::time_point{}) {
         p.no_path_since = now;
+      } else if (p.heard > p.no_path_since) {
+        p.no_path_since = p.heard;
       } else if (now - p.no_path_since >= options_.abort_timeout) {
         FailLocked(PeerLost("no working path to rank " + std::to_string(peer) + " for " +
                             std::to_string(options_.abort_timeout.count()) + " ms"),

@@ -157,6 +157,7 @@ void Engine::OnHeader(int ci) {
     RefuseFrame(ci, st);
     return;
   }
+  peers_[c.peer].heard = Clock::now();
   c.rx.dst = nullptr;
   c.rx.msg.reset();
   c.rx.text.clear();
