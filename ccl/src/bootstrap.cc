@@ -88,16 +88,25 @@ uint64_t LocalHostKey() {
 
 Result<std::unique_ptr<Bootstrap>> Bootstrap::Join(const CommOptions& options,
                                                    const std::vector<net::Endpoint>& my_rails,
+                                                   uint64_t group_key,
                                                    Clock::time_point deadline) {
   std::unique_ptr<Bootstrap> b(new Bootstrap(options.rank));
-  Status st = options.rank == 0 ? b->JoinAsRoot(options, my_rails, deadline)
-                                : b->JoinAsPeer(options, my_rails, deadline);
+  Status st = options.rank == 0 ? b->JoinAsRoot(options, my_rails, group_key, deadline)
+                                : b->JoinAsPeer(options, my_rails, group_key, deadline);
   if (!st.ok()) return st.WithContext("bootstrap (rank " + std::to_string(options.rank) + ")");
   return b;
 }
 
+Status Bootstrap::OpenSpare(uint32_t ip) {
+  auto l = net::Listen(ip, 0);
+  if (!l.ok()) return l.status().WithContext("opening the listener for a later shrink");
+  spare_ = std::move(l->first);
+  table_.spares[rank_] = l->second;
+  return Status::Ok();
+}
+
 Status Bootstrap::JoinAsRoot(const CommOptions& options, const std::vector<net::Endpoint>& my_rails,
-                             Clock::time_point deadline) {
+                             uint64_t group_key, Clock::time_point deadline) {
   net::Fd listener;
   if (options.bootstrap_listen_fd >= 0) {
     listener = net::Fd(dup(options.bootstrap_listen_fd));
@@ -118,6 +127,7 @@ Status Bootstrap::JoinAsRoot(const CommOptions& options, const std::vector<net::
   table_.rails[0] = my_rails;
   table_.hosts.assign(size, 0);
   table_.hosts[0] = LocalHostKey();
+  table_.spares.assign(size, {});
   peers_.resize(size);
   int joined = 1;
   std::string error;
@@ -149,9 +159,27 @@ Status Bootstrap::JoinAsRoot(const CommOptions& options, const std::vector<net::
     Reader rd{payload};
     uint32_t magic = 0;
     int32_t rank = -1, psize = 0, prails = 0, pchannels = 0;
-    if (type != kHello || !rd.Get(&magic) || magic != kBootMagic || !rd.Get(&rank) ||
-        !rd.Get(&psize) || !rd.Get(&prails) || !rd.Get(&pchannels)) {
+    uint64_t pkey = 0;
+    if (type != kHello || !rd.Get(&magic) || magic != kBootMagic || !rd.Get(&pkey) ||
+        !rd.Get(&rank) || !rd.Get(&psize) || !rd.Get(&prails) || !rd.Get(&pchannels)) {
       LOG_WARN("INIT", "bootstrap: dropping a connection with a malformed hello");
+      continue;
+    }
+    if (pkey != group_key) {
+      // A rank forming another group here: another shrink of the same parent (it excludes
+      // other ranks), or a fresh communicator at a shrink root's address. It is refused; the
+      // group being formed is not its business.
+      std::string why = "rank " + std::to_string(rank) +
+                        " asked to join another group than rank 0 forms (" +
+                        (group_key == 0 || pkey == 0
+                             ? std::string("a shrunk communicator and a new one")
+                             : std::string("shrinks excluding different ranks")) +
+                        ")";
+      LOG_WARN("INIT", "bootstrap: refusing %s", why.c_str());
+      SendMsg(conn->get(), kError,
+              std::to_string(static_cast<int>(Code::kInvalidArgument)) + "|" + why,
+              Clock::now() + std::chrono::seconds(1))
+          .ok();
       continue;
     }
     std::string reason;
@@ -187,12 +215,20 @@ Status Bootstrap::JoinAsRoot(const CommOptions& options, const std::vector<net::
       }
       rails[i] = net::Endpoint{ip, port};
     }
-    if (!rd.Get(&table_.hosts[rank]))
+    uint16_t spare_port = 0, spare_pad = 0;
+    if (!rd.Get(&table_.hosts[rank]) || !rd.Get(&table_.spares[rank].ip) ||
+        !rd.Get(&spare_port) || !rd.Get(&spare_pad))
       return Corrupt("truncated hello from rank " + std::to_string(rank));
+    table_.spares[rank].port = spare_port;
     table_.rails[rank] = std::move(rails);
     peers_[rank] = std::move(conn.value());
     ++joined;
   }
+  // The ranks reached this one at the local address of their connections: that is where a
+  // later shrink's ranks find it too (the bootstrap listener may be bound to any address).
+  auto here = net::LocalEndpoint(peers_[1].get());
+  if (!here.ok()) return here.status();
+  FTCCL_RETURN_IF_ERROR(OpenSpare(here->ip));
   Writer w;
   w.Put(table_.comm_id);
   w.Put(static_cast<int32_t>(size));
@@ -205,6 +241,11 @@ Status Bootstrap::JoinAsRoot(const CommOptions& options, const std::vector<net::
     }
   }
   for (int r = 0; r < size; ++r) w.Put(table_.hosts[r]);
+  for (int r = 0; r < size; ++r) {
+    w.Put(table_.spares[r].ip);
+    w.Put(table_.spares[r].port);
+    w.Put(static_cast<uint16_t>(0));
+  }
   for (int r = 1; r < size; ++r) {
     Status st = SendMsg(peers_[r].get(), kTable, w.buf, deadline);
     if (!st.ok()) return st.WithContext("sending the address table to rank " + std::to_string(r));
@@ -213,7 +254,7 @@ Status Bootstrap::JoinAsRoot(const CommOptions& options, const std::vector<net::
 }
 
 Status Bootstrap::JoinAsPeer(const CommOptions& options, const std::vector<net::Endpoint>& my_rails,
-                             Clock::time_point deadline) {
+                             uint64_t group_key, Clock::time_point deadline) {
   auto ep = net::ParseEndpoint(options.bootstrap);
   if (!ep.ok()) return ep.status();
   Status last;
@@ -230,8 +271,14 @@ Status Bootstrap::JoinAsPeer(const CommOptions& options, const std::vector<net::
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+  // The spare listener goes where this rank reached rank 0 from: its management address.
+  table_.spares.assign(options.size, {});
+  auto here = net::LocalEndpoint(root_.get());
+  if (!here.ok()) return here.status();
+  FTCCL_RETURN_IF_ERROR(OpenSpare(here->ip));
   Writer w;
   w.Put(kBootMagic);
+  w.Put(group_key);
   w.Put(static_cast<int32_t>(options.rank));
   w.Put(static_cast<int32_t>(options.size));
   w.Put(static_cast<int32_t>(my_rails.size()));
@@ -242,10 +289,20 @@ Status Bootstrap::JoinAsPeer(const CommOptions& options, const std::vector<net::
     w.Put(static_cast<uint16_t>(0));
   }
   w.Put(LocalHostKey());
+  w.Put(table_.spares[options.rank].ip);
+  w.Put(table_.spares[options.rank].port);
+  w.Put(static_cast<uint16_t>(0));
   FTCCL_RETURN_IF_ERROR(SendMsg(root_.get(), kHello, w.buf, deadline));
   uint32_t type;
   std::string payload;
   Status st = RecvMsg(root_.get(), &type, &payload, deadline);
+  if (!st.ok() && group_key != 0) {
+    // A shrink's root that formed its group without this rank closes its listener with this
+    // rank's connection still unanswered.
+    return st.WithContext(
+        "waiting for the address table from rank 0 of the shrunk group (it did not admit this "
+        "rank: it formed its group without it, or is gone)");
+  }
   if (!st.ok()) return st.WithContext("waiting for the address table from rank 0");
   if (type == kError) {
     // "<code>|<text>": the cause keeps its code (a missing rank is a timeout, a bad option an
@@ -280,6 +337,16 @@ Status Bootstrap::JoinAsPeer(const CommOptions& options, const std::vector<net::
   table_.hosts.assign(size, 0);
   for (int r = 0; r < size; ++r) {
     if (!rd.Get(&table_.hosts[r])) return Corrupt("truncated address table from rank 0");
+  }
+  net::Endpoint mine = table_.spares[options.rank];
+  for (int r = 0; r < size; ++r) {
+    uint16_t pad;
+    if (!rd.Get(&table_.spares[r].ip) || !rd.Get(&table_.spares[r].port) || !rd.Get(&pad)) {
+      return Corrupt("truncated address table from rank 0");
+    }
+  }
+  if (table_.spares[options.rank].ip != mine.ip || table_.spares[options.rank].port != mine.port) {
+    return Corrupt("the address table from rank 0 does not list this rank's own listener");
   }
   return Status::Ok();
 }

@@ -22,6 +22,9 @@ struct BootstrapTable {
   // hosts[rank]: which machine (and network namespace) the rank runs on; ranks with equal
   // keys reach each other over a Unix socket (the intra-host relay).
   std::vector<uint64_t> hosts;
+  // spares[rank]: a listener `rank` keeps open on its management address for the bootstrap of
+  // a communicator shrunk from this one (Communicator::Shrink), whichever survivor is its root.
+  std::vector<net::Endpoint> spares;
 };
 
 // This process's host key: its host name and network namespace, hashed. Ranks of one host
@@ -30,16 +33,21 @@ uint64_t LocalHostKey();
 
 class Bootstrap final {
  public:
-  // Joins the group. `my_rails` are this rank's data listeners. On failure every reachable
-  // rank gets the reason.
+  // Joins the group. `my_rails` are this rank's data listeners. `group_key` names the group
+  // being formed: 0 for a new communicator, the shrink's key (parent, excluded ranks, epoch)
+  // for a shrunk one. The root refuses a rank whose key differs from its own (that connection
+  // only: a rank that disagrees about a shrink cannot break the survivors' group). On failure
+  // every reachable rank gets the reason.
   static Result<std::unique_ptr<Bootstrap>> Join(const CommOptions& options,
                                                  const std::vector<net::Endpoint>& my_rails,
-                                                 Clock::time_point deadline);
+                                                 uint64_t group_key, Clock::time_point deadline);
   ~Bootstrap() = default;
   Bootstrap(const Bootstrap&) = delete;
   Bootstrap& operator=(const Bootstrap&) = delete;
 
   const BootstrapTable& table() const { return table_; }
+  // This rank's spare listener (table().spares[rank]), handed to the communicator.
+  net::Fd TakeSpare() { return std::move(spare_); }
 
   // Barrier after connection setup. `local` is this rank's own setup result; the call
   // succeeds only if every rank succeeded, otherwise returns the first failure (with its rank).
@@ -48,13 +56,16 @@ class Bootstrap final {
  private:
   Bootstrap(int rank) : rank_(rank) {}
   Status JoinAsRoot(const CommOptions& options, const std::vector<net::Endpoint>& my_rails,
-                    Clock::time_point deadline);
+                    uint64_t group_key, Clock::time_point deadline);
   Status JoinAsPeer(const CommOptions& options, const std::vector<net::Endpoint>& my_rails,
-                    Clock::time_point deadline);
+                    uint64_t group_key, Clock::time_point deadline);
+  // Opens the spare listener on `ip` (the address the other ranks reached this one at).
+  Status OpenSpare(uint32_t ip);
   void BroadcastError(const std::string& text, Clock::time_point deadline, Code code);
 
   int rank_;
   BootstrapTable table_;
+  net::Fd spare_;
   net::Fd root_;                // non-root ranks: the connection to rank 0
   std::vector<net::Fd> peers_;  // rank 0: the connection of every other rank
 };

@@ -1,6 +1,7 @@
 #include "ftccl/communicator.h"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -45,10 +46,14 @@ class Communicator::Impl {
   explicit Impl(CommOptions o) : options_(std::move(o)) {}
   ~Impl() { Close(); }
 
-  Status Init();
+  // `group_key`: 0 for a new communicator, the shrink's key for one shrunk from a parent.
+  Status Init(uint64_t group_key);
   RequestPtr Submit(transport::Signature sig, Millis timeout, Status invalid,
                     std::function<Status(const algo::Ctx&)> run);
   void Abort(const std::string& reason);
+  void Revoke(const std::string& reason);
+  bool revoked() const { return revoked_.load(); }
+  Result<std::unique_ptr<Communicator>> Shrink(const std::vector<int>& excluded, Millis timeout);
   // A request's Wait reached its deadline and `req` is still queued: it is taken out and fails
   // (and with it the communicator, as the ranks' sequences of collectives now differ).
   void DropQueued(const RequestImpl* req);
@@ -67,6 +72,9 @@ class Communicator::Impl {
   std::weak_ptr<Impl> self_;  // handed to requests
 
  private:
+  // Ends the running, queued and later collectives with `why` here and on the peers.
+  void FailFromCurrent(const Status& why);
+
   void WorkerLoop();
 
   std::unique_ptr<transport::engine::Engine> transport_;
@@ -80,6 +88,14 @@ class Communicator::Impl {
   const RequestImpl* running_ = nullptr;    // the task the worker runs, if any
   uint64_t running_seq_ = 0;
   algo::Scratch scratch_;  // worker thread
+  // Shrink: every rank's spare bootstrap listener (its management address) and this rank's own,
+  // and how many shrinks of this communicator were started (part of each shrink's key).
+  std::vector<net::Endpoint> spares_;
+  net::Fd spare_;
+  std::mutex shrink_mu_;
+  uint64_t shrinks_ = 0;
+  std::atomic<bool> revoked_{false};
+  std::string revoke_reason_;  // guarded by mu_; the first Revoke's
 };
 
 namespace {
@@ -141,7 +157,7 @@ class RequestImpl final : public Request {
 
 }  // namespace
 
-Status Communicator::Impl::Init() {
+Status Communicator::Impl::Init(uint64_t group_key) {
   const CommOptions& o = options_;
   if (o.size < 1) return InvalidArgument("size must be at least 1, got " + std::to_string(o.size));
   if (o.rank < 0 || o.rank >= o.size) {
@@ -189,7 +205,7 @@ Status Communicator::Impl::Init() {
     table.num_rails = static_cast<int>(mine.size());
     table.rails = {mine};
   } else {
-    auto b = Bootstrap::Join(o, mine, deadline);
+    auto b = Bootstrap::Join(o, mine, group_key, deadline);
     if (!b.ok()) return b.status();
     boot = std::move(b.value());
     table = boot->table();
@@ -202,6 +218,8 @@ Status Communicator::Impl::Init() {
   FTCCL_RETURN_IF_ERROR(transport_->Start());
   comm_id_ = table.comm_id;
   num_rails_ = table.num_rails;
+  spares_ = table.spares;
+  if (boot) spare_ = boot->TakeSpare();
   if (hook_) FTCCL_RETURN_IF_ERROR(hook_->Start(transport_.get(), o.rank, o.size, num_rails_));
   worker_ = std::thread([this] { WorkerLoop(); });
   LOG_INFO("INIT", "communicator %016lx ready: rank %d of %d, %d rails x %d channels",
@@ -222,6 +240,16 @@ RequestPtr Communicator::Impl::Submit(transport::Signature sig, Millis timeout, 
   std::lock_guard<std::mutex> lock(mu_);
   if (stop_) {
     task.req->Finish(Aborted("communicator destroyed"));
+    return req;
+  }
+  if (revoked_) {
+    // Whatever failed before the revocation, the caller learns why this communicator is out of
+    // use (and that it was revoked on purpose, not by a fault of its own).
+    Status before = transport_->error();
+    task.req->Finish(Aborted("communicator revoked: " + revoke_reason_ +
+                             (before.ok() || before.message().find("communicator revoked") == 0
+                                  ? std::string()
+                                  : " (it had failed before: " + before.ToString() + ")")));
     return req;
   }
   queue_.push_back(std::move(task));
@@ -315,7 +343,7 @@ void Communicator::Impl::InterruptRunning(const RequestImpl* req) {
                            " did not end within its deadline"), seq);
 }
 
-void Communicator::Impl::Abort(const std::string& reason) {
+void Communicator::Impl::FailFromCurrent(const Status& why) {
   uint64_t seq;
   {
     // The running collective, or the next one when none runs: it and every later one fail, on
@@ -323,7 +351,97 @@ void Communicator::Impl::Abort(const std::string& reason) {
     std::lock_guard<std::mutex> lock(mu_);
     seq = running_ != nullptr ? running_seq_ : next_seq_;
   }
-  transport_->Fail(Aborted("aborted by the application: " + reason), seq);
+  transport_->Fail(why, seq);
+}
+
+void Communicator::Impl::Abort(const std::string& reason) {
+  FailFromCurrent(Aborted("aborted by the application: " + reason));
+}
+
+void Communicator::Impl::Revoke(const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!revoked_) revoke_reason_ = reason;
+    revoked_ = true;
+  }
+  FailFromCurrent(Aborted("communicator revoked: " + reason));
+}
+
+Result<std::unique_ptr<Communicator>> Communicator::Impl::Shrink(const std::vector<int>& excluded,
+                                                                 Millis timeout) {
+  const int size = options_.size;
+  const int me = options_.rank;
+  std::vector<bool> out(size, false);
+  for (int r : excluded) {
+    if (r < 0 || r >= size) {
+      return InvalidArgument("shrink: excluded rank " + std::to_string(r) + " is outside [0, " +
+                             std::to_string(size) + ")");
+    }
+    if (r == me) return InvalidArgument("shrink: this rank (" + std::to_string(me) + ") excludes itself");
+    if (out[r]) return InvalidArgument("shrink: rank " + std::to_string(r) + " is excluded twice");
+    out[r] = true;
+  }
+  std::lock_guard<std::mutex> serial(shrink_mu_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return Aborted("shrink: the communicator is being destroyed");
+  }
+  std::vector<int> survivors;
+  std::string names;
+  for (int r = 0; r < size; ++r) {
+    if (!out[r]) {
+      survivors.push_back(r);
+    } else {
+      names += (names.empty() ? "" : ",") + std::to_string(r);
+    }
+  }
+  // Whatever still runs on the old communicator ends now, here and on every peer a path
+  // reaches: the survivors meet afresh, the excluded ranks learn they are out.
+  Revoke(names.empty() ? std::string("shrinking (no rank excluded)")
+                       : "shrinking without ranks " + names);
+  const int new_size = static_cast<int>(survivors.size());
+  const int new_rank = static_cast<int>(
+      std::find(survivors.begin(), survivors.end(), me) - survivors.begin());
+  // Every survivor computes the same key from the same inputs; a rank that excludes other ranks
+  // (or is at another shrink of this communicator) has another key and is refused by the root.
+  uint64_t key = comm_id_ ^ 0x9E3779B97F4A7C15ull;
+  auto mix = [&key](uint64_t v) {
+    key ^= v + 0x9E3779B97F4A7C15ull + (key << 6) + (key >> 2);
+    key *= 0xBF58476D1CE4E5B9ull;
+  };
+  mix(++shrinks_);
+  mix(static_cast<uint64_t>(size));
+  for (int r = 0; r < size; ++r) {
+    if (out[r]) mix(static_cast<uint64_t>(r));
+  }
+  if (key == 0) key = 1;
+
+  CommOptions o = options_;
+  o.rank = new_rank;
+  o.size = new_size;
+  if (timeout.count() > 0) o.init_timeout = timeout;
+  o.bootstrap_listen_fd = -1;
+  if (new_size > 1) {
+    if (new_rank == 0) {
+      if (!spare_.valid()) return Internal("shrink: this rank has no listener for the new group");
+      o.bootstrap_listen_fd = spare_.get();  // the bootstrap takes a duplicate
+    } else {
+      const net::Endpoint& root = spares_[survivors[0]];
+      if (root.ip == 0 || root.port == 0) {
+        return Internal("shrink: no listener address of rank " + std::to_string(survivors[0]));
+      }
+      o.bootstrap = root.ToString();
+    }
+  }
+  // The fault hook's path belongs to the new communicator now.
+  hook_.reset();
+  LOG_INFO("INIT", "communicator %016lx: shrinking to %d ranks without [%s]: this rank becomes %d",
+           static_cast<unsigned long>(comm_id_), new_size, names.c_str(), new_rank);
+  auto impl = std::make_shared<Impl>(std::move(o));
+  impl->self_ = impl;
+  Status st = impl->Init(key);
+  if (!st.ok()) return st.WithContext("shrink");
+  return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
 }
 
 void Communicator::Impl::Close() {
@@ -354,7 +472,7 @@ Result<std::unique_ptr<Communicator>> Communicator::Create(CommOptions options) 
   if (!env.ok()) return env;
   auto impl = std::make_shared<Impl>(std::move(options));
   impl->self_ = impl;
-  Status st = impl->Init();
+  Status st = impl->Init(0);
   if (!st.ok()) return st;
   return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
 }
@@ -375,6 +493,12 @@ Result<std::vector<std::string>> Communicator::QpStates(int peer, int rail) {
   return impl_->QpStates(peer, rail);
 }
 void Communicator::Abort(const std::string& reason) { impl_->Abort(reason); }
+void Communicator::Revoke(const std::string& reason) { impl_->Revoke(reason); }
+bool Communicator::revoked() const { return impl_->revoked(); }
+Result<std::unique_ptr<Communicator>> Communicator::Shrink(const std::vector<int>& excluded,
+                                                         Millis timeout) {
+  return impl_->Shrink(excluded, timeout);
+}
 
 namespace {
 

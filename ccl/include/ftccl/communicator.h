@@ -242,6 +242,27 @@ class Communicator final {
   // than the slice in hand); the buffer-lifetime guarantee above holds for them.
   void Abort(const std::string& reason);
 
+  // Revoke: as Abort (the running, queued and later collectives end with kAborted, here and on
+  // every peer a path reaches), with the message "communicator revoked: <reason>"; the
+  // communicator is then good only for Shrink() and destruction. Thread-safe.
+  void Revoke(const std::string& reason);
+  bool revoked() const;
+
+  // Shrink: a new communicator of the ranks not in `excluded` (dead, paused or unreachable
+  // ones), numbered in their old order (the lowest survivor becomes rank 0), over the same
+  // rails and options. Every survivor calls it with the same `excluded` (in any order); it
+  // revokes this communicator first, so whatever still ran on it ends. The survivors meet at
+  // the spare listener the new rank 0 opened at the original bootstrap (on the address the
+  // others reached it at), so no rank of the old group, rank 0 included, need be alive. Bounded
+  // by `timeout` (0: options().init_timeout): a survivor that does not join in time fails the
+  // shrink on every rank with kTimeout, naming it. A rank that excludes other ranks than the
+  // new rank 0 does is refused (kInvalidArgument) and cannot break the others' group.
+  // kInvalidArgument for a rank outside [0, size), listed twice, or this rank itself. This
+  // communicator stays revoked and must still be destroyed; the new one is independent of it.
+  // Not to be called concurrently with the destructor.
+  Result<std::unique_ptr<Communicator>> Shrink(const std::vector<int>& excluded,
+                                               Millis timeout = Millis(0));
+
   CommStats Stats() const;
   // The events since the last call, oldest first. Thread-safe.
   std::vector<Event> DrainEvents();
