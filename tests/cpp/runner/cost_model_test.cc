@@ -7,8 +7,13 @@
 
 #include <cmath>
 #include <limits>
+#include <ostream>
 
 namespace faultline::policy {
+
+// Failure messages name the policy rather than its bytes.
+void PrintTo(RecoveryPolicy p, std::ostream* os) { *os << RecoveryPolicyName(p); }
+
 namespace {
 
 using nlohmann::json;
