@@ -61,6 +61,7 @@ class Communicator::Impl {
   // communicator fails, which ends the collective at once.
   void InterruptRunning(const RequestImpl* req);
   CommStats Stats() const { return transport_->Stats(); }
+  int LostPeer() const { return transport_->LostPeer(); }
   std::vector<Event> DrainEvents() { return transport_->DrainEvents(); }
   Status InjectQpError(int peer, int rail) { return transport_->InjectQpError(peer, rail); }
   Result<std::vector<std::string>> QpStates(int peer, int rail) { return transport_->QpStates(peer, rail); }
@@ -495,6 +496,7 @@ Result<std::vector<std::string>> Communicator::QpStates(int peer, int rail) {
 void Communicator::Abort(const std::string& reason) { impl_->Abort(reason); }
 void Communicator::Revoke(const std::string& reason) { impl_->Revoke(reason); }
 bool Communicator::revoked() const { return impl_->revoked(); }
+int Communicator::LostPeer() const { return impl_->LostPeer(); }
 Result<std::unique_ptr<Communicator>> Communicator::Shrink(const std::vector<int>& excluded,
                                                          Millis timeout) {
   return impl_->Shrink(excluded, timeout);

@@ -28,7 +28,8 @@ enum class FrameType : uint8_t {
   kAck = 3,       // chunk_seq = cumulative ack (accepted), offset = cumulative received;
                   // payload: up to kMaxSackRanges [first, end) ranges received beyond that
   kNack = 4,      // chunk_seq = the chunk to resend
-  kAbort = 5,     // coll_seq, tag = Code, payload = reason text
+  kAbort = 5,     // coll_seq, tag = Code, offset = 1 + the lost rank that caused it (0: none),
+                  // payload = reason text
   kBye = 6,       // orderly close; chunk_seq = final cumulative ack
   kPing = 7,      // liveness probe of one connection; chunk_seq = nonce
   kPong = 8,      // the answer, on the same connection; chunk_seq = the ping's nonce

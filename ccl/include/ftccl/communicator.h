@@ -247,6 +247,12 @@ class Communicator final {
   // communicator is then good only for Shrink() and destruction. Thread-safe.
   void Revoke(const std::string& reason);
   bool revoked() const;
+  // The rank whose loss failed this communicator: the peer this rank gave up on (no working
+  // path for abort_timeout, every connection closed without a goodbye), or the one named by
+  // the abort of the peer that did; the first such. -1 when the failure concerned no lost rank
+  // (a mismatch, a deadline, an abort by the application). What a survivor passes to Shrink
+  // when one rank died or stopped; every survivor learns the same rank where one was lost.
+  int LostPeer() const;
 
   // Shrink: a new communicator of the ranks not in `excluded` (dead, paused or unreachable
   // ones), numbered in their old order (the lowest survivor becomes rank 0), over the same

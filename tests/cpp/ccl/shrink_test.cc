@@ -143,6 +143,12 @@ TEST_P(ShrinkTest, SurvivorsShrinkAndEveryCollectiveIsExactAfterwards) {
     rep.Progress("collective #" + std::to_string(iters) + " failed: " + failed.ToString());
     rep.Value("failed_at", iters);
     rep.Value("failed_code", static_cast<int>(failed.code()));
+    // Every survivor learns which rank was lost, from its own detection or a peer's abort.
+    rep.Value("lost_peer", comm.LostPeer());
+    if (comm.LostPeer() != tc.victim) {
+      rep.Fail("LostPeer() is " + std::to_string(comm.LostPeer()) + ", not the victim " +
+               std::to_string(tc.victim) + " (" + failed.ToString() + ")");
+    }
     const auto start = Clock::now();
     auto shrunk = comm.Shrink({tc.victim}, Millis(10000));
     if (!shrunk.ok()) return shrunk.status();

@@ -153,6 +153,12 @@ TEST(FrameCheck, TypesAndPayloads) {
   EXPECT_TRUE(CheckFrame(abort, c).ok());
   abort.length++;
   EXPECT_FALSE(CheckFrame(abort, c).ok());
+  // The lost rank it names (offset = rank + 1) must be one of the group.
+  abort.length = 0;
+  abort.offset = static_cast<uint64_t>(c.size);
+  EXPECT_TRUE(CheckFrame(abort, c).ok());
+  abort.offset++;
+  EXPECT_NE(Why(CheckFrame(abort, c)).find("names lost rank"), std::string::npos);
   FrameHeader h = wire::MakeHeader(FrameType::kHello, 42);
   EXPECT_FALSE(CheckFrame(h, c).ok());
   h.type = 0;

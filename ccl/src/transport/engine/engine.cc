@@ -252,6 +252,11 @@ Status Engine::error() const {
   return error_;
 }
 
+int Engine::LostPeer() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return lost_peer_;
+}
+
 Status Engine::ErrorFor(uint64_t coll_seq) const {
   std::lock_guard<std::mutex> lock(mu_);
   return coll_seq >= fail_from_ ? error_ : Status::Ok();
@@ -421,10 +426,11 @@ void Engine::Complete(const OpPtr& op, Status st) {
   cv_.notify_all();
 }
 
-void Engine::FailLocked(const Status& why, uint64_t coll_seq) {
+void Engine::FailLocked(const Status& why, uint64_t coll_seq, int lost) {
   fail_handled_ = true;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (lost_peer_ < 0 && lost >= 0 && lost < size_ && lost != rank_) lost_peer_ = lost;
     if (error_.ok()) error_ = why;
     if (coll_seq < fail_from_) fail_from_ = coll_seq;
     failed_ = true;
@@ -476,6 +482,7 @@ void Engine::FailLocked(const Status& why, uint64_t coll_seq) {
       item.hdr = wire::MakeHeader(wire::FrameType::kAbort, comm_id_);
       item.hdr.coll_seq = coll_seq;
       item.hdr.tag = static_cast<uint32_t>(err.code());
+      item.hdr.offset = static_cast<uint64_t>(LostPeer() + 1);
       item.len = static_cast<uint32_t>(text.size());
       item.owned.reset(new uint8_t[text.size() + 1]);
       std::memcpy(item.owned.get(), text.data(), text.size());

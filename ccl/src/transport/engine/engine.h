@@ -92,6 +92,8 @@ class Engine final : public Transport, public FaultTarget {
   CommStats Stats() const override;
   std::vector<Event> DrainEvents() override;
   void Shutdown() override;
+  // The rank whose loss failed the communicator (see FailLocked), or -1.
+  int LostPeer() const;
 
   // FaultTarget (the fault hook): conn_corrupt damages the next data frame to `peer` on one
   // connection of `rail` (payload: its checksum; header: the header's checksum).
@@ -261,7 +263,9 @@ class Engine final : public Transport, public FaultTarget {
     return id != std::thread::id() && id != std::this_thread::get_id();
   }
   void Complete(const OpPtr& op, Status st);
-  void FailLocked(const Status& why, uint64_t coll_seq);
+  // `lost`: the rank whose loss is the cause (this rank gave up on it, or a peer's abort named
+  // it), -1 for none; the first one is kept (LostPeer) and passed on in the abort frames.
+  void FailLocked(const Status& why, uint64_t coll_seq, int lost = -1);
   void Emit(EventKind kind, int peer, int rail, int channel, std::string reason);
   Status MismatchStatus(uint64_t coll_seq, int peer, const Signature& mine,
                         const Signature& theirs) const;
@@ -414,6 +418,7 @@ class Engine final : public Transport, public FaultTarget {
   mutable std::mutex mu_;  // guards error_ and op completion
   std::condition_variable cv_;
   Status error_;
+  int lost_peer_ = -1;  // guarded by mu_
   std::atomic<bool> failed_{false};
   // The failure concerns collectives from this one on; earlier ones still in flight finish
   // normally (a peer that is ahead may abort the next collective while this rank completes

@@ -72,6 +72,9 @@ Status CheckFrame(const wire::FrameHeader& h, const FrameContext& ctx) {
         return Lie("abort frame: reason of " + U(h.length) + " bytes (at most " +
                    U(kMaxAbortReason) + ")");
       }
+      if (h.offset > static_cast<uint64_t>(ctx.size)) {
+        return Lie("abort frame: names lost rank " + U(h.offset - 1) + " of " + U(ctx.size) + " ranks");
+      }
       return Status::Ok();
     case FrameType::kPing:
     case FrameType::kPong:

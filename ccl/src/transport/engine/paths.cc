@@ -186,7 +186,8 @@ void Engine::PeerGone(int peer, const std::string& reason) {
     return;
   }
   FailLocked(
-      PeerLost("lost every connection to rank " + std::to_string(peer) + " (" + reason + ")"), 0);
+      PeerLost("lost every connection to rank " + std::to_string(peer) + " (" + reason + ")"), 0,
+      peer);
 }
 
 bool Engine::RailQuiet(int rail) const {
@@ -368,7 +369,7 @@ void Engine::CheckTimers() {
       } else if (now - p.no_path_since >= options_.abort_timeout) {
         FailLocked(PeerLost("no working path to rank " + std::to_string(peer) + " for " +
                             std::to_string(options_.abort_timeout.count()) + " ms"),
-                   0);
+                   0, peer);
         return;
       }
     } else {

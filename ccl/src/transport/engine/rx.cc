@@ -25,7 +25,7 @@ void Engine::PostRecv(const OpPtr& op) {
   if (it == p.rx.end()) {
     if (p.gone) {
       FailLocked(PeerLost("rank " + std::to_string(op->peer) + " is no longer connected"),
-                 op->key.coll_seq);
+                 op->key.coll_seq, op->peer);
       return;
     }
     auto msg = std::make_shared<RxMsg>();
@@ -341,9 +341,11 @@ void Engine::OnAbortReason(int ci) {
     code = Code::kAborted;
   }
   if (code == Code::kTimeout || code == Code::kInternal) code = Code::kAborted;
+  // offset: the lost rank + 1 that caused the abort (0: none; CheckFrame bounded it).
+  const int lost = h.offset > 0 ? static_cast<int>(h.offset) - 1 : -1;
   FailLocked(Status(code, "rank " + std::to_string(c.peer) + " aborted collective #" +
                               std::to_string(h.coll_seq) + ": " + reason),
-             h.coll_seq);
+             h.coll_seq, lost);
 }
 
 void Engine::OnData(int ci) {

@@ -18,7 +18,7 @@ void Engine::PostSend(const OpPtr& op) {
   Peer& p = peers_[op->peer];
   if (p.gone) {
     FailLocked(PeerLost("rank " + std::to_string(op->peer) + " is no longer connected"),
-               op->key.coll_seq);
+               op->key.coll_seq, op->peer);
     return;
   }
   const size_t chunk = op->chunk_bytes;
