@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -265,6 +266,14 @@ Status Bootstrap::JoinAsPeer(const CommOptions& options, const std::vector<net::
       break;
     }
     last = c.status();
+    if (group_key != 0 &&
+        last.message().find("(errno " + std::to_string(ECONNREFUSED) + ")") != std::string::npos) {
+      // A shrink's root listens from its communicator's creation until it is destroyed:
+      // refused means it is gone, or formed its group without this rank and moved on.
+      return NetworkError("the new rank 0 at " + ep->ToString() +
+                          " no longer listens (it is gone, or did not admit this rank): " +
+                          last.message());
+    }
     if (Clock::now() + std::chrono::milliseconds(50) >= deadline) {
       return NetworkError("cannot reach rank 0 at " + ep->ToString() +
                           " before the deadline: " + last.message());

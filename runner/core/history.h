@@ -22,6 +22,21 @@ struct OpRecord {
   uint64_t bytes = 0;  // per-rank message size
   bool ok = true;      // the call returned success
   bool wrong = false;  // checked and the output differs from the known answer
+  // Ranks of the group the collective ran in: the world, or fewer after a shrink (policy
+  // shrink). Its busbw factor is that group's.
+  int group = 0;  // 0: the whole world
+};
+
+// A shrink (policy shrink) as one surviving rank saw it: from the failed collective's return
+// to the new group being ready (or the shrink failing).
+struct ShrinkRecord {
+  int rank = 0;                // the rank's number in the world (never renumbered here)
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  std::vector<int> excluded;   // world ranks left out, this shrink's and earlier ones'
+  int group = 0;               // ranks in the new group
+  bool ok = true;
+  std::string error;           // when !ok
 };
 
 enum class EventKind {
@@ -112,6 +127,7 @@ struct History {
   std::vector<OpRecord> ops;
   std::vector<CclEvent> events;
   std::vector<SyncRecord> syncs;
+  std::vector<ShrinkRecord> shrinks;
   std::vector<TrainResult> results;  // training workloads: one per rank that finished
   std::vector<FaultRecord> faults;
   std::vector<RankEnd> ranks;

@@ -49,8 +49,18 @@ Outcome ClassifyOutcome(const History& h, const MetricsOptions& o, std::string* 
       return Outcome::kHung;
     }
   }
-  int completed = 0, errors = 0, killed = 0;
+  // Ranks a successful shrink left out (policy shrink): whatever they return afterwards (a
+  // stopped rank wakes up to a revoked group) is not the job's error.
+  std::set<int> shrunk_out;
+  for (const ShrinkRecord& s : h.shrinks) {
+    if (s.ok) shrunk_out.insert(s.excluded.begin(), s.excluded.end());
+  }
+  int completed = 0, errors = 0, killed = 0, left_out = 0;
   for (const RankEnd& r : h.ranks) {
+    if (r.exit == RankExit::kError && shrunk_out.count(r.rank) > 0) {
+      ++left_out;
+      continue;
+    }
     switch (r.exit) {
       case RankExit::kCrashed:
         *reason = "rank " + std::to_string(r.rank) + " crashed";
@@ -72,6 +82,7 @@ Outcome ClassifyOutcome(const History& h, const MetricsOptions& o, std::string* 
       return Outcome::kCrashed;
     }
     *reason = std::to_string(completed) + " ranks completed every collective";
+    if (left_out > 0) *reason += " (" + std::to_string(left_out) + " left out by a shrink)";
     return Outcome::kSurvived;
   }
   if (completed > 0) {
@@ -229,6 +240,7 @@ std::vector<CompletedOp> CompleteOps(const History& h) {
     int64_t start = 0, end = 0;
     uint64_t bytes = 0;
     bool ok = true;
+    int group = 0;  // the largest group a rank reported for it; 0: the world
     std::set<int> ranks;
   };
   std::map<int64_t, Acc> by_index;
@@ -243,18 +255,26 @@ std::vector<CompletedOp> CompleteOps(const History& h) {
     a.end = std::max(a.end, r.end_ns);
     a.bytes = std::max(a.bytes, r.bytes);
     a.ok = a.ok && r.ok;
+    a.group = std::max(a.group, r.group);
     a.ranks.insert(r.rank);
   }
-  const double factor = BusBwFactor(h.op, h.world_size);
+  // Ranks a successful shrink left out: not expected in the collectives of a smaller group.
+  std::set<int> shrunk_out;
+  for (const ShrinkRecord& s : h.shrinks) {
+    if (s.ok) shrunk_out.insert(s.excluded.begin(), s.excluded.end());
+  }
   std::vector<CompletedOp> out;
   for (const auto& [index, a] : by_index) {
     if (!a.ok) continue;
     bool all = true;
     for (int r = 0; r < h.world_size && all; ++r) {
-      all = a.ranks.count(r) > 0 || killed.count(r) > 0;
+      all = a.ranks.count(r) > 0 || killed.count(r) > 0 ||
+            (a.group > 0 && shrunk_out.count(r) > 0);
     }
     if (!all || a.end <= a.start) continue;
+    const double factor = BusBwFactor(h.op, a.group > 0 ? a.group : h.world_size);
     CompletedOp op;
+    op.factor = factor;
     op.index = index;
     op.start_ns = a.start;
     op.end_ns = a.end;
@@ -327,7 +347,6 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
     }
   }
   if (!measured.empty()) rm.measured_from_ns = measured.front().start_ns;
-  const double factor = BusBwFactor(h.op, h.world_size);
 
   // Cycles: each complete collective owns the time since the previous one's end.
   std::vector<CompletedOp> by_end = ops;
@@ -345,7 +364,8 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
     if (to <= from) continue;
     cycles.push_back(
         {by_end[k].index, from, to,
-         static_cast<double>(by_end[k].bytes) * 8.0 / static_cast<double>(to - from) * factor});
+         static_cast<double>(by_end[k].bytes) * 8.0 / static_cast<double>(to - from) *
+                    by_end[k].factor});
   }
 
   std::optional<int64_t> first_fault;
@@ -445,13 +465,13 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
     }
     // Bytes over the collectives' own times, like each collective's busbw (the worker's time
     // between collectives, e.g. checking results, is not the network's).
-    uint64_t bytes = 0;
+    double busbits = 0;  // bytes x 8 x each collective's own busbw factor
     int64_t busy = 0;
     for (size_t k = from; k <= to; ++k) {
-      bytes += measured[k].bytes;
+      busbits += static_cast<double>(measured[k].bytes) * 8.0 * measured[k].factor;
       busy += measured[k].end_ns - measured[k].start_ns;
     }
-    return busy > 0 ? static_cast<double>(bytes) * 8.0 / static_cast<double>(busy) * factor : 0.0;
+    return busy > 0 ? busbits / static_cast<double>(busy) : 0.0;
   };
 
   std::set<int> killed;

@@ -190,7 +190,11 @@ struct CompletedOp {
   int64_t end_ns = 0;
   uint64_t bytes = 0;
   double busbw_gbps = 0;
+  // busbw / algbw of the group it ran in: the world's, or a shrunk group's (policy shrink).
+  double factor = 0;
 };
+// Collectives that every rank of their group completed: the world, less the ranks killed by
+// the scenario, less the ranks a shrink left out before it (policy shrink).
 std::vector<CompletedOp> CompleteOps(const History& history);
 
 // The end of every metric window: the last rank's last collective (its end, ok or not), never

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <cstdio>
+#include <map>
 
 #include "reports/schema.h"
 
@@ -40,6 +41,37 @@ nlohmann::json StopAgreements(const History& h) {
 uint32_t Rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
 
 }  // namespace
+
+// Policy shrink: one entry per shrink of the group (the survivors' records of the same
+// exclusion), timed from the first survivor starting it to the last one done.
+static nlohmann::json Shrinks(const History& h) {
+  std::map<std::vector<int>, std::vector<const ShrinkRecord*>> by_set;
+  for (const ShrinkRecord& s : h.shrinks) by_set[s.excluded].push_back(&s);
+  std::vector<nlohmann::json> out;
+  for (const auto& [excluded, recs] : by_set) {
+    int64_t from = recs.front()->start_ns, to = recs.front()->end_ns, slowest = 0;
+    bool ok = true;
+    nlohmann::json ranks = nlohmann::json::array();
+    for (const ShrinkRecord* r : recs) {
+      from = std::min(from, r->start_ns);
+      to = std::max(to, r->end_ns);
+      slowest = std::max(slowest, r->end_ns - r->start_ns);
+      ok = ok && r->ok;
+      ranks.push_back(r->rank);
+    }
+    out.push_back({{"excluded", excluded},
+                   {"group", recs.front()->group},
+                   {"ranks", std::move(ranks)},
+                   {"start_s", static_cast<double>(from - h.run_start_ns) / 1e9},
+                   {"duration_ms", static_cast<double>(to - from) / 1e6},
+                   {"slowest_rank_ms", static_cast<double>(slowest) / 1e6},
+                   {"ok", ok}});
+  }
+  std::sort(out.begin(), out.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+    return a["start_s"].get<double>() < b["start_s"].get<double>();
+  });
+  return nlohmann::json(std::move(out));
+}
 
 nlohmann::json BuildReportJson(const ReportInputs& in) {
   const Scenario& s = *in.scenario;
@@ -97,7 +129,9 @@ nlohmann::json BuildReportJson(const ReportInputs& in) {
         {"seed", in.seed}}},
       {"environment", in.environment},
       {"ccl", CclNameString(s.ccl)},
+      {"policy", RecoveryPolicyString(s.policy)},
       {"outcome", OutcomeName(m.outcome)},
+      {"shrinks", Shrinks(h)},
       {"correctness",
        {{"checked", s.workload.check},
         {"wrong", s.workload.check && m.wrong_results ? nlohmann::json(*m.wrong_results)

@@ -183,8 +183,8 @@ ParseOutcome Parser::RunRoot(const YAML::Node& root) {
       return {std::nullopt, diags_};
     }
     CheckKeys(root,
-              {"name", "description", "seed", "topology", "ccl", "workload", "faults", "expect",
-               "reproduce", "requires", "matrix"},
+              {"name", "description", "seed", "topology", "ccl", "policy", "workload", "faults",
+               "expect", "reproduce", "requires", "matrix"},
               "the scenario");
     if (root["requires"]) {
       const YAML::Node r = root["requires"];
@@ -220,6 +220,19 @@ ParseOutcome Parser::RunRoot(const YAML::Node& root) {
         s.ccl = *v == "ftccl" ? CclName::kFtccl : *v == "gloo" ? CclName::kGloo : CclName::kNccl;
       }
     }
+    if (root["policy"]) {
+      const YAML::Node p = root["policy"];
+      if (auto v = Choice(p, "policy", {"failover", "shrink", "fail_stop", "wait", "adaptive"})) {
+        if (*v == "failover") {
+          s.policy = RecoveryPolicyName::kFailover;
+        } else if (*v == "shrink") {
+          s.policy = RecoveryPolicyName::kShrink;
+        } else {
+          Error(p, "policy " + *v + " needs the training-loop workload, which this version does not have",
+                "use 'policy: failover' or 'policy: shrink'");
+        }
+      }
+    }
     if (Required(root, "topology", "the scenario",
                  "add 'topology: {hosts: 2, ranks_per_host: 2, rails: 2}'")) {
       ParseTopology(root["topology"], &s);
@@ -235,6 +248,16 @@ ParseOutcome Parser::RunRoot(const YAML::Node& root) {
       CheckExpectations(root["expect"], s);
     }
     CheckFaultSchedule(s);
+    if (s.policy == RecoveryPolicyName::kShrink && root["policy"]) {
+      if (s.ccl != CclName::kFtccl) {
+        Error(root["policy"], std::string("policy shrink needs a library that can shrink its group; ") +
+                                  CclNameString(s.ccl) + "'s adapter cannot (ftccl can)",
+              "use 'ccl: ftccl', or 'policy: failover'");
+      } else if (s.workload.kind != WorkloadKind::kCollectives) {
+        Error(root["policy"], "policy shrink applies to the collectives workload",
+              "drop 'policy: shrink' or use the collectives workload");
+      }
+    }
   } catch (const YAML::Exception& e) {
     Error(SourceLoc{e.mark.line + 1, e.mark.column + 1}, "malformed scenario: " + e.msg);
   }
@@ -942,6 +965,10 @@ const char* CclNameString(CclName c) {
       return "nccl";
   }
   return "?";
+}
+
+const char* RecoveryPolicyString(RecoveryPolicyName p) {
+  return p == RecoveryPolicyName::kShrink ? "shrink" : "failover";
 }
 
 const char* CollOpName(CollOp op) {

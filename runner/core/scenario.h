@@ -95,6 +95,14 @@ struct Topology {
 enum class CclName { kFtccl, kGloo, kNccl };
 const char* CclNameString(CclName c);  // "ftccl", "gloo", "nccl"
 
+// `policy:`, what the ranks do when a collective fails. failover: the library's own recovery
+// (ftccl's reroute, rebalance and relay); a call that fails ends the run. shrink: after a
+// collective failed because a rank was lost, the survivors shrink the group without it and go
+// on (ftccl; collectives workload). The training-loop policies (fail_stop, wait, adaptive)
+// are refused with a reason until that workload exists.
+enum class RecoveryPolicyName { kFailover, kShrink };
+const char* RecoveryPolicyString(RecoveryPolicyName p);  // "failover", "shrink"
+
 enum class CollOp {
   kAllReduce,
   kAllGather,
@@ -239,6 +247,7 @@ struct Scenario {
   uint64_t seed = 0;
   Topology topology;
   CclName ccl = CclName::kFtccl;
+  RecoveryPolicyName policy = RecoveryPolicyName::kFailover;
   Workload workload;
   std::vector<FaultSpec> faults;  // in file order
   Expectations expect;
@@ -267,11 +276,11 @@ struct Scenario {
 inline constexpr const char* kKnownRequirements[] = {"sch_netem", "fault_hook", "verbs", "torch"};
 
 // The keys a `matrix:` may vary and the scenario key each one sets.
-//   op dtype reduce root bytes duration -> workload.<key>; seed ccl -> top level;
+//   op dtype reduce root bytes duration -> workload.<key>; seed ccl policy -> top level;
 //   hosts ranks_per_host rails rail_gbps nics arp_retrans_ms -> topology.<key>.
 inline constexpr const char* kMatrixKeys[] = {"op",        "dtype", "reduce", "root",
                                               "bytes",     "duration", "seed", "ccl",
-                                              "hosts",     "ranks_per_host", "rails",
+                                              "policy",    "hosts", "ranks_per_host", "rails",
                                               "rail_gbps", "nics", "arp_retrans_ms"};
 // At most this many combinations in one file.
 inline constexpr int kMaxMatrixRuns = 1000;

@@ -72,6 +72,8 @@ std::string Apply(const json& j, bool first, WorkerLog* log) {
     r.end_ns = j.at("end_ns").get<int64_t>();
     r.bytes = j.at("bytes").get<uint64_t>();
     r.ok = j.at("ok").get<bool>();
+    r.group = j.value("group", 0);
+    if (r.group < 0 || r.group > log->header.size) return "op line: group out of range";
     const std::optional<uint64_t> wrong = OptField<uint64_t>(j, "wrong");
     r.wrong = wrong.value_or(0) > 0;
     log->wrong_elements += wrong.value_or(0);
@@ -91,6 +93,24 @@ std::string Apply(const json& j, bool first, WorkerLog* log) {
     e.peer = j.value("peer", -1);
     e.reason = j.value("reason", std::string());
     log->events.push_back(std::move(e));
+    return "";
+  }
+  if (type == "shrink") {
+    ShrinkRecord s;
+    s.rank = log->header.rank;
+    s.start_ns = j.at("start_ns").get<int64_t>();
+    s.end_ns = j.at("end_ns").get<int64_t>();
+    s.excluded = j.at("excluded").get<std::vector<int>>();
+    s.group = j.at("group").get<int>();
+    s.ok = j.at("ok").get<bool>();
+    s.error = j.value("error", std::string());
+    if (s.group < 1 || s.group > log->header.size) return "shrink line: group out of range";
+    for (int r : s.excluded) {
+      if (r < 0 || r >= log->header.size || r == log->header.rank) {
+        return "shrink line: excluded rank " + std::to_string(r) + " out of range";
+      }
+    }
+    log->shrinks.push_back(std::move(s));
     return "";
   }
   if (type == "ready") {
@@ -206,6 +226,19 @@ std::string WorkerOpLine(const WorkerOp& op) {
   j["wrong"] = op.wrong ? json(*op.wrong) : json(nullptr);
   j["warmup"] = op.warmup;
   if (!op.ok) j["error"] = op.error;
+  if (op.group > 0) j["group"] = op.group;
+  return Line(j);
+}
+
+std::string WorkerShrinkLine(const ShrinkRecord& s) {
+  json j;
+  j["type"] = "shrink";
+  j["start_ns"] = s.start_ns;
+  j["end_ns"] = s.end_ns;
+  j["excluded"] = s.excluded;
+  j["group"] = s.group;
+  j["ok"] = s.ok;
+  if (!s.ok) j["error"] = s.error;
   return Line(j);
 }
 

@@ -71,6 +71,7 @@ struct WorkerOp {
   std::optional<uint64_t> wrong;  // wrong elements; absent when not checked (or failed)
   bool warmup = false;
   std::string error;  // when !ok
+  int group = 0;      // ranks of the group after a shrink; 0: the world (not written)
 };
 
 struct WorkerEnd {
@@ -87,6 +88,8 @@ std::string WorkerHeaderLine(const WorkerHeader& h);
 std::string WorkerReadyLine(int64_t t_ns);
 std::string WorkerOpLine(const WorkerOp& op);
 std::string WorkerEventLine(const CclEvent& e);
+// {"type":"shrink","start_ns","end_ns","excluded":[...],"group":N,"ok":bool[,"error"]}
+std::string WorkerShrinkLine(const ShrinkRecord& s);
 std::string WorkerEndLine(const WorkerEnd& end);
 std::string WorkerSyncLine(const SyncRecord& sync);  // rank is the header's
 std::string WorkerResultLine(const TrainResult& result);  // rank is the header's
@@ -97,6 +100,7 @@ struct WorkerLog {
   std::vector<OpRecord> ops;     // in log order; rank filled from the header
   std::vector<CclEvent> events;  // rank filled from the header
   std::vector<SyncRecord> syncs;  // rank filled from the header
+  std::vector<ShrinkRecord> shrinks;  // rank filled from the header
   std::optional<TrainResult> result;  // rank filled from the header
   // When the rank had joined its group and was ready for its workload ("ready" line, the
   // worker's own clock); absent from workers that do not write it (the torch workload).

@@ -367,6 +367,7 @@ Status Run::LaunchRanks() {
           argv.insert(argv.end(), {"--iters", std::to_string(w.iters.value_or(1))});
         }
         if (w.check) argv.push_back("--check");
+        if (sc_.policy == RecoveryPolicyName::kShrink) argv.insert(argv.end(), {"--policy", "shrink"});
       }
       if (!hook_paths_[g].empty()) argv.insert(argv.end(), {"--fault-hook", hook_paths_[g]});
       if (torch) {
@@ -769,6 +770,7 @@ int Run::Finish() {
       h.events.insert(h.events.end(), log->events.begin(), log->events.end());
       h.events_supported = h.events_supported || log->header.events;
       h.syncs.insert(h.syncs.end(), log->syncs.begin(), log->syncs.end());
+      h.shrinks.insert(h.shrinks.end(), log->shrinks.begin(), log->shrinks.end());
       if (log->result) h.results.push_back(*log->result);
       if (log->ready_ns) {
         ranks_ready_ns = std::max(ranks_ready_ns.value_or(0), *log->ready_ns);
@@ -830,6 +832,18 @@ int Run::Finish() {
                            {"kind", EventKindName(e.kind)}, {"path", e.path}, {"reason", e.reason}}
                 .dump()
          << "\n";
+    }
+    // Policy shrink: one line per surviving rank's shrink, with its duration.
+    for (const auto& s : h.shrinks) {
+      nlohmann::json j = {{"type", "shrink"},
+                          {"t_s", (s.start_ns - t0_) / 1e9},
+                          {"rank", s.rank},
+                          {"duration_ms", (s.end_ns - s.start_ns) / 1e6},
+                          {"excluded", s.excluded},
+                          {"group", s.group},
+                          {"ok", s.ok}};
+      if (!s.ok) j["error"] = s.error;
+      ev << j.dump() << "\n";
     }
   }
   std::string scenario_text;

@@ -350,6 +350,7 @@ class Worker final {
       op.index = next_index_;
       op.bytes = layout_.bytes;
       op.warmup = next_index_ < o_.warmup;
+      if (group_size_ != o_.size) op.group = group_size_;
       op.start_ns = NowNs();
       if (next_index_ == 0 && o_.duration) {
         stop_at = (o_.start_at_ns ? std::max(*o_.start_at_ns, op.start_ns) : op.start_ns) +
@@ -369,14 +370,92 @@ class Worker final {
           recv_->Revoke();
         }
         log_.Write(WorkerOpLine(op));
+        if (o_.policy == "shrink" && adapter_->CanShrink()) {
+          const int code =
+              ShrinkAfter("collective " + std::to_string(op.index), op.end_ns, st);
+          if (code != kWorkerExitOk) return code;
+          ++next_index_;
+          continue;
+        }
         return Fail("collective " + std::to_string(op.index) + ": " + st.ToString(), op.end_ns);
       }
       if (o_.check) {
-        op.wrong = workload::CountWrong(spec_, layout_, o_.rank, args_.recv);
+        op.wrong = workload::CountWrong(spec_, layout_, group_rank_, args_.recv);
       }
       if (!log_.Write(WorkerOpLine(op))) return InternalFailure("cannot write the log");
       ++next_index_;
     }
+  }
+
+  // Policy shrink, after collective `failed` returned `why`: the group shrinks without the rank
+  // the library lost, and this rank's buffers, inputs and checks become those of its place in
+  // the new group. kWorkerExitOk to go on; the error exit when no rank was lost (the failure
+  // was something else) or the shrink failed.
+  int ShrinkAfter(const std::string& what, int64_t failed_ns, const Status& why) {
+    const int lost = adapter_->LostRank();
+    if (lost == o_.rank) {
+      return Fail(what + ": " + why.ToString() +
+                      " (this rank was left out: the others lost it and shrink without it)",
+                  failed_ns);
+    }
+    if (lost < 0) {
+      return Fail(what + ": " + why.ToString() +
+                      " (no shrink: the library names no lost rank)",
+                  failed_ns);
+    }
+    excluded_.push_back(lost);
+    ShrinkRecord rec;
+    rec.rank = o_.rank;
+    rec.excluded = excluded_;
+    rec.start_ns = NowNs();
+    Status st = Guarded("shrink", o_.init_timeout, std::nullopt,
+                        [&] { return adapter_->Shrink({lost}, o_.init_timeout); });
+    rec.end_ns = NowNs();
+    DrainEvents();
+    std::vector<int> members;
+    for (int r = 0; r < o_.size; ++r) {
+      if (std::find(excluded_.begin(), excluded_.end(), r) == excluded_.end()) members.push_back(r);
+    }
+    rec.group = static_cast<int>(members.size());
+    rec.ok = st.ok();
+    if (!st.ok()) rec.error = st.ToString();
+    log_.Write(WorkerShrinkLine(rec));
+    if (!st.ok()) {
+      return Fail(what + ": " + why.ToString() +
+                      "; shrink without rank " + std::to_string(lost) + ": " + st.ToString(),
+                  failed_ns);
+    }
+    group_size_ = rec.group;
+    group_rank_ = static_cast<int>(std::find(members.begin(), members.end(), o_.rank) -
+                                   members.begin());
+    // A rooted collective keeps its root, at that rank's place in the new group.
+    auto root = std::find(members.begin(), members.end(), o_.root);
+    if (root == members.end()) {
+      return Fail(what + ": the root rank " +
+                      std::to_string(o_.root) + " was lost; a rooted collective cannot go on",
+                  failed_ns);
+    }
+    spec_.root = static_cast<int>(root - members.begin());
+    args_.root = spec_.root;
+    // Fresh buffers for the new group: the failed collective's stay revoked (and allocated)
+    // until the end, as the library promised never to touch them again.
+    spec_.ranks = group_size_;
+    layout_ = workload::LayoutFor(o_.op, o_.dtype, group_size_, o_.bytes);
+    const size_t ts = workload::DTypeSize(o_.dtype);
+    retired_.push_back(std::move(send_));
+    retired_.push_back(std::move(recv_));
+    send_ = std::make_unique<AlignedBuffer>(layout_.send_elems * ts);
+    recv_ = std::make_unique<AlignedBuffer>(layout_.recv_elems * ts);
+    if (send_->data == nullptr || recv_->data == nullptr) {
+      return InternalFailure("out of memory for the buffers");
+    }
+    workload::FillInput(spec_, layout_, group_rank_, send_->data);
+    args_.send = send_->data;
+    args_.recv = recv_->data;
+    args_.count = layout_.count;
+    st = Guarded("prepare", o_.timeout, std::nullopt, [&] { return adapter_->Prepare(args_); });
+    if (!st.ok()) return Fail("prepare after the shrink: " + st.ToString(), NowNs());
+    return kWorkerExitOk;
   }
 
   // One-element allreduce (max) of `done`: every rank learns whether any rank's time is up.
@@ -401,6 +480,12 @@ class Worker final {
     sync.ok = st.ok();
     log_.Write(WorkerSyncLine(sync));
     DrainEvents();
+    if (!st.ok() && o_.policy == "shrink" && adapter_->CanShrink()) {
+      // A rank lost during the agreement: shrink, then agree again in the smaller group.
+      const int code = ShrinkAfter("stop agreement", sync.end_ns, st);
+      if (code != kWorkerExitOk) return code;
+      return AgreeToStop(done, stop);
+    }
     if (!st.ok()) return Fail("stop agreement: " + st.ToString(), NowNs());
     if (stop_recv_ != 0 && stop_recv_ != 1) {
       return Fail("stop agreement: wrong result " + std::to_string(stop_recv_), NowNs());
@@ -447,6 +532,11 @@ class Worker final {
   // The buffers outlive the adapter: a library may touch them until it is destroyed.
   std::unique_ptr<AlignedBuffer> send_;
   std::unique_ptr<AlignedBuffer> recv_;
+  std::vector<std::unique_ptr<AlignedBuffer>> retired_;  // buffers of failed collectives
+  // Policy shrink: the world ranks left out so far, and this rank's place in the group.
+  std::vector<int> excluded_;
+  int group_size_ = o_.size;
+  int group_rank_ = o_.rank;
   int32_t stop_send_ = 0;
   int32_t stop_recv_ = 0;
   std::unique_ptr<CclAdapter> adapter_;

@@ -7,7 +7,10 @@
 // how it ended to its per-rank log (worker_log.h).
 //
 // Ending: the first failed CCL call is logged with its error and ends the loop (a failed
-// communicator is not used again). Every CCL call has a deadline; a watchdog thread also ends
+// communicator is not used again), except under policy shrink: a collective that failed
+// because the library lost a rank (CclAdapter::LostRank) is followed by a shrink of the group
+// without it (a "shrink" log line, timed), and the loop goes on in the smaller group with the
+// next index; its inputs and checks are those of this rank's place in the new group. Every CCL call has a deadline; a watchdog thread also ends
 // the process if a call outlives its deadline plus a grace period (the library did not honour
 // it): it logs the call as failed and exits with kWorkerExitCclError. A crash stays a crash.
 //
@@ -59,6 +62,10 @@ struct WorkerOptions {
   // Where the rank serves the fault-hook protocol (injector/FAULT_HOOK.md); empty: nowhere.
   // Only ftccl serves it.
   std::string fault_hook;
+  // Recovery policy: "failover" (the library's own: a failed call ends the loop) or "shrink"
+  // (after a collective failed because a rank was lost, the survivors shrink the group
+  // without it and go on; libraries that cannot shrink end as under failover).
+  std::string policy = "failover";
 };
 
 // How long the watchdog waits past a call's own deadline: 1 s plus a quarter of the deadline.

@@ -64,6 +64,11 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--log", o.log_path, "per-rank log (JSON lines)")->required();
   app.add_option("--seed", o.seed, "varies the input values")->capture_default_str();
+  app.add_option("--policy", o.policy,
+                 "recovery policy: failover (a failed call ends the run) or shrink (go on "
+                 "without a lost rank)")
+      ->check(CLI::IsMember({"failover", "shrink"}))
+      ->capture_default_str();
   app.add_option("--fault-hook", o.fault_hook,
                  "ftccl: serve the fault-hook protocol (injector/FAULT_HOOK.md: conn_corrupt, "
                  "qp_error) on a Unix socket at this path");

@@ -401,6 +401,62 @@ def test_rank_kill_ftccl_aborts_cleanly(fl):
 
 
 # ---------------------------------------------------------------------------------------------
+# Policy shrink: the survivors of a lost rank shrink the group and finish the run.
+
+POLICY_SCENARIOS = os.path.join(ROOT, "scenarios", "policy")
+
+
+def shrink_lines(out):
+    with open(os.path.join(out, "events.jsonl")) as f:
+        return [e for e in map(json.loads, f) if e.get("type") == "shrink"]
+
+
+def test_rank_kill_with_policy_shrink_survives_and_reports_the_shrink(fl):
+    sc = os.path.join(POLICY_SCENARIOS, "shrink_rank_kill.yaml")
+    r = fl.run(sc)
+    rep = fl.report()
+    check_report_shape(rep, sc)
+    assert rep["policy"] == "shrink"
+    assert rep["outcome"] == "survived", r.stdout + r.stderr
+    assert rep["correctness"]["wrong"] == 0
+    assert r.returncode == 0, r.stdout + r.stderr
+    # The killed rank is global rank 2 (host 1, rank 0); the three others shrank without it,
+    # each timed, and the report has the shrink as one entry with its duration.
+    [s] = rep["shrinks"]
+    assert s["excluded"] == [2] and s["group"] == 3 and s["ranks"] == [0, 1, 3] and s["ok"], s
+    assert 0 < s["slowest_rank_ms"] <= s["duration_ms"], s
+    [kill] = rep["faults"]
+    assert s["start_s"] >= kill["applied_s"], (s, kill)
+    lines = shrink_lines(fl.out)
+    assert sorted(e["rank"] for e in lines) == [0, 1, 3], lines
+    assert all(e["ok"] and e["duration_ms"] > 0 and e["excluded"] == [2] for e in lines), lines
+    # Collectives went on after the shrink, in the group of three, each checked.
+    with open(os.path.join(fl.out, "ranks", "rank3.jsonl")) as log:
+        ops = [e for e in map(json.loads, log) if e.get("type") == "op"]
+    after = [o for o in ops if o.get("group") == 3]
+    assert len(after) >= 5 and all(o["ok"] and o["wrong"] == 0 for o in after), after[-3:]
+    fl.assert_nothing_left(rep["environment"]["run_id"])
+
+
+def test_rank_pause_with_policy_shrink_leaves_the_stopped_rank_out(fl):
+    sc = os.path.join(POLICY_SCENARIOS, "shrink_rank_pause.yaml")
+    r = fl.run(sc)
+    rep = fl.report()
+    assert rep["outcome"] == "survived", r.stdout + r.stderr
+    assert rep["correctness"]["wrong"] == 0
+    assert r.returncode == 0, r.stdout + r.stderr
+    ok = [s for s in rep["shrinks"] if s["ok"]]
+    assert len(ok) == 1 and ok[0]["excluded"] == [1] and ok[0]["ranks"] == [0, 2, 3], rep["shrinks"]
+    # The stopped rank woke up to a revoked group: it ended with an error, promptly (no hang:
+    # the run ended well within its watchdog), and is counted as left out, not as the job's.
+    with open(os.path.join(fl.out, "ranks", "rank1.jsonl")) as log:
+        [end] = [e for e in map(json.loads, log) if e.get("type") == "end"]
+    assert end["status"] == "error", end
+    assert "1 left out by a shrink" in r.stdout, r.stdout
+    fl.assert_nothing_left(rep["environment"]["run_id"])
+
+
+# ---------------------------------------------------------------------------------------------
 # Malformed scenarios: exit 2, file:line:column, nothing started.
 
 def position_of(path, line_marker, token):

@@ -106,6 +106,20 @@ class CclAdapter {
   // The library's version as it reports it (e.g. "2.21.5"), or "" where it reports none.
   // Default: "".
   virtual std::string Version() const { return ""; }
+
+  // Shrink (the `shrink` recovery policy). Ranks here are always the group's original numbers
+  // (CclInit::rank), also after a shrink; events' peers are given in them too.
+  // Whether the library can shrink its group. Default: no.
+  virtual bool CanShrink() const { return false; }
+  // After a failed call: the rank whose loss failed it, as the library learnt it (its own
+  // detection or a peer's word), or -1 when none is known. Default: -1.
+  virtual int LostRank() const { return -1; }
+  // Replaces the group with the ranks not in `excluded` and not excluded before, renumbered in
+  // order; this rank's place is then ShrunkRank() of ShrunkSize(). Every survivor calls it with
+  // the same list; bounded by `timeout`. Default: kUnavailable.
+  virtual Status Shrink(const std::vector<int>& excluded, std::chrono::milliseconds timeout) {
+    return Unavailable(Name() + ": this library cannot shrink its group");
+  }
 };
 
 // The names CreateCclAdapter accepts in this build.

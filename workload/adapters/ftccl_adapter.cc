@@ -3,6 +3,10 @@
 // FTCCL_* environment overrides the options built from CclInit (ftccl::ApplyEnvOverrides).
 // ftccl reports what its data path did about faults (path down, migrated, resumed, path up,
 // failback, abort) and keeps data-path counters; DrainEvents and Stats hand them on.
+// Shrink replaces the communicator with ftccl's Shrink of it; the adapter keeps the map from
+// the new ranks to the group's original ones, so events and LostRank speak in those.
+#include <algorithm>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -47,6 +51,47 @@ class FtcclAdapter final : public CclAdapter {
     auto comm = ftccl::Communicator::Create(std::move(o));
     if (!comm.ok()) return FromFtccl(comm.status());
     comm_ = std::move(comm).value();
+    members_.clear();
+    for (int r = 0; r < init.size; ++r) members_.push_back(r);
+    return Status::Ok();
+  }
+
+  bool CanShrink() const override { return true; }
+
+  int LostRank() const override {
+    if (comm_ == nullptr) return -1;
+    const int lost = comm_->LostPeer();
+    return lost >= 0 && lost < static_cast<int>(members_.size()) ? members_[lost] : -1;
+  }
+
+  Status Shrink(const std::vector<int>& excluded, std::chrono::milliseconds timeout) override {
+    if (comm_ == nullptr) return Internal("ftccl: Shrink before Init (or after Abort)");
+    std::vector<int> current;  // the excluded ranks in the communicator's own numbering
+    for (int g : excluded) {
+      auto it = std::find(members_.begin(), members_.end(), g);
+      if (it == members_.end()) {
+        return InvalidArgument("ftccl: rank " + std::to_string(g) + " is not in the group");
+      }
+      current.push_back(static_cast<int>(it - members_.begin()));
+    }
+    auto next = comm_->Shrink(current, ftccl::Millis(timeout.count()));
+    if (!next.ok()) return FromFtccl(next.status());
+    // The old communicator's last events and counters stay this rank's.
+    for (CclEvent& e : TranslatedEvents()) pending_.push_back(std::move(e));
+    for (const auto& [name, value] : Stats()) earlier_[name] = value;
+    std::vector<int> kept;
+    for (size_t r = 0; r < members_.size(); ++r) {
+      if (std::find(current.begin(), current.end(), static_cast<int>(r)) == current.end()) {
+        kept.push_back(members_[r]);
+      }
+    }
+    // The revoked communicator is kept until the adapter goes: tearing it down now would put
+    // its goodbyes (and the wait for relay sessions through the left-out rank) on the
+    // survivors' critical path, and a left-out rank that wakes up reads on its connections
+    // the abort that names it, rather than connections closed under it.
+    retired_.push_back(std::move(comm_));
+    comm_ = std::move(next).value();
+    members_ = std::move(kept);
     return Status::Ok();
   }
 
@@ -87,22 +132,24 @@ class FtcclAdapter final : public CclAdapter {
 
   std::vector<CclEvent> DrainEvents() override {
     std::vector<CclEvent> out;
-    if (comm_ == nullptr) return out;
-    for (const ftccl::Event& e : comm_->DrainEvents()) {
-      CclEvent c;
-      c.time_ns = e.time_ns;
-      c.kind = ftccl::EventKindName(e.kind);
-      c.path = e.rail;
-      c.peer = e.peer;
-      c.reason = e.reason;
-      if (e.peer >= 0) c.reason = "rank " + std::to_string(e.peer) + ": " + c.reason;
-      out.push_back(std::move(c));
+    out.swap(pending_);
+    for (CclEvent& e : TranslatedEvents()) out.push_back(std::move(e));
+    return out;
+  }
+
+  // Cumulative over this rank's communicators (the one now and those it shrank from).
+  std::vector<std::pair<std::string, uint64_t>> Stats() const override {
+    if (comm_ == nullptr) return {};
+    std::vector<std::pair<std::string, uint64_t>> out = CurrentStats();
+    for (auto& [name, value] : out) {
+      auto it = earlier_.find(name);
+      if (it != earlier_.end()) value += it->second;
     }
     return out;
   }
 
-  std::vector<std::pair<std::string, uint64_t>> Stats() const override {
-    if (comm_ == nullptr) return {};
+ private:
+  std::vector<std::pair<std::string, uint64_t>> CurrentStats() const {
     const ftccl::CommStats s = comm_->Stats();
     std::vector<std::pair<std::string, uint64_t>> out = {
         {"data_frames_sent", s.data_frames_sent},
@@ -124,8 +171,28 @@ class FtcclAdapter final : public CclAdapter {
     return out;
   }
 
- private:
+  // The communicator's events, its peers given in the group's original numbers.
+  std::vector<CclEvent> TranslatedEvents() {
+    std::vector<CclEvent> out;
+    if (comm_ == nullptr) return out;
+    for (const ftccl::Event& e : comm_->DrainEvents()) {
+      CclEvent c;
+      c.time_ns = e.time_ns;
+      c.kind = ftccl::EventKindName(e.kind);
+      c.path = e.rail;
+      c.peer = e.peer >= 0 && e.peer < static_cast<int>(members_.size()) ? members_[e.peer] : -1;
+      c.reason = e.reason;
+      if (c.peer >= 0) c.reason = "rank " + std::to_string(c.peer) + ": " + c.reason;
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
+
+  std::vector<std::unique_ptr<ftccl::Communicator>> retired_;  // revoked by a shrink
   std::unique_ptr<ftccl::Communicator> comm_;
+  std::vector<int> members_;  // the communicator's rank r is the group's rank members_[r]
+  std::vector<CclEvent> pending_;  // events of a communicator shrunk from, not drained yet
+  std::map<std::string, uint64_t> earlier_;  // counters of the communicators shrunk from
 };
 
 }  // namespace

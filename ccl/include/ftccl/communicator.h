@@ -252,6 +252,8 @@ class Communicator final {
   // the abort of the peer that did; the first such. -1 when the failure concerned no lost rank
   // (a mismatch, a deadline, an abort by the application). What a survivor passes to Shrink
   // when one rank died or stopped; every survivor learns the same rank where one was lost.
+  // rank() itself when a peer's abort named this rank: the others lost it (it was stopped or
+  // cut off from them) and go on without it.
   int LostPeer() const;
 
   // Shrink: a new communicator of the ranks not in `excluded` (dead, paused or unreachable

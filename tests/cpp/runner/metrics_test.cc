@@ -109,6 +109,39 @@ TEST(Metrics, CompleteOpsAndBusBw) {
   EXPECT_DOUBLE_EQ(BusBwFactor(CollOp::kAllToAll, 2), 0.5);
 }
 
+// Policy shrink: rank 1 of 4 is killed or stopped, the others shrink without it. The
+// collectives of the group of three are complete without rank 1 (killed or not: a stopped rank
+// is still running), and their busbw takes the factor of three ranks, not four.
+TEST(Metrics, CollectivesOfAShrunkGroupNeedOnlyItsRanksAndUseItsFactor) {
+  for (bool killed : {true, false}) {
+    HistoryBuilder b(4);
+    b.Ops(2, 0, 10);
+    if (killed) b.h().ranks[1].exit = RankExit::kKilled;
+    for (int r : {0, 2, 3}) {
+      OpRecord op{r, 2, 30 * kMs, 40 * kMs, 1'000'000, true, false};
+      op.group = 3;
+      b.h().ops.push_back(op);
+      ShrinkRecord s;
+      s.rank = r;
+      s.start_ns = 21 * kMs;
+      s.end_ns = 29 * kMs;
+      s.excluded = {1};
+      s.group = 3;
+      b.h().shrinks.push_back(s);
+    }
+    b.End(50);
+    auto ops = CompleteOps(b.h());
+    ASSERT_EQ(ops.size(), 3u) << "killed " << killed;
+    EXPECT_DOUBLE_EQ(ops[0].factor, BusBwFactor(CollOp::kAllReduce, 4));
+    EXPECT_DOUBLE_EQ(ops[2].factor, BusBwFactor(CollOp::kAllReduce, 3));
+    EXPECT_DOUBLE_EQ(ops[2].busbw_gbps, 1'000'000 * 8.0 / (10 * kMs) * BusBwFactor(CollOp::kAllReduce, 3));
+    // A failed shrink leaves nobody out: the collective is not complete without rank 1 then
+    // (unless it was killed).
+    for (auto& s : b.h().shrinks) s.ok = false;
+    EXPECT_EQ(CompleteOps(b.h()).size(), killed ? 3u : 2u) << "killed " << killed;
+  }
+}
+
 TEST(Metrics, FaultFreeRun) {
   HistoryBuilder b;
   b.Ops(10, 0, 10).End(100);
@@ -403,6 +436,27 @@ TEST(Metrics, Outcomes) {
       {{0, RankExit::kError, 200 * kMs, 0}, {1, RankExit::kError, 900 * kMs, 0}});
   EXPECT_EQ(ComputeMetrics(late, tight).outcome, Outcome::kHung);
   EXPECT_STREQ(OutcomeName(Outcome::kAbortedClean), "aborted_clean");
+}
+
+// Policy shrink: a stopped rank that the others shrank without wakes up to an error; the job
+// survived all the same. Without a successful shrink that error is the job's (crashed).
+TEST(Metrics, ARankLeftOutByAShrinkDoesNotCountAgainstSurvival) {
+  auto outcome = [](const History& h) { return ComputeMetrics(h, Opts()).outcome; };
+  History h = WithExits({{0, RankExit::kCompleted, {}, 0}, {1, RankExit::kError, 900 * kMs, 0}});
+  EXPECT_EQ(outcome(h), Outcome::kCrashed);
+  ShrinkRecord s;
+  s.rank = 0;
+  s.start_ns = 200 * kMs;
+  s.end_ns = 210 * kMs;
+  s.excluded = {1};
+  s.group = 1;
+  s.ok = false;
+  h.shrinks.push_back(s);
+  EXPECT_EQ(outcome(h), Outcome::kCrashed);
+  h.shrinks[0].ok = true;
+  EXPECT_EQ(outcome(h), Outcome::kSurvived);
+  EXPECT_NE(ComputeMetrics(h, Opts()).outcome_reason.find("1 left out by a shrink"), std::string::npos)
+      << ComputeMetrics(h, Opts()).outcome_reason;
 }
 
 TEST(Metrics, AbortBoundCountsFromTheLastFaultBeforeTheFirstError) {

@@ -161,6 +161,25 @@ TEST(ScenarioErrors, UnknownKeyWithSuggestion) {
             "t.yaml:5:3: unknown key 'outcom' in expect (did you mean 'outcome'?)");
 }
 
+// `policy:`: failover is the default, shrink needs ftccl, the training-loop policies are
+// refused with the reason at their line and column.
+TEST(ScenarioPolicy, ParsedCheckedAndRefusedWithReasons) {
+  ParseOutcome ok = ParseScenario(std::string(kHead), "t.yaml");
+  ASSERT_TRUE(ok.ok()) << Dump(ok.diagnostics);
+  EXPECT_EQ(ok.scenario->policy, RecoveryPolicyName::kFailover);
+  ok = ParseScenario(std::string(kHead) + "policy: shrink\n", "t.yaml");
+  ASSERT_TRUE(ok.ok()) << Dump(ok.diagnostics);
+  EXPECT_EQ(ok.scenario->policy, RecoveryPolicyName::kShrink);
+  EXPECT_STREQ(RecoveryPolicyString(ok.scenario->policy), "shrink");
+
+  auto ds = Errors(std::string(kHead) + "ccl: gloo\npolicy: shrink\n");
+  EXPECT_DIAG(ds, 5, 9, "policy shrink needs a library that can shrink its group; gloo");
+  ds = Errors(std::string(kHead) + "policy: fail_stop\n");
+  EXPECT_DIAG(ds, 4, 9, "policy fail_stop needs the training-loop workload");
+  ds = Errors(std::string(kHead) + "policy: shrnk\n");
+  EXPECT_DIAG(ds, 4, 9, "shrnk");
+}
+
 TEST(ScenarioErrors, UnknownKeyInsideAFaultAndATarget) {
   const std::string yaml = std::string(kHead) +
                            "faults:\n"

@@ -125,6 +125,51 @@ TEST(WorkerLogTest, EveryLineTypeRoundTrips) {
   EXPECT_FALSE(log->truncated);
 }
 
+// Policy shrink: the shrink line and the group of the collectives after it.
+TEST(WorkerLogTest, ShrinkLineAndGroupOfLaterCollectivesRoundTrip) {
+  ShrinkRecord s;
+  s.start_ns = 410;
+  s.end_ns = 430;
+  s.excluded = {1};
+  s.group = 3;
+  ShrinkRecord bad = s;
+  bad.ok = false;
+  bad.error = "TIMEOUT: only 2 of 3 ranks joined";
+  WorkerOp after = Op(3, 440, 450, 0);
+  after.group = 3;
+  const std::string text = WorkerHeaderLine(SampleHeader()) + WorkerOpLine(Op(0, 100, 150, 0)) +
+                           WorkerShrinkLine(s) + WorkerOpLine(after) + WorkerShrinkLine(bad);
+  auto log = ParseWorkerLog(text, "r2.log");
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  ASSERT_EQ(log->shrinks.size(), 2u);
+  EXPECT_EQ(log->shrinks[0].rank, 2);
+  EXPECT_EQ(log->shrinks[0].start_ns, 410);
+  EXPECT_EQ(log->shrinks[0].end_ns, 430);
+  EXPECT_EQ(log->shrinks[0].excluded, std::vector<int>{1});
+  EXPECT_EQ(log->shrinks[0].group, 3);
+  EXPECT_TRUE(log->shrinks[0].ok);
+  EXPECT_FALSE(log->shrinks[1].ok);
+  EXPECT_EQ(log->shrinks[1].error, "TIMEOUT: only 2 of 3 ranks joined");
+  ASSERT_EQ(log->ops.size(), 2u);
+  EXPECT_EQ(log->ops[0].group, 0);
+  EXPECT_EQ(log->ops[1].group, 3);
+  // Lies about the group: larger than the world, this rank excluded, a rank outside it.
+  const std::string head = WorkerHeaderLine(SampleHeader());
+  ShrinkRecord self = s;
+  self.excluded = {2};
+  ShrinkRecord outside = s;
+  outside.excluded = {4};
+  ShrinkRecord big = s;
+  big.group = 5;
+  WorkerOp op_big = after;
+  op_big.group = 5;
+  for (const std::string& line : {WorkerShrinkLine(self), WorkerShrinkLine(outside),
+                                  WorkerShrinkLine(big), WorkerOpLine(op_big)}) {
+    auto bad_log = ParseWorkerLog(head + line, "r2.log");
+    EXPECT_FALSE(bad_log.ok()) << line;
+  }
+}
+
 TEST(WorkerLogTest, ReadyLineSaysWhenTheRankJoined) {
   WorkerHeader h;
   h.rank = 1;

@@ -430,7 +430,13 @@ void Engine::FailLocked(const Status& why, uint64_t coll_seq, int lost) {
   fail_handled_ = true;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (lost_peer_ < 0 && lost >= 0 && lost < size_ && lost != rank_) lost_peer_ = lost;
+    // A peer's abort naming this rank: the others lost it (it was stopped or cut off) and go on
+    // without it. That outranks whichever peer this rank itself found gone meanwhile.
+    if (lost == rank_) {
+      lost_peer_ = rank_;
+    } else if (lost_peer_ < 0 && lost >= 0 && lost < size_) {
+      lost_peer_ = lost;
+    }
     if (error_.ok()) error_ = why;
     if (coll_seq < fail_from_) fail_from_ = coll_seq;
     failed_ = true;
