@@ -1,3 +1,4 @@
+#include "base/exec_args.h"
 #include "injector/daemon.h"
 
 #include <fcntl.h>
@@ -49,14 +50,7 @@ Result<StartedDaemon> StartDaemon(Journal& journal, const DaemonSpec& spec) {
   if (::pipe2(err, O_CLOEXEC) != 0) return ErrnoStatus("pipe", errno);
   UniqueFd err_r(err[0]), err_w(err[1]);
   // Everything the child needs, prepared before fork (no allocation after it).
-  std::vector<char*> argv, envp;
-  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
-  for (const auto& e : spec.env) env_strings.push_back(e);
-  for (auto& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
+  const ExecArgs exec(spec.argv, spec.env);
   const std::string log = spec.log_path.empty() ? "/dev/null" : spec.log_path;
 
   const pid_t pid = ::fork();
@@ -82,7 +76,7 @@ Result<StartedDaemon> StartDaemon(Journal& journal, const DaemonSpec& spec) {
     ::dup2(out, 1);
     ::dup2(out, 2);
     CloseFrom(3, err_w.get());
-    ::execvpe(argv[0], argv.data(), envp.data());
+    ::execvpe(exec.argv()[0], exec.argv(), exec.envp());
     fail(errno);
   }
   go_r.Reset();

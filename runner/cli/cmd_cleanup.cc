@@ -36,6 +36,8 @@ int RunCleanup(const CleanupOptions& o) {
       continue;
     }
     CleanupReport r = CleanupJournal(**sub);
+    // An agent's directory with nothing left in it goes too (rmdir removes only an empty one).
+    if (r.failed == 0) std::filesystem::remove(e.path(), ec);
     report.undone += r.undone;
     report.failed += r.failed;
     report.errors.insert(report.errors.end(), r.errors.begin(), r.errors.end());

@@ -366,8 +366,18 @@ int RunAgent(const AgentOptions& o_in) {
   // Like the runner's timeline thread: it sleeps to fault times and makes short kernel calls,
   // so it may run at realtime priority and wake on time on a busy host.
   RealtimeScope priority;
-  Agent agent(o, std::move(journal).value(), std::move(policy).value(), token, node);
-  return agent.Serve(ls.get(), healed.undone);
+  int code;
+  {
+    Agent agent(o, std::move(journal).value(), std::move(policy).value(), token, node);
+    code = agent.Serve(ls.get(), healed.undone);
+  }
+  // Every change undone, every entry gone: the agent's own journal directory goes too (rmdir
+  // only removes it empty; one that still holds an entry stays for `faultline cleanup`).
+  if (::rmdir(o.journal_dir.c_str()) != 0 && errno != ENOTEMPTY && errno != ENOENT) {
+    std::fprintf(stderr, "faultline agent %s: rmdir %s: %s\n", node.c_str(),
+                 o.journal_dir.c_str(), std::strerror(errno));
+  }
+  return code;
 }
 
 }  // namespace faultline::runner

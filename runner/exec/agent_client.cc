@@ -1,3 +1,4 @@
+#include "base/exec_args.h"
 #include "runner/exec/agent_client.h"
 
 #include <arpa/inet.h>
@@ -119,15 +120,7 @@ Status AgentFleet::StartStep(const std::vector<int>& hosts) {
     ns = std::move(fd).value();
   }
   const std::string log = o_.log_dir + "/agents-srun" + std::to_string(steps_.size()) + ".err";
-  std::vector<char*> args;
-  for (auto& a : argv) args.push_back(a.data());
-  args.push_back(nullptr);
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
-  for (auto& e : env) env_strings.push_back(e);
-  std::vector<char*> envp;
-  for (auto& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
+  const ExecArgs exec(argv, env);
   const pid_t pid = ::fork();
   if (pid < 0) return ErrnoStatus("fork", errno);
   if (pid == 0) {
@@ -139,7 +132,7 @@ Status AgentFleet::StartStep(const std::vector<int>& hosts) {
     ::dup2(in, 0);
     ::dup2(out, 1);
     ::dup2(out, 2);
-    ::execvpe(args[0], args.data(), envp.data());
+    ::execvpe(exec.argv()[0], exec.argv(), exec.envp());
     ::_exit(127);
   }
   steps_.push_back(pid);

@@ -154,7 +154,6 @@ class Run final {
   Status StartAgents();
   void RemoteAction(FaultState& f, const TimelineAction& a, int64_t when);
   bool RevertedByReplacement(FaultState& f);
-  std::optional<int64_t> ranks_started_ns_;
   std::vector<int> handles_;  // by global rank
   // Where each rank serves its fault hook (ftccl only; empty otherwise), by global rank, and
   // what the report says about it.

@@ -1,3 +1,4 @@
+#include "base/exec_args.h"
 #include "runner/exec/slurm_cluster.h"
 
 #include <fcntl.h>
@@ -206,15 +207,7 @@ Result<std::string> RunCommandIn(const std::string& netns, const std::vector<std
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)
     return ErrnoStatus("pipe", errno);
   UniqueFd out_r(out[0]), out_w(out[1]), err_r(err[0]), err_w(err[1]);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
-  for (const auto& e : env) env_strings.push_back(e);
-  std::vector<char*> envp;
-  for (auto& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
+  const ExecArgs exec(argv, env);
   const pid_t pid = ::fork();
   if (pid < 0) return ErrnoStatus("fork", errno);
   if (pid == 0) {
@@ -224,7 +217,7 @@ Result<std::string> RunCommandIn(const std::string& netns, const std::vector<std
     ::dup2(in, 0);
     ::dup2(out_w.get(), 1);
     ::dup2(err_w.get(), 2);
-    ::execvpe(args[0], args.data(), envp.data());
+    ::execvpe(exec.argv()[0], exec.argv(), exec.envp());
     ::_exit(127);
   }
   out_w.Reset();

@@ -99,6 +99,8 @@ def assert_nothing_left(env, run_ids):
     assert live_processes_mentioning(cdir) == []
     jdir = env["FAULTLINE_JOURNAL_DIR"]
     assert glob.glob(os.path.join(jdir, "*.json")) + glob.glob(os.path.join(jdir, "*", "*.json")) == []
+    # Nor the agents' own journal directories (agent-<node>).
+    assert glob.glob(os.path.join(jdir, "agent-*")) == []
 
 
 def up(env, *extra):
