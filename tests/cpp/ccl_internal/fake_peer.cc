@@ -257,6 +257,8 @@ size_t FakePeer::FramesSeen(wire::FrameType type) const {
   return seen_[static_cast<size_t>(type)];
 }
 
+void FakePeer::Hangup(int conn) { shutdown(ends_[conn]->fd, SHUT_RDWR); }
+
 bool FakePeer::Closed(int conn, std::chrono::milliseconds wait) {
   const auto until = std::chrono::steady_clock::now() + wait;
   while (!ends_[conn]->closed && std::chrono::steady_clock::now() < until) {

@@ -75,6 +75,8 @@ class FakePeer final {
   bool SendMessage(int conn, const transport::MsgKey& key, const transport::Signature& sig,
                    const uint8_t* data, size_t len, size_t chunk, uint64_t* seq);
 
+  // Ends connection `conn` from this side, both directions: the engine reads its end.
+  void Hangup(int conn);
   // Whether the engine has closed connection `conn` (waits up to `wait`).
   bool Closed(int conn, std::chrono::milliseconds wait);
   // Waits until the engine has read everything written on `conn` (or it closed), up to `wait`.

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <thread>
 
 #include "fake_peer.h"
 #include "transport/engine/frame_check.h"
@@ -87,6 +88,35 @@ TEST_F(HostilePeerTest, CorrectFramesCompleteTheReceive) {
   EXPECT_EQ(0, std::memcmp(buf_.data(), data_.data(), kLen));
   EXPECT_TRUE(buf_.Intact());
   EXPECT_FALSE(peer_->Closed(0, 0ms));
+}
+
+// A copy of a chunk begins on connection 1; an older copy, still queued on connection 0 by a
+// sender that has already given that connection up (and resent the chunk on connection 1),
+// begins after it and takes over; then connection 0 ends mid-frame. Both copies are lost and
+// the sender cannot know: the engine asks for the chunk again, and the resend completes it.
+TEST_F(HostilePeerTest, ChunkLostAfterItsCopyTookOverIsAskedForAgain) {
+  auto recv = PostRecv();
+  FrameHeader h = Data(0, 0, kLen);
+  wire::Seal(&h, data_.data());
+  ASSERT_TRUE(peer_->WriteRaw(1, &h, sizeof(h)));
+  ASSERT_TRUE(peer_->WriteRaw(1, data_.data(), kLen / 2));
+  peer_->Drain(1, 2s);
+  ASSERT_TRUE(peer_->WriteRaw(0, &h, sizeof(h)));
+  ASSERT_TRUE(peer_->WriteRaw(0, data_.data(), kLen / 4));
+  peer_->Drain(0, 2s);
+  peer_->Hangup(0);
+  const auto until = Clock::now() + 5s;
+  while (peer_->FramesSeen(FrameType::kNack) == 0 && Clock::now() < until) {
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_EQ(peer_->FramesSeen(FrameType::kNack), 1u) << "the lost chunk was not asked for again";
+  // The rest of the discarded copy, then the resend.
+  ASSERT_TRUE(peer_->WriteRaw(1, data_.data() + kLen / 2, kLen / 2));
+  ASSERT_TRUE(peer_->WriteFrame(1, Data(0, 0, kLen), data_.data()));
+  ASSERT_TRUE(peer_->engine().Wait(recv, Clock::now() + 5s).ok());
+  EXPECT_EQ(0, std::memcmp(buf_.data(), data_.data(), kLen));
+  EXPECT_TRUE(buf_.Intact());
+  EXPECT_TRUE(peer_->engine().error().ok()) << peer_->engine().error().ToString();
 }
 
 TEST_F(HostilePeerTest, PayloadPastTheEndOfItsMessage) {

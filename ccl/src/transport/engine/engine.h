@@ -144,10 +144,14 @@ class Engine final : public Transport, public FaultTarget {
     uint32_t crc = 0;  // CRC32C of the payload received so far (into dst)
     std::shared_ptr<RxMsg> msg;
     bool into_staging = false;
+    // This copy of the chunk took over from another copy still being read (OnData), which was
+    // discarded: if this one is lost too, the chunk must be asked for again (LoseRxCopy).
+    bool took_over = false;
     std::string text;  // a control payload (SACK ranges, abort reason)
     void Reset() {
       hdr_got = 0;
       in_payload = false;
+      took_over = false;
       payload_got = 0;
       crc = 0;
       dst = nullptr;
@@ -214,7 +218,7 @@ class Engine final : public Transport, public FaultTarget {
   struct Peer {
     std::vector<int> conns;
     uint64_t next_seq = 0;
-    uint64_t sent_end = 0;  // every data chunk written to the peer so far is below this
+    uint64_t sent_end = 0;  // every data chunk whose header was written to the peer is below this
     std::map<uint64_t, TxChunk> unacked;
     std::deque<uint64_t> ready;
     uint64_t cum = 0;
@@ -287,6 +291,8 @@ class Engine final : public Transport, public FaultTarget {
   void SendAcks();
   uint64_t AckValue(const Peer& p) const;
   void HandleNack(int peer, uint64_t seq);
+  // Asks `peer` to send chunk `seq` again.
+  void SendNack(int peer, uint64_t seq);
   void DetachInflight(int peer, uint64_t seq);
   void Requeue(Peer& p, std::vector<uint64_t> seqs);
   // Moves `ch`'s bytes onto connection `ci`'s outstanding count (-1: onto none).
@@ -336,6 +342,9 @@ class Engine final : public Transport, public FaultTarget {
   // copy is on it any more. `delivered_too`: also chunks whose latest copy was on it that are
   // known delivered.
   std::vector<uint64_t> LoseCopies(int ci, bool delivered_too);
+  // Connection `ci` is gone with the chunk it was reading, if any: returns the chunk to ask
+  // for again (SendNack), or -1. Call before its receive state is reset.
+  int64_t LoseRxCopy(int ci);
   void PeerGone(int peer, const std::string& reason);
   void SendPing(int ci, Clock::time_point now);
   void Progress(Conn& c, Clock::time_point now);

@@ -44,7 +44,7 @@ struct FrameContext {
   int size = 0;            // ranks in the communicator
   bool begun = false;      // a collective has begun on this rank
   uint64_t cur_seq = 0;    // the collective begun last
-  uint64_t sent_end = 0;   // every data chunk this rank has written to the peer is below this
+  uint64_t sent_end = 0;   // every data chunk whose header this rank wrote to the peer is below this
 };
 
 // Magic, version, header CRC, communicator id and announced payload length. A failure here

@@ -91,7 +91,7 @@ void Engine::ConnFailed(int ci, const std::string& reason, bool peer_closed) {
   if (c.link->fatal() && !stopping_) {
     FailLocked(Internal(std::string(backend_->name()) + " failure on " + reason), 0);
   }
-  if (c.rx.in_payload && c.rx.msg) p.inflight.erase(c.rx.hdr.chunk_seq);
+  const int64_t nack = LoseRxCopy(ci);
   c.rx.Reset();
   c.cur.reset();
   c.ctrl.clear();
@@ -99,6 +99,7 @@ void Engine::ConnFailed(int ci, const std::string& reason, bool peer_closed) {
   bool any = false;
   for (int cj : p.conns) any |= conns_[cj].alive;
   if (stopping_) return;
+  if (nack >= 0) SendNack(peer, static_cast<uint64_t>(nack));
   const auto now = Clock::now();
   // A connection that broke under a live process (reset, timeout) is set up again by the
   // higher rank; the peer is given up on only when it refuses that or after abort_timeout.
@@ -137,11 +138,12 @@ size_t Engine::DropQuietly(int ci) {
   c.alive = false;
   c.blocked = false;
   UnwatchLink(c);
-  if (c.rx.in_payload && c.rx.msg) p.inflight.erase(c.rx.hdr.chunk_seq);
+  const int64_t nack = LoseRxCopy(ci);
   c.rx.Reset();
   c.cur.reset();
   c.ctrl.clear();
   if (stopping_) return 0;
+  if (nack >= 0) SendNack(c.peer, static_cast<uint64_t>(nack));
   // The acknowledgements queued here are gone with it (and with its socket's buffers): the
   // next one says it all again. Without it, an acknowledgement of chunks the peer held back
   // (delivered, so never resent) could be the last one ever sent for them.
@@ -172,6 +174,20 @@ std::vector<uint64_t> Engine::LoseCopies(int ci, bool delivered_too) {
     }
   }
   return lost;
+}
+
+int64_t Engine::LoseRxCopy(int ci) {
+  Conn& c = conns_[ci];
+  if (!c.rx.in_payload || !c.rx.msg) return -1;
+  const uint64_t seq = c.rx.hdr.chunk_seq;
+  peers_[c.peer].inflight.erase(seq);
+  // A copy that took over discarded the one it replaced, so the chunk is now lost here, and
+  // the sender may not know it: the copy that took over can be an old one read from what a
+  // connection the sender already gave up (and resent the chunk from) still held, which then
+  // ends mid-frame; the resent copy, fully written on a path that keeps delivering, was the
+  // one discarded, and nothing would resend it. (A copy lost without taking over is the
+  // sender's to resend: it loses that connection too, see LoseCopies.)
+  return c.rx.took_over ? static_cast<int64_t>(seq) : -1;
 }
 
 void Engine::PeerGone(int peer, const std::string& reason) {

@@ -364,6 +364,7 @@ void Engine::OnData(int ci) {
       return;
     }
   }
+  c.rx.took_over = false;
   if (!dup && p.inflight.count(seq) > 0) {
     // An earlier copy is still being read on another connection, typically one stalled on a
     // broken path: this copy takes over and the rest of the old one goes to the discard buffer
@@ -373,6 +374,7 @@ void Engine::OnData(int ci) {
       if (cj != ci && o.rx.in_payload && o.rx.msg && o.rx.hdr.chunk_seq == seq) {
         o.rx.msg.reset();
         o.rx.dst = nullptr;
+        c.rx.took_over = true;
       }
     }
     p.inflight.erase(seq);
@@ -440,12 +442,7 @@ void Engine::OnDataDone(int ci) {
     st_crc_++;
     LOG_WARN(tag_, "CRC mismatch on chunk %lu from %s: dropped, asking for a resend",
              static_cast<unsigned long>(seq), Label(c).c_str());
-    TxItem nack;
-    nack.hdr = wire::MakeHeader(wire::FrameType::kNack, comm_id_);
-    nack.hdr.chunk_seq = seq;
-    wire::Seal(&nack.hdr, nullptr);
-    st_nacks_++;
-    EnqueueCtrl(c.peer, std::move(nack));
+    SendNack(c.peer, seq);
     return;
   }
   // Accepted: advance the cumulative acknowledgement.

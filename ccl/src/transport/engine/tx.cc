@@ -198,6 +198,12 @@ size_t Engine::Flush(int ci, size_t max_new_chunks) {
       return pulled;
     }
     it.sent += static_cast<size_t>(n);
+    if (it.is_data && it.sent >= kHdr) {
+      // The peer knows of the chunk once its header is out: it may ask for it again (a NACK
+      // for a copy it lost, LoseRxCopy) before any copy is written in full.
+      Peer& p = peers_[c.peer];
+      p.sent_end = std::max(p.sent_end, it.seq + 1);
+    }
     if (it.sent >= kHdr + it.len) {
       if (it.is_data) {
         Peer& p = peers_[c.peer];
@@ -206,7 +212,6 @@ size_t Engine::Flush(int ci, size_t max_new_chunks) {
           ch->second.sent_at = Clock::now();
           ch->second.tx_count++;
         }
-        p.sent_end = std::max(p.sent_end, it.seq + 1);
         st_frames_sent_++;
         st_rail_bytes_[c.rail] += it.len;
       }
@@ -305,6 +310,15 @@ void Engine::HandleNack(int peer, uint64_t seq) {
   st_retx_++;
   Requeue(p, {seq});
   Kick(peer);
+}
+
+void Engine::SendNack(int peer, uint64_t seq) {
+  TxItem nack;
+  nack.hdr = wire::MakeHeader(wire::FrameType::kNack, comm_id_);
+  nack.hdr.chunk_seq = seq;
+  wire::Seal(&nack.hdr, nullptr);
+  st_nacks_++;
+  EnqueueCtrl(peer, std::move(nack));
 }
 
 void Engine::DetachInflight(int peer, uint64_t seq) {
