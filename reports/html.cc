@@ -67,6 +67,7 @@ std::string Facts(const RunData& run) {
   out += Row("sha256", Str(sc, "sha256"));
   out += Row("seed", Str(sc, "seed"));
   out += Row("ccl", Str(r, "ccl"));
+  if (r.contains("policy")) out += Row("policy", Str(r, "policy"));
   out += Row("outcome", Str(r, "outcome"));
   if (r.contains("correctness") && r["correctness"].is_object()) {
     const auto& c = r["correctness"];
@@ -157,6 +158,27 @@ std::string Rails(const RunData& run) {
     out += "<p class=\"note\">The number of rails is not recorded in this report.</p>";
   }
   return out + "</section>";
+}
+
+// Policy shrink: each shrink of the group, with who was left out and how long it took.
+std::string ShrinkTable(const nlohmann::json& r) {
+  const nlohmann::json shrinks = r.value("shrinks", nlohmann::json::array());
+  if (!shrinks.is_array() || shrinks.empty()) return "";
+  std::string out = "<section id=\"shrinks\"><h2>Shrinks (policy shrink)</h2>"
+                    "<table id=\"shrink-table\"><tr><th>left out</th><th>group</th>"
+                    "<th>ranks</th><th>start s</th><th>duration ms</th><th>slowest rank ms</th>"
+                    "<th>ok</th></tr>";
+  for (const auto& s : shrinks) {
+    out += "<tr><td>" + HtmlText(FormatValue(s.value("excluded", nlohmann::json()))) + "</td><td>" +
+           HtmlText(FormatValue(s.value("group", nlohmann::json()))) + "</td><td>" +
+           HtmlText(FormatValue(s.value("ranks", nlohmann::json()))) + "</td><td>" +
+           HtmlText(FormatValue(s.value("start_s", nlohmann::json()))) + "</td><td>" +
+           HtmlText(FormatValue(s.value("duration_ms", nlohmann::json()))) + "</td><td>" +
+           HtmlText(FormatValue(s.value("slowest_rank_ms", nlohmann::json()))) + "</td><td>" +
+           HtmlText(FormatValue(s.value("ok", nlohmann::json()))) + "</td></tr>";
+  }
+  return out + "</table><p class=\"note\">From the first surviving rank starting the shrink to "
+               "the last one done (events.jsonl has each rank's).</p></section>";
 }
 
 std::string FaultTable(const nlohmann::json& r) {
@@ -287,6 +309,7 @@ std::string HtmlReport(const RunData& run) {
   out += Throughput(run) + "\n";
   out += Rails(run) + "\n";
   out += FaultTable(r) + "\n";
+  out += ShrinkTable(r) + "\n";
   out += MetricsTable(r) + "\n";
   out += Expectations(r) + "\n";
   out += Scenario(run) + "\n";

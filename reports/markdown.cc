@@ -35,7 +35,14 @@ std::string MarkdownSummary(const RunData& run) {
   out += "| sha256 | `" + MarkdownCell(Str(sc, "sha256")) + "` |\n";
   out += "| seed | " + MarkdownCell(Str(sc, "seed")) + " |\n";
   out += "| ccl | " + MarkdownCell(Str(r, "ccl")) + " |\n";
+  if (r.contains("policy")) out += "| policy | " + MarkdownCell(Str(r, "policy")) + " |\n";
   out += "| outcome | " + MarkdownCell(Str(r, "outcome")) + " |\n";
+  for (const auto& s : r.value("shrinks", nlohmann::json::array())) {
+    out += "| shrink | left out " + MarkdownCell(FormatValue(s.value("excluded", nlohmann::json()))) +
+           ", group of " + MarkdownCell(FormatValue(s.value("group", nlohmann::json()))) + " in " +
+           MarkdownCell(FormatValue(s.value("duration_ms", nlohmann::json()))) + " ms" +
+           (s.value("ok", false) ? "" : " (failed)") + " |\n";
+  }
   if (r.contains("correctness") && r["correctness"].is_object()) {
     const auto& c = r["correctness"];
     out += "| wrong results | " +

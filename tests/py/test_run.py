@@ -435,6 +435,12 @@ def test_rank_kill_with_policy_shrink_survives_and_reports_the_shrink(fl):
         ops = [e for e in map(json.loads, log) if e.get("type") == "op"]
     after = [o for o in ops if o.get("group") == 3]
     assert len(after) >= 5 and all(o["ok"] and o["wrong"] == 0 for o in after), after[-3:]
+    # The pages show it too: the HTML's shrink table and the Markdown summary line.
+    with open(os.path.join(fl.out, rep["files"]["html"])) as f:
+        html = f.read()
+    assert 'id="shrink-table"' in html and "<td>[2]</td><td>3</td>" in html, html[:2000]
+    with open(os.path.join(fl.out, "summary.md")) as f:
+        assert "| shrink | left out [2], group of 3 in " in f.read()
     fl.assert_nothing_left(rep["environment"]["run_id"])
 
 
