@@ -33,6 +33,15 @@ const MetricsOptions::FaultModel* FindModel(const MetricsOptions& o, const std::
   return nullptr;
 }
 
+// Ranks a successful shrink left out (policy shrink).
+std::set<int> ShrunkOut(const History& h) {
+  std::set<int> out;
+  for (const ShrinkRecord& s : h.shrinks) {
+    if (s.ok) out.insert(s.excluded.begin(), s.excluded.end());
+  }
+  return out;
+}
+
 Outcome ClassifyOutcome(const History& h, const MetricsOptions& o, std::string* reason) {
   if (h.watchdog_fired) {
     *reason = "the watchdog fired: the run did not finish in time";
@@ -51,10 +60,7 @@ Outcome ClassifyOutcome(const History& h, const MetricsOptions& o, std::string* 
   }
   // Ranks a successful shrink left out (policy shrink): whatever they return afterwards (a
   // stopped rank wakes up to a revoked group) is not the job's error.
-  std::set<int> shrunk_out;
-  for (const ShrinkRecord& s : h.shrinks) {
-    if (s.ok) shrunk_out.insert(s.excluded.begin(), s.excluded.end());
-  }
+  const std::set<int> shrunk_out = ShrunkOut(h);
   int completed = 0, errors = 0, killed = 0, left_out = 0;
   for (const RankEnd& r : h.ranks) {
     if (r.exit == RankExit::kError && shrunk_out.count(r.rank) > 0) {
@@ -259,10 +265,7 @@ std::vector<CompletedOp> CompleteOps(const History& h) {
     a.ranks.insert(r.rank);
   }
   // Ranks a successful shrink left out: not expected in the collectives of a smaller group.
-  std::set<int> shrunk_out;
-  for (const ShrinkRecord& s : h.shrinks) {
-    if (s.ok) shrunk_out.insert(s.excluded.begin(), s.excluded.end());
-  }
+  const std::set<int> shrunk_out = ShrunkOut(h);
   std::vector<CompletedOp> out;
   for (const auto& [index, a] : by_index) {
     if (!a.ok) continue;
