@@ -46,7 +46,9 @@ class Communicator::Impl {
   explicit Impl(CommOptions o) : options_(std::move(o)) {}
   ~Impl() { Close(); }
 
-  // `group_key`: 0 for a new communicator, the shrink's key for one shrunk from a parent.
+  // A communicator joined with `group_key`: 0 for a new one, the shrink's key for one shrunk
+  // from a parent (Create and Shrink).
+  static Result<std::unique_ptr<Communicator>> Make(CommOptions options, uint64_t group_key);
   Status Init(uint64_t group_key);
   RequestPtr Submit(transport::Signature sig, Millis timeout, Status invalid,
                     std::function<Status(const algo::Ctx&)> run);
@@ -438,10 +440,17 @@ Result<std::unique_ptr<Communicator>> Communicator::Impl::Shrink(const std::vect
   hook_.reset();
   LOG_INFO("INIT", "communicator %016lx: shrinking to %d ranks without [%s]: this rank becomes %d",
            static_cast<unsigned long>(comm_id_), new_size, names.c_str(), new_rank);
-  auto impl = std::make_shared<Impl>(std::move(o));
+  auto next = Make(std::move(o), key);
+  if (!next.ok()) return next.status().WithContext("shrink");
+  return next;
+}
+
+Result<std::unique_ptr<Communicator>> Communicator::Impl::Make(CommOptions options,
+                                                               uint64_t group_key) {
+  auto impl = std::make_shared<Impl>(std::move(options));
   impl->self_ = impl;
-  Status st = impl->Init(key);
-  if (!st.ok()) return st.WithContext("shrink");
+  Status st = impl->Init(group_key);
+  if (!st.ok()) return st;
   return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
 }
 
@@ -471,11 +480,7 @@ void Communicator::Impl::Close() {
 Result<std::unique_ptr<Communicator>> Communicator::Create(CommOptions options) {
   Status env = ApplyEnvOverrides(&options);
   if (!env.ok()) return env;
-  auto impl = std::make_shared<Impl>(std::move(options));
-  impl->self_ = impl;
-  Status st = impl->Init(0);
-  if (!st.ok()) return st;
-  return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
+  return Impl::Make(std::move(options), 0);
 }
 
 Communicator::Communicator(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -482,13 +482,14 @@ void Engine::FailLocked(const Status& why, uint64_t coll_seq, int lost) {
     Emit(EventKind::kAbort, -1, -1, -1, err.ToString());
     LOG_WARN(tag_, "communicator failed: %s", err.ToString().c_str());
     std::string text = err.message();
+    const uint64_t lost_field = static_cast<uint64_t>(LostPeer() + 1);
     for (int peer = 0; peer < size_; ++peer) {
       if (peer == rank_ || peers_[peer].gone) continue;
       TxItem item;
       item.hdr = wire::MakeHeader(wire::FrameType::kAbort, comm_id_);
       item.hdr.coll_seq = coll_seq;
       item.hdr.tag = static_cast<uint32_t>(err.code());
-      item.hdr.offset = static_cast<uint64_t>(LostPeer() + 1);
+      item.hdr.offset = lost_field;
       item.len = static_cast<uint32_t>(text.size());
       item.owned.reset(new uint8_t[text.size() + 1]);
       std::memcpy(item.owned.get(), text.data(), text.size());
