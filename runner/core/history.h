@@ -93,6 +93,9 @@ struct RankEnd {
   // kError: the rank's own watchdog ended it because a library call never returned (a hang
   // of the library, not an error it reported).
   bool watchdog = false;
+  // kError: the rank stopped so that every rank is restarted from the last checkpoint
+  // (faultline-worker's train workload, exit code 11).
+  bool restart = false;
 };
 
 // One stop agreement of one rank: the 1-element allreduce (through the library under test)
@@ -112,6 +115,45 @@ struct TrainResult {
   int rank = 0;
   std::string param_sha256;  // 64 lowercase hex digits
   double loss = 0;
+  // faultline-worker's train workload: the steps done, and the samples in the final
+  // parameters' lineage (absent in torch logs).
+  std::optional<int64_t> steps;
+  std::optional<uint64_t> samples;
+};
+
+// faultline-worker's train workload (workload kind train): what one rank logged about
+// checkpoints, resuming from one, holds (policy wait) and the selector's decisions.
+// One checkpoint write, timed; step = steps done when it was taken.
+struct CheckpointRecord {
+  int rank = 0;
+  int64_t step = 0;
+  uint64_t samples = 0;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  uint64_t bytes = 0;  // the file's size
+};
+// Resuming from the checkpoint every rank agreed on (load and agreement, timed).
+struct ResumeRecord {
+  int rank = 0;
+  int64_t step = 0;
+  uint64_t samples = 0;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+};
+// A hold at a step boundary while a path was down (policy wait, or adaptive chose wait).
+struct HoldRecord {
+  int rank = 0;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  bool returned = false;  // no rank saw a path down any more within the wait bound
+};
+// One decision of the recovery-policy selector (policy adaptive), logged by the coordinator.
+struct DecisionRecord {
+  int rank = 0;
+  int64_t t_ns = 0;
+  int64_t latency_ns = 0;  // from the gathered state to the decision (steady clock)
+  std::string chosen;      // policy::RecoveryPolicyName
+  nlohmann::json decision;  // policy::DecisionToJson
 };
 
 struct History {

@@ -47,6 +47,20 @@ WorkerHeader HeaderFrom(const json& j) {
   }
   h.ccl_version = j.value("ccl_version", std::string());
   h.workload = j.value("workload", std::string("collectives"));
+  if (auto it = j.find("train"); it != j.end() && !it->is_null()) {
+    const json& t = *it;
+    TrainHeader th;
+    th.steps = t.at("steps").get<int64_t>();
+    th.batch = t.at("batch").get<int64_t>();
+    th.compute_ms = t.at("compute_ms").get<int64_t>();
+    th.grad_bytes = t.at("grad_bytes").get<uint64_t>();
+    th.checkpoint_every = t.at("checkpoint_every").get<int64_t>();
+    th.policy = t.at("policy").get<std::string>();
+    th.incarnation = t.at("incarnation").get<int64_t>();
+    th.wait_bound_ms = t.at("wait_bound_ms").get<int64_t>();
+    th.start_step = t.at("start_step").get<int64_t>();
+    h.train = th;
+  }
   return h;
 }
 
@@ -61,6 +75,13 @@ std::string Apply(const json& j, bool first, WorkerLog* log) {
       return std::string("schema is not ") + kWorkerLogSchema;
     }
     log->header = HeaderFrom(j);
+    if (log->header.workload == "train" && !log->header.train) {
+      return "a train header without its \"train\" object";
+    }
+    if (const auto& t = log->header.train;
+        t && (t->steps < 1 || t->batch < 1 || t->start_step < 0 || t->start_step > t->steps)) {
+      return "train header: steps, batch or start_step out of range";
+    }
     return "";
   }
   if (log->end) return "a line after the end line";
@@ -73,6 +94,9 @@ std::string Apply(const json& j, bool first, WorkerLog* log) {
     r.bytes = j.at("bytes").get<uint64_t>();
     r.ok = j.at("ok").get<bool>();
     r.group = j.value("group", 0);
+    if (const std::optional<int64_t> c = OptField<int64_t>(j, "compute_ns"); c && *c < 0) {
+      return "op line: negative compute_ns";
+    }
     if (r.group < 0 || r.group > log->header.size) return "op line: group out of range";
     const std::optional<uint64_t> wrong = OptField<uint64_t>(j, "wrong");
     r.wrong = wrong.value_or(0) > 0;
@@ -113,6 +137,54 @@ std::string Apply(const json& j, bool first, WorkerLog* log) {
     log->shrinks.push_back(std::move(s));
     return "";
   }
+  if (type == "checkpoint") {
+    CheckpointRecord c;
+    c.rank = log->header.rank;
+    c.step = j.at("step").get<int64_t>();
+    c.samples = j.at("samples").get<uint64_t>();
+    c.start_ns = j.at("start_ns").get<int64_t>();
+    c.end_ns = j.at("end_ns").get<int64_t>();
+    c.bytes = j.at("bytes").get<uint64_t>();
+    if (c.step < 1) return "checkpoint line: step below 1";
+    if (c.end_ns < c.start_ns) return "checkpoint line: ends before it starts";
+    log->checkpoints.push_back(c);
+    return "";
+  }
+  if (type == "resume") {
+    if (!log->resumes.empty()) return "a second resume line";
+    ResumeRecord r;
+    r.rank = log->header.rank;
+    r.step = j.at("step").get<int64_t>();
+    r.samples = j.at("samples").get<uint64_t>();
+    r.start_ns = j.at("start_ns").get<int64_t>();
+    r.end_ns = j.at("end_ns").get<int64_t>();
+    if (r.step < 0) return "resume line: negative step";
+    if (r.end_ns < r.start_ns) return "resume line: ends before it starts";
+    log->resumes.push_back(r);
+    return "";
+  }
+  if (type == "hold") {
+    HoldRecord h;
+    h.rank = log->header.rank;
+    h.start_ns = j.at("start_ns").get<int64_t>();
+    h.end_ns = j.at("end_ns").get<int64_t>();
+    h.returned = j.at("returned").get<bool>();
+    if (h.end_ns < h.start_ns) return "hold line: ends before it starts";
+    log->holds.push_back(h);
+    return "";
+  }
+  if (type == "decision") {
+    DecisionRecord d;
+    d.rank = log->header.rank;
+    d.t_ns = j.at("t_ns").get<int64_t>();
+    d.latency_ns = j.at("latency_ns").get<int64_t>();
+    d.decision = j.at("decision");
+    if (!d.decision.is_object()) return "decision line: decision is not an object";
+    d.chosen = d.decision.at("chosen").get<std::string>();
+    if (d.latency_ns < 0) return "decision line: negative latency_ns";
+    log->decisions.push_back(std::move(d));
+    return "";
+  }
   if (type == "ready") {
     if (log->ready_ns) return "a second ready line";
     log->ready_ns = j.at("t_ns").get<int64_t>();
@@ -140,6 +212,9 @@ std::string Apply(const json& j, bool first, WorkerLog* log) {
     if (!hex) return "param_sha256 is not a SHA-256 digest (64 lowercase hex digits)";
     // JSON has no NaN: a diverged loss is written as null.
     r.loss = j.at("loss").is_null() ? std::nan("") : j.at("loss").get<double>();
+    r.steps = OptField<int64_t>(j, "steps");
+    r.samples = OptField<uint64_t>(j, "samples");
+    if (r.steps && *r.steps < 0) return "result line: negative steps";
     log->result = std::move(r);
     return "";
   }
@@ -152,7 +227,10 @@ std::string Apply(const json& j, bool first, WorkerLog* log) {
     end.end_ns = j.at("t_ns").get<int64_t>();
     end.first_error_ns = OptField<int64_t>(j, "first_error_ns");
     end.watchdog = j.value("watchdog", false);
+    end.restart = j.value("restart", false);
+    if (end.restart && end.exit != RankExit::kError) return "end line: a restart with status ok";
     log->end = end;
+    log->restart = end.restart;
     log->end_message = j.value("message", std::string());
     return "";
   }
@@ -187,6 +265,18 @@ std::string WorkerHeaderLine(const WorkerHeader& h) {
   j["rails_used"] = h.rails_used ? json(*h.rails_used) : json(nullptr);
   j["ccl_version"] = h.ccl_version;
   if (h.workload != "collectives") j["workload"] = h.workload;
+  if (h.train) {
+    const TrainHeader& t = *h.train;
+    j["train"] = {{"steps", t.steps},
+                  {"batch", t.batch},
+                  {"compute_ms", t.compute_ms},
+                  {"grad_bytes", t.grad_bytes},
+                  {"checkpoint_every", t.checkpoint_every},
+                  {"policy", t.policy},
+                  {"incarnation", t.incarnation},
+                  {"wait_bound_ms", t.wait_bound_ms},
+                  {"start_step", t.start_step}};
+  }
   return Line(j);
 }
 
@@ -212,6 +302,47 @@ std::string WorkerResultLine(const TrainResult& r) {
   j["type"] = "result";
   j["param_sha256"] = r.param_sha256;
   j["loss"] = std::isnan(r.loss) ? json(nullptr) : json(r.loss);
+  if (r.steps) j["steps"] = *r.steps;
+  if (r.samples) j["samples"] = *r.samples;
+  return Line(j);
+}
+
+std::string WorkerCheckpointLine(const CheckpointRecord& c) {
+  json j;
+  j["type"] = "checkpoint";
+  j["step"] = c.step;
+  j["samples"] = c.samples;
+  j["start_ns"] = c.start_ns;
+  j["end_ns"] = c.end_ns;
+  j["bytes"] = c.bytes;
+  return Line(j);
+}
+
+std::string WorkerResumeLine(const ResumeRecord& r) {
+  json j;
+  j["type"] = "resume";
+  j["step"] = r.step;
+  j["samples"] = r.samples;
+  j["start_ns"] = r.start_ns;
+  j["end_ns"] = r.end_ns;
+  return Line(j);
+}
+
+std::string WorkerHoldLine(const HoldRecord& h) {
+  json j;
+  j["type"] = "hold";
+  j["start_ns"] = h.start_ns;
+  j["end_ns"] = h.end_ns;
+  j["returned"] = h.returned;
+  return Line(j);
+}
+
+std::string WorkerDecisionLine(const DecisionRecord& d) {
+  json j;
+  j["type"] = "decision";
+  j["t_ns"] = d.t_ns;
+  j["latency_ns"] = d.latency_ns;
+  j["decision"] = d.decision;
   return Line(j);
 }
 
@@ -227,6 +358,7 @@ std::string WorkerOpLine(const WorkerOp& op) {
   j["warmup"] = op.warmup;
   if (!op.ok) j["error"] = op.error;
   if (op.group > 0) j["group"] = op.group;
+  if (op.compute_ns) j["compute_ns"] = *op.compute_ns;
   return Line(j);
 }
 
@@ -261,6 +393,7 @@ std::string WorkerEndLine(const WorkerEnd& end) {
   j["t_ns"] = end.t_ns;
   j["first_error_ns"] = end.first_error_ns ? json(*end.first_error_ns) : json(nullptr);
   if (end.watchdog) j["watchdog"] = true;
+  if (end.restart) j["restart"] = true;
   return Line(j);
 }
 

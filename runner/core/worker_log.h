@@ -7,8 +7,19 @@
 //   {"type":"op","index","start_ns","end_ns","bytes","ok","wrong"(elements; null unchecked),
 //    "warmup","error"(only when !ok)}
 //   {"type":"event","t_ns","kind","path","reason"}
-//   {"type":"result","param_sha256","loss"}  (training workloads, before the end line)
-//   {"type":"end","status":"ok"|"error","message","t_ns","first_error_ns"|null}
+//   {"type":"result","param_sha256","loss"[,"steps","samples"]}  (training workloads, before
+//    the end line; steps and samples: faultline-worker's train workload)
+//   {"type":"end","status":"ok"|"error","message","t_ns","first_error_ns"|null[,"watchdog":true]
+//    [,"restart":true]}
+//
+// faultline-worker's train workload ("workload":"train") adds to the header
+// "train":{"steps","batch","compute_ms","grad_bytes","checkpoint_every","policy","incarnation",
+// "wait_bound_ms","start_step"}, to each op line (one per training step, index = the global
+// step) "compute_ns", and the lines
+//   {"type":"checkpoint","step"(steps done),"samples","start_ns","end_ns","bytes"}
+//   {"type":"resume","step","samples","start_ns","end_ns"}
+//   {"type":"hold","start_ns","end_ns","returned":bool}
+//   {"type":"decision","t_ns","latency_ns","decision":{policy::DecisionToJson}}  (coordinator)
 //
 // A training workload (torch_ddp, written by integrations/torch/python/faultline_torch) logs
 // one "op" per training step, with the bytes of the gradients it allreduces, and says
@@ -35,6 +46,19 @@ namespace faultline::runner {
 
 inline constexpr char kWorkerLogSchema[] = "faultline.worker/v1";
 
+// The train workload's parameters (faultline-worker --workload train).
+struct TrainHeader {
+  int64_t steps = 0;  // training steps of the whole job
+  int64_t batch = 0;  // samples per rank per step
+  int64_t compute_ms = 0;
+  uint64_t grad_bytes = 0;
+  int64_t checkpoint_every = 0;  // 0: never
+  std::string policy;
+  int64_t incarnation = 0;
+  int64_t wait_bound_ms = 0;
+  int64_t start_step = 0;  // the step this incarnation started from (after resuming)
+};
+
 struct WorkerHeader {
   int rank = 0;
   int size = 0;
@@ -59,7 +83,8 @@ struct WorkerHeader {
   // chooses its interfaces itself (CclAdapter::RailsUsed).
   std::optional<std::vector<int>> rails_used;
   std::string ccl_version;  // as the library reports it; "" when it reports none
-  std::string workload = "collectives";  // "collectives" (faultline-worker) or "torch_ddp"
+  std::string workload = "collectives";  // "collectives", "train" (faultline-worker), "torch_ddp"
+  std::optional<TrainHeader> train;      // workload "train" only
 };
 
 struct WorkerOp {
@@ -72,6 +97,7 @@ struct WorkerOp {
   bool warmup = false;
   std::string error;  // when !ok
   int group = 0;      // ranks of the group after a shrink; 0: the world (not written)
+  std::optional<int64_t> compute_ns;  // train workload: the step's compute phase
 };
 
 struct WorkerEnd {
@@ -80,6 +106,7 @@ struct WorkerEnd {
   int64_t t_ns = 0;
   std::optional<int64_t> first_error_ns;  // when the first CCL call failed
   bool watchdog = false;  // the worker's watchdog ended the process: a call never returned
+  bool restart = false;   // the rank stopped so that the runner restarts every rank (exit 11)
 };
 
 // One line each, with the trailing newline.
@@ -93,6 +120,11 @@ std::string WorkerShrinkLine(const ShrinkRecord& s);
 std::string WorkerEndLine(const WorkerEnd& end);
 std::string WorkerSyncLine(const SyncRecord& sync);  // rank is the header's
 std::string WorkerResultLine(const TrainResult& result);  // rank is the header's
+// The train workload's lines (rank is the header's).
+std::string WorkerCheckpointLine(const CheckpointRecord& c);
+std::string WorkerResumeLine(const ResumeRecord& r);
+std::string WorkerHoldLine(const HoldRecord& h);
+std::string WorkerDecisionLine(const DecisionRecord& d);
 
 // One rank's log as the runner's history types.
 struct WorkerLog {
@@ -102,6 +134,11 @@ struct WorkerLog {
   std::vector<SyncRecord> syncs;  // rank filled from the header
   std::vector<ShrinkRecord> shrinks;  // rank filled from the header
   std::optional<TrainResult> result;  // rank filled from the header
+  // The train workload's lines, rank filled from the header.
+  std::vector<CheckpointRecord> checkpoints;
+  std::vector<ResumeRecord> resumes;
+  std::vector<HoldRecord> holds;
+  std::vector<DecisionRecord> decisions;
   // When the rank had joined its group and was ready for its workload ("ready" line, the
   // worker's own clock); absent from workers that do not write it (the torch workload).
   std::optional<int64_t> ready_ns;
@@ -109,6 +146,7 @@ struct WorkerLog {
   // which from the process status.
   std::optional<RankEnd> end;
   std::string end_message;
+  bool restart = false;  // the end line asked for a restart of every rank (end->restart)
   std::string first_error;      // the error of the first failed op, if any
   uint64_t wrong_elements = 0;  // summed over checked ops
   bool truncated = false;       // the last line was cut off and ignored
