@@ -13,12 +13,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
 #include <utility>
 
 #include "runner/core/worker_log.h"
+#include "runner/policy/cost_model.h"
+#include "runner/worker/train_model.h"
 #include "workload/adapters/ccl_adapter.h"
 #include "workload/check_values.h"
 
@@ -221,6 +225,7 @@ class Worker final {
 
  private:
   int RunToEnd() {
+    process_start_ns_ = NowNs();
     signal(SIGPIPE, SIG_IGN);  // a dead peer is an error value, never a signal
     Status st = log_.Open(o_.log_path);
     if (!st.ok()) {
@@ -233,6 +238,7 @@ class Worker final {
       return kWorkerExitUsage;
     }
     adapter_ = std::move(adapter).value();
+    if (o_.workload == "train") return RunTrain();
     spec_.coll = o_.op;
     spec_.dtype = o_.dtype;
     spec_.redop = o_.redop;
@@ -257,30 +263,9 @@ class Worker final {
     args_.redop = o_.redop;
     args_.root = o_.root;
 
-    watchdog_ = std::make_unique<Watchdog>(&log_);
-    CclInit init;
-    init.rank = o_.rank;
-    init.size = o_.size;
-    init.bootstrap = o_.bootstrap;
-    init.rails = o_.rails;
-    init.store_dir = o_.store_dir;
-    init.init_timeout = o_.init_timeout;
-    init.op_timeout = o_.timeout;
-    init.fault_hook = o_.fault_hook;
-    st = Guarded("init", o_.init_timeout, std::nullopt, [&] { return adapter_->Init(init); });
-    if (!st.ok()) return Fail("init: " + st.ToString(), NowNs());
-    st = Guarded("prepare", o_.timeout, std::nullopt, [&] { return adapter_->Prepare(args_); });
-    if (!st.ok()) return Fail("prepare: " + st.ToString(), NowNs());
-    // Joined and prepared: the launch is over for this rank (the runner's launch figure).
-    if (!log_.Write(WorkerReadyLine(NowNs()))) return InternalFailure("cannot write the log");
-
-    if (o_.start_at_ns) {
-      // Wait for the common time zero; a rank that joined too late starts at once.
-      timespec ts{static_cast<time_t>(*o_.start_at_ns / 1000000000),
-                  static_cast<long>(*o_.start_at_ns % 1000000000)};
-      while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
-      }
-    }
+    const int joined = JoinGroup(CclInitOf());
+    if (joined != kWorkerExitOk) return joined;
+    WaitForStart();
     const int exit_code = Loop();
     if (exit_code != kWorkerExitOk) return exit_code;
     st = Guarded("final barrier", o_.timeout, std::nullopt,
@@ -293,6 +278,42 @@ class Worker final {
     end.t_ns = NowNs();
     if (!log_.Write(WorkerEndLine(end))) return InternalFailure("cannot write the log");
     return kWorkerExitOk;
+  }
+
+  CclInit CclInitOf() const {
+    CclInit init;
+    init.rank = o_.rank;
+    init.size = o_.size;
+    init.bootstrap = o_.bootstrap;
+    init.rails = o_.rails;
+    init.store_dir = o_.store_dir;
+    init.init_timeout = o_.init_timeout;
+    init.op_timeout = o_.timeout;
+    init.fault_hook = o_.fault_hook;
+    return init;
+  }
+
+  // Starts the watchdog, joins the group and prepares args_; then the ready line.
+  int JoinGroup(const CclInit& init) {
+    watchdog_ = std::make_unique<Watchdog>(&log_);
+    Status st =
+        Guarded("init", o_.init_timeout, std::nullopt, [&] { return adapter_->Init(init); });
+    if (!st.ok()) return Fail("init: " + st.ToString(), NowNs());
+    st = Guarded("prepare", o_.timeout, std::nullopt, [&] { return adapter_->Prepare(args_); });
+    if (!st.ok()) return Fail("prepare: " + st.ToString(), NowNs());
+    // Joined and prepared: the launch is over for this rank (the runner's launch figure).
+    ready_ns_ = NowNs();
+    if (!log_.Write(WorkerReadyLine(ready_ns_))) return InternalFailure("cannot write the log");
+    return kWorkerExitOk;
+  }
+
+  // Waits for the common time zero; a rank that joined too late starts at once.
+  void WaitForStart() {
+    if (!o_.start_at_ns) return;
+    timespec ts{static_cast<time_t>(*o_.start_at_ns / 1000000000),
+                static_cast<long>(*o_.start_at_ns % 1000000000)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+    }
   }
 
   WorkerHeader Header() const {
@@ -403,31 +424,9 @@ class Worker final {
                       " (no shrink: the library names no lost rank)",
                   failed_ns);
     }
-    excluded_.push_back(lost);
-    ShrinkRecord rec;
-    rec.rank = o_.rank;
-    rec.excluded = excluded_;
-    rec.start_ns = NowNs();
-    Status st = Guarded("shrink", o_.init_timeout, std::nullopt,
-                        [&] { return adapter_->Shrink({lost}, o_.init_timeout); });
-    rec.end_ns = NowNs();
-    DrainEvents();
-    std::vector<int> members;
-    for (int r = 0; r < o_.size; ++r) {
-      if (std::find(excluded_.begin(), excluded_.end(), r) == excluded_.end()) members.push_back(r);
-    }
-    rec.group = static_cast<int>(members.size());
-    rec.ok = st.ok();
-    if (!st.ok()) rec.error = st.ToString();
-    log_.Write(WorkerShrinkLine(rec));
-    if (!st.ok()) {
-      return Fail(what + ": " + why.ToString() +
-                      "; shrink without rank " + std::to_string(lost) + ": " + st.ToString(),
-                  failed_ns);
-    }
-    group_size_ = rec.group;
-    group_rank_ = static_cast<int>(std::find(members.begin(), members.end(), o_.rank) -
-                                   members.begin());
+    const int shrunk = ShrinkWithout(lost, what, failed_ns, why);
+    if (shrunk != kWorkerExitOk) return shrunk;
+    std::vector<int> members = Members();
     // A rooted collective keeps its root, at that rank's place in the new group.
     auto root = std::find(members.begin(), members.end(), o_.root);
     if (root == members.end()) {
@@ -453,8 +452,48 @@ class Worker final {
     args_.send = send_->data;
     args_.recv = recv_->data;
     args_.count = layout_.count;
-    st = Guarded("prepare", o_.timeout, std::nullopt, [&] { return adapter_->Prepare(args_); });
+    const Status st =
+        Guarded("prepare", o_.timeout, std::nullopt, [&] { return adapter_->Prepare(args_); });
     if (!st.ok()) return Fail("prepare after the shrink: " + st.ToString(), NowNs());
+    return kWorkerExitOk;
+  }
+
+  // The world ranks of the group now, in order.
+  std::vector<int> Members() const {
+    std::vector<int> members;
+    for (int r = 0; r < o_.size; ++r) {
+      if (std::find(excluded_.begin(), excluded_.end(), r) == excluded_.end()) members.push_back(r);
+    }
+    return members;
+  }
+
+  // Shrinks the group without world rank `lost` (after `what` failed at failed_ns with `why`,
+  // or by a decision): the shrink line, then group_size_ / group_rank_ of the new group.
+  // kWorkerExitOk, or the error exit when the shrink failed.
+  int ShrinkWithout(int lost, const std::string& what, int64_t failed_ns, const Status& why) {
+    excluded_.push_back(lost);
+    ShrinkRecord rec;
+    rec.rank = o_.rank;
+    rec.excluded = excluded_;
+    rec.start_ns = NowNs();
+    Status st = Guarded("shrink", o_.init_timeout, std::nullopt,
+                        [&] { return adapter_->Shrink({lost}, o_.init_timeout); });
+    rec.end_ns = NowNs();
+    DrainEvents();
+    const std::vector<int> members = Members();
+    rec.group = static_cast<int>(members.size());
+    rec.ok = st.ok();
+    if (!st.ok()) rec.error = st.ToString();
+    log_.Write(WorkerShrinkLine(rec));
+    if (!st.ok()) {
+      return Fail(what + ": " + why.ToString() +
+                      "; shrink without rank " + std::to_string(lost) + ": " + st.ToString(),
+                  failed_ns);
+    }
+    group_size_ = rec.group;
+    group_rank_ = static_cast<int>(std::find(members.begin(), members.end(), o_.rank) -
+                                   members.begin());
+    last_shrink_ns_ = rec.end_ns - rec.start_ns;
     return kWorkerExitOk;
   }
 
@@ -507,7 +546,668 @@ class Worker final {
       c.peer = e.peer;
       c.reason = std::move(e.reason);
       log_.Write(WorkerEventLine(c));
+      NoteEvent(c);
     }
+  }
+
+  // ---- The train workload (worker.h; the model in train_model.h) ----
+
+  uint64_t Params() const { return o_.grad_bytes / 4; }
+
+  WorkerHeader TrainHeaderOf() const {
+    WorkerHeader h;
+    h.rank = o_.rank;
+    h.size = o_.size;
+    h.ccl = o_.ccl;
+    h.op = workload::CollName(workload::Coll::kAllReduce);
+    h.dtype = workload::DTypeName(workload::DType::kF32);
+    h.redop = workload::RedOpName(workload::RedOp::kSum);
+    h.bytes = o_.grad_bytes;
+    h.count = Params();
+    h.busbw_factor = workload::BusBwFactor(workload::Coll::kAllReduce, o_.size);
+    h.rails = o_.rails;
+    h.pid = getpid();
+    h.check = true;
+    h.events = adapter_->EmitsEvents();
+    h.warmup = 0;
+    h.iters = o_.steps;
+    h.timeout_ms = o_.timeout.count();
+    h.seed = o_.seed;
+    const std::vector<int> used = adapter_->RailsUsed(static_cast<int>(o_.rails.size()));
+    if (!used.empty()) h.rails_used = used;
+    h.ccl_version = adapter_->Version();
+    h.workload = "train";
+    TrainHeader t;
+    t.steps = o_.steps;
+    t.batch = o_.batch;
+    t.compute_ms = o_.compute_ms;
+    t.grad_bytes = o_.grad_bytes;
+    t.checkpoint_every = o_.checkpoint_every;
+    t.policy = o_.policy;
+    t.incarnation = o_.incarnation;
+    t.wait_bound_ms = o_.wait_bound.count();
+    // Written before the group is joined: the newest step this rank's own checkpoints offer.
+    // The step every rank agreed on is the resume line's (the same unless a rank lacked it).
+    for (const train::Checkpoint& c : candidates_) t.start_step = std::max(t.start_step, c.steps);
+    h.train = t;
+    return h;
+  }
+
+  int RunTrain() {
+    if (o_.resume) LoadLocalCheckpoints();
+    if (!log_.Write(WorkerHeaderLine(TrainHeaderOf()))) {
+      return InternalFailure("cannot write the log");
+    }
+    params_.assign(Params(), 0.0f);
+    const int fresh = FreshTrainBuffers();
+    if (fresh != kWorkerExitOk) return fresh;
+    CclInit init = CclInitOf();
+    if (o_.policy == "wait" || o_.policy == "adaptive") init.peer_loss_timeout = o_.wait_bound;
+    const int joined = JoinGroup(init);
+    if (joined != kWorkerExitOk) return joined;
+    if (o_.resume) {
+      const int code = AgreeOnResume();
+      if (code != kWorkerExitOk) return code;
+    }
+    last_ckpt_step_ = step_;
+    WaitForStart();
+    const int code = TrainLoop();
+    if (code != kWorkerExitOk) return code;
+    const Status st = Guarded("final barrier", o_.timeout, std::nullopt,
+                              [&] { return adapter_->Finish(o_.timeout); });
+    if (!st.ok()) return Fail("final barrier: " + st.ToString(), NowNs());
+    DrainEvents();
+    TrainResult result;
+    result.rank = o_.rank;
+    result.param_sha256 = train::ParamSha256(params_);
+    result.loss = train::Loss(params_);
+    result.steps = step_;
+    result.samples = base_;
+    if (!log_.Write(WorkerResultLine(result))) return InternalFailure("cannot write the log");
+    WorkerEnd end;
+    end.ok = true;
+    end.message = "completed " + std::to_string(step_) + " training steps";
+    end.t_ns = NowNs();
+    if (!log_.Write(WorkerEndLine(end))) return InternalFailure("cannot write the log");
+    return kWorkerExitOk;
+  }
+
+  // New step buffers (the old ones, revoked after a failure, stay allocated until the end).
+  int FreshTrainBuffers() {
+    if (send_ != nullptr) retired_.push_back(std::move(send_));
+    if (recv_ != nullptr) retired_.push_back(std::move(recv_));
+    send_ = std::make_unique<AlignedBuffer>(o_.grad_bytes);
+    recv_ = std::make_unique<AlignedBuffer>(o_.grad_bytes);
+    if (send_->data == nullptr || recv_->data == nullptr) {
+      return InternalFailure("out of memory for the buffers");
+    }
+    args_ = workload::OpArgs();
+    args_.coll = workload::Coll::kAllReduce;
+    args_.send = send_->data;
+    args_.recv = recv_->data;
+    args_.count = Params();
+    args_.dtype = workload::DType::kF32;
+    args_.redop = workload::RedOp::kSum;
+    return kWorkerExitOk;
+  }
+
+  // This rank's newest and previous checkpoints that can be read and fit this job; the
+  // others are named on stderr and left out.
+  void LoadLocalCheckpoints() {
+    resume_start_ns_ = NowNs();
+    for (const std::string& path : {train::CheckpointPath(o_.checkpoint_dir, o_.rank),
+                                    train::PrevCheckpointPath(o_.checkpoint_dir, o_.rank)}) {
+      auto c = train::ReadCheckpoint(path, Params(), o_.seed);
+      if (!c.ok()) {
+        if (c.status().code() != Code::kNotFound) {
+          std::fprintf(stderr, "faultline-worker: rank %d: not resuming from it: %s\n", o_.rank,
+                       c.status().ToString().c_str());
+        }
+        continue;
+      }
+      if (c->steps > o_.steps) {
+        std::fprintf(stderr,
+                     "faultline-worker: rank %d: not resuming from %s: it holds %lld steps, "
+                     "more than --steps\n",
+                     o_.rank, path.c_str(), static_cast<long long>(c->steps));
+        continue;
+      }
+      candidates_.push_back(std::move(c).value());
+    }
+  }
+
+  // Every rank resumes from the newest step count that every rank has a checkpoint of (each
+  // rank's newest or previous one), or all start from step 0. The full world runs again.
+  int AgreeOnResume() {
+    int64_t newest = -1;
+    for (const train::Checkpoint& c : candidates_) newest = std::max(newest, c.steps);
+    std::vector<int64_t> v = {-newest};  // min as the max of negated values; none: 1
+    Status st = Control(&v, "resume agreement");
+    if (!st.ok()) return Fail("resume agreement: " + st.ToString(), NowNs());
+    const int64_t common = -v[0];
+    const train::Checkpoint* have = nullptr;
+    for (const train::Checkpoint& c : candidates_) {
+      if (c.steps == common) have = &c;
+    }
+    const int64_t samples = have != nullptr ? static_cast<int64_t>(have->samples) : 0;
+    v = {have == nullptr ? 1 : 0, samples, -samples};
+    st = Control(&v, "resume agreement");
+    if (!st.ok()) return Fail("resume agreement: " + st.ToString(), NowNs());
+    if (common < 0 || v[0] != 0) {
+      if (!candidates_.empty()) {
+        std::fprintf(stderr,
+                     "faultline-worker: rank %d: no checkpoint every rank has; starting from "
+                     "step 0\n",
+                     o_.rank);
+      }
+      return kWorkerExitOk;
+    }
+    if (v[1] != -v[2]) {
+      std::fprintf(stderr,
+                   "faultline-worker: rank %d: the ranks' checkpoints of step %lld disagree on "
+                   "the samples done; starting from step 0\n",
+                   o_.rank, static_cast<long long>(common));
+      return kWorkerExitOk;
+    }
+    params_ = have->params;
+    base_ = have->samples;
+    step_ = common;
+    ResumeRecord r;
+    r.rank = o_.rank;
+    r.step = step_;
+    r.samples = base_;
+    r.start_ns = resume_start_ns_;
+    r.end_ns = NowNs();
+    if (!log_.Write(WorkerResumeLine(r))) return InternalFailure("cannot write the log");
+    return kWorkerExitOk;
+  }
+
+  // An allreduce (max) of small i64 values between the ranks of the group, in place; not a
+  // training step and not logged as one.
+  Status Control(std::vector<int64_t>* values, const std::string& what) {
+    // Members, not locals: a library may touch them until it is destroyed.
+    ctl_send_ = *values;
+    ctl_recv_.assign(values->size(), 0);
+    workload::OpArgs a;
+    a.coll = workload::Coll::kAllReduce;
+    a.send = ctl_send_.data();
+    a.recv = ctl_recv_.data();
+    a.count = ctl_send_.size();
+    a.dtype = workload::DType::kI64;
+    a.redop = workload::RedOp::kMax;
+    const Status st =
+        Guarded(what, o_.timeout, std::nullopt, [&] { return adapter_->Run(a, o_.timeout); });
+    DrainEvents();
+    if (st.ok()) *values = ctl_recv_;
+    return st;
+  }
+
+  int TrainLoop() {
+    const uint64_t batch = static_cast<uint64_t>(o_.batch);
+    while (step_ < o_.steps) {
+      if (o_.policy == "fail_stop" && fault_news_) {
+        return FailStop("the library reported a fault", *first_fault_ns_);
+      }
+      const int boundary = StepBoundary();
+      if (boundary != kWorkerExitOk) return boundary;
+      const int64_t faults_before = faults_seen_;
+      const bool down_before = AnyPathDown();
+      WorkerOp op;
+      op.index = step_;
+      op.bytes = o_.grad_bytes;
+      if (group_size_ != o_.size) op.group = group_size_;
+      op.start_ns = NowNs();
+      const uint64_t g = static_cast<uint64_t>(group_size_);
+      train::FillGradient(base_ + static_cast<uint64_t>(group_rank_) * batch, batch, o_.seed,
+                          static_cast<float*>(send_->data), Params());
+      const int64_t compute_end = op.start_ns + o_.compute_ms * 1000000;
+      timespec ts{static_cast<time_t>(compute_end / 1000000000),
+                  static_cast<long>(compute_end % 1000000000)};
+      while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+      }
+      const int64_t ar_start = NowNs();
+      op.compute_ns = ar_start - op.start_ns;
+      std::memset(recv_->data, 0xff, o_.grad_bytes);  // NaN: a result never written is wrong
+      const std::string what = "step " + std::to_string(step_);
+      const Status st = Guarded(what, o_.timeout, op, [&] { return adapter_->Run(args_, o_.timeout); });
+      op.end_ns = NowNs();
+      DrainEvents();
+      if (!st.ok()) {
+        op.ok = false;
+        op.error = st.ToString();
+        if (adapter_->ReleasesBuffersOnReturn()) {
+          send_->Revoke();
+          recv_->Revoke();
+        }
+        log_.Write(WorkerOpLine(op));
+        const int code = AfterFailedCall(what, op.end_ns, st);
+        if (code != kWorkerExitOk) return code;
+        continue;  // the step again, in the smaller group, from the same base
+      }
+      const float* total = static_cast<const float*>(recv_->data);
+      op.wrong = train::CountWrongGradient(base_, g * batch, o_.seed, total, Params());
+      // Exact: every value is an integer below 2^24 in magnitude (train_model.h).
+      for (uint64_t i = 0; i < Params(); ++i) params_[i] -= total[i];
+      base_ += g * batch;
+      if (!log_.Write(WorkerOpLine(op))) return InternalFailure("cannot write the log");
+      ++step_;
+      last_ar_ns_ = op.end_ns - ar_start;
+      if (faults_seen_ == faults_before && !down_before && !AnyPathDown()) {
+        ++clean_steps_;
+        clean_step_ns_ += op.end_ns - op.start_ns;
+        clean_ar_ns_ += last_ar_ns_;
+      }
+      if (o_.policy == "fail_stop" && fault_news_) {
+        return FailStop("the library reported a fault", *first_fault_ns_);
+      }
+      if (o_.checkpoint_every > 0 && step_ % o_.checkpoint_every == 0) {
+        const int code = WriteTrainCheckpoint();
+        if (code != kWorkerExitOk) return code;
+      }
+    }
+    return kWorkerExitOk;
+  }
+
+  int WriteTrainCheckpoint() {
+    CheckpointRecord rec;
+    rec.rank = o_.rank;
+    rec.step = step_;
+    rec.samples = base_;
+    rec.start_ns = NowNs();
+    train::Checkpoint c;
+    c.steps = step_;
+    c.samples = base_;
+    c.seed = o_.seed;
+    c.excluded = excluded_;
+    c.params = params_;
+    auto written = train::WriteCheckpoint(o_.checkpoint_dir, o_.rank, c);
+    rec.end_ns = NowNs();
+    if (!written.ok()) {
+      return EndWith(kWorkerExitInternal, "checkpoint of step " + std::to_string(step_) + ": " +
+                                              written.status().ToString());
+    }
+    rec.bytes = *written;
+    last_ckpt_step_ = step_;
+    last_ckpt_write_ns_ = rec.end_ns - rec.start_ns;
+    if (!log_.Write(WorkerCheckpointLine(rec))) return InternalFailure("cannot write the log");
+    return kWorkerExitOk;
+  }
+
+  // A training step or control collective failed: what the policy does about it.
+  // kWorkerExitOk to go on in a (smaller) group; otherwise the exit code.
+  int AfterFailedCall(const std::string& what, int64_t failed_ns, const Status& why) {
+    if (!first_fault_ns_) first_fault_ns_ = failed_ns;
+    if (o_.policy == "fail_stop") return FailStop(what + ": " + why.ToString(), failed_ns);
+    if ((o_.policy != "shrink" && o_.policy != "adaptive") || !adapter_->CanShrink()) {
+      return Fail(what + ": " + why.ToString(), failed_ns);
+    }
+    const int lost = adapter_->LostRank();
+    if (lost == o_.rank) {
+      return Fail(what + ": " + why.ToString() +
+                      " (this rank was left out: the others lost it and shrink without it)",
+                  failed_ns);
+    }
+    if (lost < 0) {
+      return Fail(what + ": " + why.ToString() + " (no shrink: the library names no lost rank)",
+                  failed_ns);
+    }
+    const int group_before = group_size_;
+    int code = ShrinkWithout(lost, what, failed_ns, why);
+    if (code != kWorkerExitOk) return code;
+    code = FreshTrainBuffers();
+    if (code != kWorkerExitOk) return code;
+    const Status st =
+        Guarded("prepare", o_.timeout, std::nullopt, [&] { return adapter_->Prepare(args_); });
+    if (!st.ok()) return Fail("prepare after the shrink: " + st.ToString(), NowNs());
+    if (o_.policy == "shrink") return kWorkerExitOk;
+    // adaptive, a rank fault: the survivors have shrunk (the only working path among them);
+    // the new group's rank 0 decides whether to go on so or to restart every rank.
+    std::optional<policy::RecoveryPolicy> chosen;
+    if (group_rank_ == 0) {
+      policy::PolicyState s = BaseState(group_before);
+      s.fault_class = policy::FaultClassKind::kRank;
+      s.surviving_bandwidth_fraction = 0;  // no path to the lost rank
+      s.outage_so_far_s = std::max<int64_t>(0, NowNs() - failed_ns) / 1e9;
+      s.expected_outage_s.reset();
+      chosen = DecideAndLog(s);
+    }
+    code = ShareDecision(&chosen);
+    if (code != kWorkerExitOk) return code;
+    if (chosen == policy::RecoveryPolicy::kFailStop) {
+      return FailStop("the adaptive policy chose fail_stop after losing rank " +
+                          std::to_string(lost),
+                      failed_ns);
+    }
+    return kWorkerExitOk;  // shrink (or no decision): go on in the smaller group
+  }
+
+  // The policy's work between two steps (wait, adaptive). kWorkerExitOk to run the next step.
+  int StepBoundary() {
+    if (o_.policy == "wait") {
+      std::vector<int64_t> v = {AnyPathDown() ? 1 : 0};
+      const Status st = Control(&v, "step boundary");
+      if (!st.ok()) return AfterFailedCall("step boundary", NowNs(), st);
+      if (v[0] != 0) return Hold();
+      return kWorkerExitOk;
+    }
+    if (o_.policy == "adaptive") return AdaptiveBoundary();
+    return kWorkerExitOk;
+  }
+
+  // Every rank of the group holds until no rank sees a path down or the wait bound has passed
+  // (on any rank's clock: the ranks agree so that they stop after the same round); the hold
+  // line either way.
+  int Hold() {
+    HoldRecord h;
+    h.rank = o_.rank;
+    h.start_ns = NowNs();
+    for (;;) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      DrainEvents();
+      std::vector<int64_t> v = {AnyPathDown() ? 1 : 0,
+                                NowNs() - h.start_ns >= ToNs(o_.wait_bound) ? 1 : 0};
+      const Status st = Control(&v, "hold");
+      if (!st.ok()) {
+        h.end_ns = NowNs();
+        log_.Write(WorkerHoldLine(h));
+        return AfterFailedCall("hold", h.end_ns, st);
+      }
+      if (v[0] == 0) {
+        h.returned = true;
+        break;
+      }
+      if (v[1] != 0) break;
+    }
+    h.end_ns = NowNs();
+    if (!log_.Write(WorkerHoldLine(h))) return InternalFailure("cannot write the log");
+    return kWorkerExitOk;
+  }
+
+  // The fault state every rank gathers at a step boundary (policy adaptive): one allreduce
+  // (max) of these slots, minima as negated values, then one score slot per world rank.
+  enum Slot : size_t {
+    kNews = 0,      // a fault seen since the last boundary
+    kClass,         // 0 none, 1 link, 2 nic
+    kNegStart,      // -(earliest outage start, ns)
+    kExpected,      // expected outage, ns (max; INT64_MAX: permanent; 0: already over)
+    kNegBandwidth,  // -(surviving bandwidth fraction, ppm)
+    kDown,          // a path down now
+    kSlots,
+  };
+  static constexpr int64_t kPermanent = std::numeric_limits<int64_t>::max();
+
+  int AdaptiveBoundary() {
+    std::vector<int64_t> v(kSlots + static_cast<size_t>(o_.size), 0);
+    LocalFaultState(&v);
+    fault_news_ = false;
+    const Status st = Control(&v, "step boundary");
+    if (!st.ok()) return AfterFailedCall("step boundary", NowNs(), st);
+    if (v[kNews] == 0 && v[kDown] == 0) return kWorkerExitOk;
+    // Someone has news or a path is still down: rank 0 of the group decides whether to act,
+    // and every rank learns the outcome from its broadcast.
+    std::optional<policy::RecoveryPolicy> chosen;
+    if (group_rank_ == 0) {
+      const int64_t now = NowNs();
+      const double so_far = v[kNegStart] == -kPermanent
+                                ? 0
+                                : std::max<int64_t>(0, now + v[kNegStart]) / 1e9;
+      const bool over = v[kDown] == 0;  // the paths came back before this boundary
+      const bool outlasted = !over && v[kExpected] != kPermanent && so_far * 1e9 > v[kExpected];
+      if (v[kNews] != 0 || (outlasted && !decided_outlasted_)) {
+        policy::PolicyState s = BaseState(group_size_);
+        s.fault_class = v[kClass] == 2 ? policy::FaultClassKind::kNic
+                                       : policy::FaultClassKind::kLink;
+        s.surviving_bandwidth_fraction = std::clamp(-v[kNegBandwidth] / 1e6, 0.0, 1.0);
+        if (over) {
+          // A fault already over is an outage of length 0 that has ended.
+          s.outage_so_far_s = 0;
+          s.expected_outage_s = 0;
+        } else {
+          s.outage_so_far_s = so_far;
+          if (v[kExpected] != kPermanent) s.expected_outage_s = v[kExpected] / 1e9;
+        }
+        if (group_size_ >= 2) {
+          chosen = DecideAndLog(s);
+          if (chosen) decided_outlasted_ = outlasted;
+        }
+      }
+    }
+    int code = ShareDecision(&chosen);
+    if (code != kWorkerExitOk) return code;
+    if (!chosen) return kWorkerExitOk;
+    switch (*chosen) {
+      case policy::RecoveryPolicy::kWait:
+        return Hold();
+      case policy::RecoveryPolicy::kShrink:
+        return ShrinkAffected(v);
+      case policy::RecoveryPolicy::kFailStop:
+        return FailStop("the adaptive policy chose fail_stop", first_fault_ns_.value_or(NowNs()));
+      default:
+        return kWorkerExitOk;  // failover: the library's own recovery goes on
+    }
+  }
+
+  // This rank's slots of the boundary gather.
+  void LocalFaultState(std::vector<int64_t>* v) {
+    (*v)[kNews] = fault_news_ ? 1 : 0;
+    (*v)[kNegStart] = -kPermanent;
+    int64_t expected = 0;
+    std::map<int, int> rails_down;  // peer -> paths down to it
+    for (const auto& [key, p] : paths_) {
+      if (!p.down_since) continue;
+      (*v)[kNegStart] = std::max((*v)[kNegStart], -*p.down_since);
+      // The path's expected outage: the mean of its past outages; none: permanent.
+      const int64_t e = p.outages > 0 ? p.outage_ns / p.outages : kPermanent;
+      expected = std::max(expected, e);
+      ++rails_down[key.first];
+      if (key.first >= 0 && key.first < o_.size) (*v)[kSlots + key.first] = 1;
+    }
+    if (!rails_down.empty()) {
+      (*v)[kDown] = 1;
+      (*v)[kExpected] = expected;
+    } else if (fault_news_ && news_since_ns_) {
+      (*v)[kNegStart] = -*news_since_ns_;
+    }
+    // Cut off: every path to every other member of the group down.
+    const int rails = static_cast<int>(o_.rails.size());
+    bool cut_off = group_size_ > 1;
+    for (int r : Members()) {
+      if (r == o_.rank) continue;
+      auto it = rails_down.find(r);
+      if (it == rails_down.end() || it->second < rails) cut_off = false;
+    }
+    if (cut_off || relay_on_) {
+      (*v)[kClass] = 2;
+    } else if ((*v)[kDown] != 0 || fault_news_) {
+      (*v)[kClass] = 1;
+    }
+    if ((*v)[kClass] != 0) (*v)[kSlots + o_.rank] = cut_off ? 2 : 1;
+    // The surviving bandwidth, measured: the fault-free steps' mean allreduce time over the
+    // last step's (the rate every rank got, whatever the library did about the fault).
+    double b = 1;
+    if (clean_steps_ > 0 && last_ar_ns_ > 0) {
+      b = std::clamp(static_cast<double>(clean_ar_ns_) / clean_steps_ / last_ar_ns_, 0.0, 1.0);
+    }
+    (*v)[kNegBandwidth] = -static_cast<int64_t>(b * 1e6);
+  }
+
+  // The decision's inputs that do not depend on the fault. `ranks`: the group before it.
+  policy::PolicyState BaseState(int ranks) const {
+    policy::PolicyState s;
+    s.world_size = ranks;
+    s.steps_remaining = o_.steps - step_;
+    const double compute_s = o_.compute_ms / 1e3;
+    double step_s = std::max(compute_s, 1e-3);
+    double comm = 0;
+    if (clean_steps_ > 0) {
+      step_s = std::max(static_cast<double>(clean_step_ns_) / clean_steps_ / 1e9, 1e-6);
+      comm = std::clamp(static_cast<double>(clean_ar_ns_) / clean_step_ns_, 0.0, 1.0);
+    }
+    s.step_time_s = step_s;
+    s.comm_fraction = comm;
+    s.checkpoint_age_s = static_cast<double>(step_ - last_ckpt_step_) * step_s;
+    // Unless the runner measured it: this process's start to ready (launch and rendezvous)
+    // plus its last checkpoint write (a restart loads about as much).
+    s.restart_cost_s = o_.restart_cost ? o_.restart_cost->count() / 1e3
+                                       : std::max<int64_t>(0, ready_ns_ - process_start_ns_) / 1e9 +
+                                             last_ckpt_write_ns_ / 1e9;
+    s.shrink_cost_s = last_shrink_ns_ > 0 ? last_shrink_ns_ / 1e9 : 0.05;
+    s.failover_switch_cost_s = 0;
+    s.wait_bound_s = o_.wait_bound.count() / 1e3;
+    return s;
+  }
+
+  // The coordinator's decision: Decide, timed, and the decision line. nullopt when the state
+  // is not one the model accepts (named on stderr; the ranks go on).
+  std::optional<policy::RecoveryPolicy> DecideAndLog(const policy::PolicyState& s) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const Status valid = policy::ValidatePolicyState(s);
+    if (!valid.ok()) {
+      std::fprintf(stderr, "faultline-worker: rank %d: no decision: %s\n", o_.rank,
+                   valid.ToString().c_str());
+      return std::nullopt;
+    }
+    const policy::PolicyDecision d = policy::Decide(s);
+    const auto t1 = std::chrono::steady_clock::now();
+    DecisionRecord rec;
+    rec.rank = o_.rank;
+    rec.t_ns = NowNs();
+    rec.latency_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
+    rec.chosen = policy::RecoveryPolicyName(d.chosen);
+    rec.decision = policy::DecisionToJson(s, d);
+    log_.Write(WorkerDecisionLine(rec));
+    return d.chosen;
+  }
+
+  // Group rank 0's decision (or none) to every rank of the group: a 1-element broadcast.
+  int ShareDecision(std::optional<policy::RecoveryPolicy>* chosen) {
+    bcast_send_ = *chosen ? static_cast<int64_t>(**chosen) : -1;
+    bcast_recv_ = -2;
+    workload::OpArgs a;
+    a.coll = workload::Coll::kBroadcast;
+    a.send = &bcast_send_;
+    a.recv = &bcast_recv_;
+    a.count = 1;
+    a.dtype = workload::DType::kI64;
+    a.root = 0;
+    const Status st = Guarded("decision broadcast", o_.timeout, std::nullopt,
+                              [&] { return adapter_->Run(a, o_.timeout); });
+    DrainEvents();
+    if (!st.ok()) return AfterFailedCall("decision broadcast", NowNs(), st);
+    if (bcast_recv_ < -1 || bcast_recv_ > static_cast<int64_t>(policy::RecoveryPolicy::kShrink)) {
+      return Fail("decision broadcast: wrong value " + std::to_string(bcast_recv_), NowNs());
+    }
+    if (bcast_recv_ < 0) {
+      chosen->reset();
+    } else {
+      *chosen = static_cast<policy::RecoveryPolicy>(bcast_recv_);
+    }
+    return kWorkerExitOk;
+  }
+
+  // Adaptive chose shrink for a link / nic fault: the group goes on without the rank whose
+  // path is affected (the highest score, then the lowest world rank, never the coordinator).
+  int ShrinkAffected(const std::vector<int64_t>& v) {
+    const std::vector<int> members = Members();
+    int victim = -1;
+    for (int r : members) {
+      if (r == members.front()) continue;
+      const int64_t score = v[kSlots + static_cast<size_t>(r)];
+      if (score > 0 && (victim < 0 || score > v[kSlots + static_cast<size_t>(victim)])) victim = r;
+    }
+    if (victim < 0) return kWorkerExitOk;  // only the coordinator is affected: go on
+    if (victim == o_.rank) {
+      const std::string why = "left out by the adaptive policy's shrink (a path of this rank "
+                              "is affected)";
+      Guarded("abort", o_.timeout, std::nullopt, [&] {
+        adapter_->Abort(why);
+        return Status::Ok();
+      }).IgnoreError();
+      return Fail(why, first_fault_ns_.value_or(NowNs()));
+    }
+    const int code = ShrinkWithout(victim, "adaptive shrink", NowNs(), Status::Ok());
+    if (code != kWorkerExitOk) return code;
+    const Status st =
+        Guarded("prepare", o_.timeout, std::nullopt, [&] { return adapter_->Prepare(args_); });
+    if (!st.ok()) return Fail("prepare after the shrink: " + st.ToString(), NowNs());
+    return kWorkerExitOk;
+  }
+
+  // Policy fail_stop (or adaptive's choice): abort the communicator so that the peers fail
+  // their next call too, then the end line asking for a restart of every rank.
+  int FailStop(const std::string& why, int64_t first_fault_ns) {
+    Guarded("abort", o_.timeout, std::nullopt, [&] {
+      adapter_->Abort("fail_stop: " + why);
+      return Status::Ok();
+    }).IgnoreError();
+    WorkerEnd end;
+    end.ok = false;
+    end.message = "fail_stop at step " + std::to_string(step_) + ": " + why +
+                  " (every rank restarts from the last checkpoint)";
+    end.t_ns = NowNs();
+    end.first_error_ns = first_fault_ns;
+    end.restart = true;
+    log_.Write(WorkerEndLine(end));
+    std::fprintf(stderr, "faultline-worker: rank %d: %s\n", o_.rank, end.message.c_str());
+    return kWorkerExitRestart;
+  }
+
+  // The worker's own failure after the header: the end line, then `code`.
+  int EndWith(int code, const std::string& message) {
+    WorkerEnd end;
+    end.ok = false;
+    end.message = message;
+    end.t_ns = NowNs();
+    log_.Write(WorkerEndLine(end));
+    std::fprintf(stderr, "faultline-worker: rank %d: %s\n", o_.rank, message.c_str());
+    return code;
+  }
+
+  // Follows the paths' state from the library's events (for wait, adaptive and fail_stop).
+  void NoteEvent(const CclEvent& e) {
+    auto fault = [&] {
+      fault_news_ = true;
+      ++faults_seen_;
+      if (!first_fault_ns_) first_fault_ns_ = e.time_ns;
+      if (!news_since_ns_ || e.time_ns < *news_since_ns_) news_since_ns_ = e.time_ns;
+    };
+    switch (e.kind) {
+      case EventKind::kPathDown: {
+        PathState& p = paths_[{e.peer, e.path}];
+        if (!p.down_since) p.down_since = e.time_ns;
+        fault();
+        break;
+      }
+      case EventKind::kPathUp: {
+        auto it = paths_.find({e.peer, e.path});
+        if (it != paths_.end() && it->second.down_since) {
+          it->second.outage_ns += std::max<int64_t>(0, e.time_ns - *it->second.down_since);
+          ++it->second.outages;
+          it->second.down_since.reset();
+        }
+        break;
+      }
+      case EventKind::kRelayOn:
+        relay_on_ = true;
+        fault();
+        break;
+      case EventKind::kRelayOff:
+        relay_on_ = false;
+        break;
+      case EventKind::kAbort:
+        fault();
+        break;
+      default:
+        break;
+    }
+    if (!fault_news_) news_since_ns_.reset();
+  }
+
+  bool AnyPathDown() const {
+    for (const auto& [key, p] : paths_) {
+      if (p.down_since) return true;
+    }
+    return false;
   }
 
   // A CCL call failed: the end line, then the error exit code.
@@ -545,6 +1245,37 @@ class Worker final {
   workload::SizeLayout layout_;
   workload::OpArgs args_;
   int64_t next_index_ = 0;
+  // The train workload's state.
+  struct PathState {
+    std::optional<int64_t> down_since;  // down now, since then
+    int64_t outage_ns = 0;              // past outages' total length and count
+    int64_t outages = 0;
+  };
+  int64_t process_start_ns_ = 0;
+  int64_t ready_ns_ = 0;
+  std::vector<train::Checkpoint> candidates_;  // --resume: this rank's readable checkpoints
+  int64_t resume_start_ns_ = 0;
+  std::vector<float> params_;
+  int64_t step_ = 0;    // steps done (the next step's global number)
+  uint64_t base_ = 0;   // samples done
+  int64_t last_ckpt_step_ = 0;
+  int64_t last_ckpt_write_ns_ = 0;
+  int64_t last_shrink_ns_ = 0;
+  int64_t clean_steps_ = 0;  // fault-free steps, their total and allreduce time
+  int64_t clean_step_ns_ = 0;
+  int64_t clean_ar_ns_ = 0;
+  int64_t last_ar_ns_ = 0;
+  std::map<std::pair<int, int>, PathState> paths_;  // (peer, path)
+  bool relay_on_ = false;
+  bool fault_news_ = false;  // a fault event since the last step boundary
+  std::optional<int64_t> news_since_ns_;
+  int64_t faults_seen_ = 0;
+  std::optional<int64_t> first_fault_ns_;
+  bool decided_outlasted_ = false;
+  std::vector<int64_t> ctl_send_;
+  std::vector<int64_t> ctl_recv_;
+  int64_t bcast_send_ = 0;
+  int64_t bcast_recv_ = 0;
 };
 
 }  // namespace

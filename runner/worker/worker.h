@@ -17,6 +17,23 @@
 // Duration-bounded loops end on the same collective on every rank: after the warm-up, each
 // iteration is preceded by a one-element allreduce (max) of "this rank's clock passed the end",
 // which is not logged as a collective.
+//
+// The train workload (--workload train) is a data-parallel training loop over the model of
+// train_model.h: each step computes this rank's gradient, sleeps out the rest of compute_ms
+// (standing in for a model's forward and backward pass), allreduces (sum, f32) the gradients,
+// checks every element of the sum against the known value and updates the parameters; it
+// checkpoints every K steps and can resume from the newest checkpoint every rank has. Its
+// recovery policies (WorkerOptions::policy):
+//   failover   the library's own recovery; a failed step ends the rank (kWorkerExitCclError).
+//   shrink     a step failed by a lost rank is redone without it in the smaller group.
+//   fail_stop  at the first fault seen (a failed call or a fault event) the rank aborts the
+//              communicator and exits kWorkerExitRestart: the runner restarts every rank with
+//              --resume.
+//   wait       the library waits for a lost path up to the wait bound; at each step boundary
+//              the ranks hold together while any of them sees a path down, up to the bound.
+//   adaptive   at each step boundary the ranks gather their fault state; on news the group's
+//              rank 0 asks the cost model (runner/policy/cost_model.h) for the cheapest policy,
+//              logs the decision and broadcasts it; every rank applies it.
 #pragma once
 
 #include <chrono>
@@ -34,6 +51,9 @@ inline constexpr int kWorkerExitOk = 0;         // every collective returned suc
 inline constexpr int kWorkerExitUsage = 2;      // bad command line; nothing was started
 inline constexpr int kWorkerExitInternal = 3;   // the worker itself failed (log, memory)
 inline constexpr int kWorkerExitCclError = 10;  // a CCL call failed or outlived its deadline
+// This rank stopped so the runner restarts every rank from the last checkpoint (policy
+// fail_stop, or adaptive chose fail_stop); train workload only.
+inline constexpr int kWorkerExitRestart = 11;
 
 struct WorkerOptions {
   std::string ccl;  // workload::adapters::CreateCclAdapter name
@@ -64,8 +84,24 @@ struct WorkerOptions {
   std::string fault_hook;
   // Recovery policy: "failover" (the library's own: a failed call ends the loop) or "shrink"
   // (after a collective failed because a rank was lost, the survivors shrink the group
-  // without it and go on; libraries that cannot shrink end as under failover).
+  // without it and go on; libraries that cannot shrink end as under failover). The train
+  // workload also takes "fail_stop", "wait" and "adaptive" (see above).
   std::string policy = "failover";
+
+  // "collectives" (the fields above) or "train" (op, bytes, iters... unused; these below).
+  std::string workload = "collectives";
+  int64_t steps = 0;       // training steps of the whole job
+  int64_t batch = 8;       // samples per rank per step
+  int64_t compute_ms = 20;  // compute phase of a step
+  uint64_t grad_bytes = 0;  // f32 gradient bytes allreduced per step (a multiple of 4)
+  int64_t checkpoint_every = 0;  // steps; 0: never
+  std::string checkpoint_dir;    // required when checkpoint_every > 0 or resume
+  bool resume = false;           // start from the newest checkpoint every rank has
+  int64_t incarnation = 0;       // the job's restart count (logged)
+  std::chrono::milliseconds wait_bound{5000};  // policies wait and adaptive
+  // The restart cost the runner measured at the job's last restart (the cost model's input);
+  // unset: estimated by the worker.
+  std::optional<std::chrono::milliseconds> restart_cost;
 };
 
 // How long the watchdog waits past a call's own deadline: 1 s plus a quarter of the deadline.
@@ -74,7 +110,9 @@ inline std::chrono::milliseconds WatchdogGrace(std::chrono::milliseconds deadlin
 }
 
 // Runs the worker. Returns its exit code.
-// REQUIRES: options validated (size >= 1, 0 <= rank < size, exactly one of iters / duration).
+// REQUIRES: options validated (size >= 1, 0 <= rank < size; collectives: exactly one of
+// iters / duration; train: steps >= 1, grad_bytes a positive multiple of 4, a checkpoint_dir
+// when needed, steps x size x batch samples at most train::kMaxSamples).
 int RunWorker(const WorkerOptions& options);
 
 }  // namespace faultline::runner

@@ -4,14 +4,19 @@
 //       --rails ADDR[,ADDR...] [--store-dir DIR] --op OP --dtype T [--redop OP] [--root R]
 //       --bytes SIZE (--iters N | --duration DUR) [--warmup N] [--check] [--timeout DUR]
 //       [--init-timeout DUR] --log FILE [--seed N] [--fault-hook PATH]
+//   faultline-worker ... --workload train --steps N --grad-bytes SIZE [--batch B]
+//       [--compute-ms C] [--checkpoint-every K --checkpoint-dir DIR] [--resume]
+//       [--incarnation I] [--policy failover|shrink|fail_stop|wait|adaptive]
+//       [--wait-bound-ms W] [--restart-cost-ms R]
 //
 // Exit codes: see worker.h (0 completed, 2 bad command line, 3 worker failure, 10 a CCL call
-// failed or outlived its deadline).
+// failed or outlived its deadline, 11 stopped for a restart of every rank).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
 
 #include "base/units.h"
+#include "runner/worker/train_model.h"
 #include "runner/worker/worker.h"
 #include "workload/adapters/ccl_adapter.h"
 #include "workload/collective.h"
@@ -66,9 +71,37 @@ int Main(int argc, char** argv) {
   app.add_option("--seed", o.seed, "varies the input values")->capture_default_str();
   app.add_option("--policy", o.policy,
                  "recovery policy: failover (a failed call ends the run) or shrink (go on "
-                 "without a lost rank)")
-      ->check(CLI::IsMember({"failover", "shrink"}))
+                 "without a lost rank); train also fail_stop, wait, adaptive")
+      ->check(CLI::IsMember({"failover", "shrink", "fail_stop", "wait", "adaptive"}))
       ->capture_default_str();
+  app.add_option("--workload", o.workload, "collectives or train (a data-parallel training loop)")
+      ->check(CLI::IsMember({"collectives", "train"}))
+      ->capture_default_str();
+  int64_t steps = 0, wait_bound_ms = 5000, restart_cost_ms = -1;
+  std::string grad_bytes;
+  auto* steps_opt = app.add_option("--steps", steps, "train: training steps of the whole job");
+  auto* batch_opt = app.add_option("--batch", o.batch, "train: samples per rank per step")
+                        ->capture_default_str();
+  auto* compute_opt =
+      app.add_option("--compute-ms", o.compute_ms, "train: compute time per step (ms)")
+          ->capture_default_str();
+  auto* grad_opt =
+      app.add_option("--grad-bytes", grad_bytes, "train: f32 gradient bytes per step (e.g. 4MiB)");
+  auto* ckpt_every_opt =
+      app.add_option("--checkpoint-every", o.checkpoint_every, "train: steps (0: never)")
+          ->capture_default_str();
+  auto* ckpt_dir_opt =
+      app.add_option("--checkpoint-dir", o.checkpoint_dir, "train: this job's checkpoints");
+  auto* resume_opt =
+      app.add_flag("--resume", o.resume, "train: start from the newest common checkpoint");
+  auto* incarnation_opt =
+      app.add_option("--incarnation", o.incarnation, "train: the job's restart count (logged)")
+          ->capture_default_str();
+  auto* wait_opt = app.add_option("--wait-bound-ms", wait_bound_ms,
+                                  "train: longest hold for a lost path (wait, adaptive)")
+                       ->capture_default_str();
+  auto* restart_opt = app.add_option("--restart-cost-ms", restart_cost_ms,
+                                     "train: the restart cost measured at the last restart");
   app.add_option("--fault-hook", o.fault_hook,
                  "ftccl: serve the fault-hook protocol (injector/FAULT_HOOK.md: conn_corrupt, "
                  "qp_error) on a Unix socket at this path");
@@ -85,6 +118,55 @@ int Main(int argc, char** argv) {
   }
 
   if (o.rank >= o.size) return Usage("--rank must be below --size");
+  if (o.workload == "train") {
+    for (const CLI::Option* opt : {app.get_option("--op"), app.get_option("--bytes"),
+                                   app.get_option("--iters"), app.get_option("--duration"),
+                                   app.get_option("--warmup"), app.get_option("--check"),
+                                   app.get_option("--dtype"), app.get_option("--redop"),
+                                   app.get_option("--root")}) {
+      if (opt->count() > 0) {
+        return Usage(opt->get_name() +
+                     " is not for --workload train (it allreduces f32 gradients, always checked)");
+      }
+    }
+    if (steps_opt->count() == 0 || steps < 1) return Usage("--steps: give at least 1 step");
+    if (grad_opt->count() == 0) return Usage("--grad-bytes: give a size such as 4MiB");
+    auto g = ParseSize(grad_bytes);
+    if (!g.ok() || *g == 0 || *g % 4 != 0) {
+      return Usage("--grad-bytes: give a positive multiple of 4 bytes (e.g. 4MiB)");
+    }
+    if (o.batch < 1) return Usage("--batch: give at least 1 sample");
+    if (o.compute_ms < 0) return Usage("--compute-ms: give 0 or more");
+    if (o.checkpoint_every < 0) return Usage("--checkpoint-every: give 0 (never) or more");
+    if ((o.checkpoint_every > 0 || o.resume) && o.checkpoint_dir.empty()) {
+      return Usage("--checkpoint-dir: needed with --checkpoint-every or --resume");
+    }
+    if (o.incarnation < 0) return Usage("--incarnation: give 0 or more");
+    if (wait_bound_ms < 1) return Usage("--wait-bound-ms: give at least 1");
+    if (restart_opt->count() > 0 && restart_cost_ms < 0) {
+      return Usage("--restart-cost-ms: give 0 or more");
+    }
+    // The f32 parameters stay exact integers only up to this many samples (train_model.h).
+    const uint64_t per_step = static_cast<uint64_t>(o.size) * static_cast<uint64_t>(o.batch);
+    if (static_cast<uint64_t>(o.batch) > train::kMaxSamples ||
+        static_cast<uint64_t>(steps) > train::kMaxSamples / per_step) {
+      return Usage("--steps x --size x --batch exceeds " + std::to_string(train::kMaxSamples) +
+                   " samples (the f32 parameters would no longer be exact)");
+    }
+    o.steps = steps;
+    o.grad_bytes = *g;
+    o.wait_bound = std::chrono::milliseconds(wait_bound_ms);
+    if (restart_opt->count() > 0) o.restart_cost = std::chrono::milliseconds(restart_cost_ms);
+  } else {
+    for (const CLI::Option* opt : {steps_opt, batch_opt, compute_opt, grad_opt, ckpt_every_opt,
+                                   ckpt_dir_opt, resume_opt, incarnation_opt, wait_opt,
+                                   restart_opt}) {
+      if (opt->count() > 0) return Usage(opt->get_name() + " is only for --workload train");
+    }
+    if (o.policy != "failover" && o.policy != "shrink") {
+      return Usage("--policy " + o.policy + " is only for --workload train");
+    }
+  }
   const auto coll = workload::ParseColl(op);
   if (!coll) return Usage("unknown --op '" + op + "' (reduce and barrier are not supported)");
   const auto type = workload::ParseDType(dtype);
@@ -98,7 +180,10 @@ int Main(int argc, char** argv) {
   auto size = ParseSize(bytes);
   if (!size.ok() || *size == 0) return Usage("--bytes: give a size such as 1MiB");
   o.bytes = *size;
-  if (iters_opt->count() == 0 && duration_opt->count() == 0) {
+  if (o.workload == "train") {
+    o.bytes = o.grad_bytes;
+    o.check = true;
+  } else if (iters_opt->count() == 0 && duration_opt->count() == 0) {
     return Usage("give --iters or --duration");
   }
   if (iters_opt->count() > 0) o.iters = iters;

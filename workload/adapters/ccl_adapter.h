@@ -50,6 +50,10 @@ struct CclInit {
   // gloo: the allreduce algorithm (ring, bcube, ring_chunked, halving_doubling); empty: ring.
   // The other adapters refuse a non-empty value.
   std::string allreduce_algorithm;
+  // How long the library may go without any working path to a peer before it gives the peer
+  // up (the call then fails); 0: the library's default. ftccl maps it to
+  // CommOptions::abort_timeout; the other adapters ignore it.
+  std::chrono::milliseconds peer_loss_timeout{0};
 };
 
 // What the library reported about its data path (ftccl: path_down, migrated, resumed, ...).

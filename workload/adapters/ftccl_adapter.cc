@@ -46,6 +46,9 @@ class FtcclAdapter final : public CclAdapter {
     o.init_timeout = ftccl::Millis(init.init_timeout.count());
     o.op_timeout = ftccl::Millis(init.op_timeout.count());
     o.fault_hook = init.fault_hook;
+    if (init.peer_loss_timeout.count() > 0) {
+      o.abort_timeout = ftccl::Millis(init.peer_loss_timeout.count());
+    }
     const ftccl::Status env = ftccl::ApplyEnvOverrides(&o);
     if (!env.ok()) return FromFtccl(env).WithContext("ftccl environment");
     auto comm = ftccl::Communicator::Create(std::move(o));
