@@ -228,6 +228,34 @@ std::string BusbwPlotSvg(const RunData& run) {
            "\" fill=\"" + MarkerColor(m.kind) + "\">" + std::string(1, MarkerLetter(m.kind)) +
            "</text>";
   }
+  // The training workload: the selector's decisions and the runner's restarts, each a
+  // vertical line at its time labelled with the policy chosen (or "restart").
+  const nlohmann::json train = run.report.value("train", nlohmann::json::object());
+  auto mark = [&](const std::string& cls, double t, const std::string& label,
+                  const std::string& title) {
+    if (t < s.x0 || t > s.x1) return;
+    const double x = s.X(t);
+    out += "<line class=\"marker " + cls + "\" x1=\"" + N(x) + "\" y1=\"" + N(py1) + "\" x2=\"" +
+           N(x) + "\" y2=\"" + N(py0) + "\" stroke=\"#b03030\" stroke-width=\"1.5\"><title>" +
+           XmlText(title) + "</title></line>";
+    out += "<text x=\"" + N(x + 2) + "\" y=\"" + N(py1 + 12) + "\" fill=\"#b03030\">" +
+           XmlText(label) + "</text>";
+  };
+  if (train.is_object()) {
+    for (const auto& d : train.value("decisions", nlohmann::json::array())) {
+      if (!d.is_object() || !d.value("t_s", nlohmann::json()).is_number()) continue;
+      const std::string chosen = d.value("chosen", std::string("?"));
+      mark("marker-decision", d["t_s"].get<double>(), chosen,
+           "policy decision: " + chosen + " (fault class " + d.value("fault_class", std::string("?")) +
+               ", decided in " + FormatValue(d.value("latency_ms", nlohmann::json())) + " ms)");
+    }
+    for (const auto& r : train.value("restarts", nlohmann::json::array())) {
+      if (!r.is_object() || !r.value("t_s", nlohmann::json()).is_number()) continue;
+      mark("marker-restart", r["t_s"].get<double>(), "restart",
+           "restart " + FormatValue(r.value("incarnation", nlohmann::json())) + ": " +
+               r.value("why", std::string()));
+    }
+  }
   out += "</svg>";
   return out;
 }

@@ -158,9 +158,40 @@ std::vector<std::pair<std::string, std::string>> TrainingFacts(const nlohmann::j
   auto get = [](const nlohmann::json& o, const char* k) {
     return o.is_object() && o.contains(k) ? o[k] : nlohmann::json();
   };
-  out.emplace_back("workload", FormatValue(get(w, "kind")) + " (" + FormatValue(get(w, "script")) + ")");
+  const bool train = get(w, "kind") == "train";
+  if (train) {
+    out.emplace_back("workload", "train (batch " + FormatValue(get(w, "batch")) + " per rank, " +
+                                     FormatValue(get(w, "compute_ms")) + " ms compute, " +
+                                     FormatValue(get(w, "grad_bytes")) + " gradient bytes)");
+  } else {
+    out.emplace_back("workload", FormatValue(get(w, "kind")) + " (" + FormatValue(get(w, "script")) + ")");
+  }
   out.emplace_back("training steps", FormatValue(get(m, "steps_completed")) + " of " +
                                          FormatValue(get(w, "steps")) + " completed");
+  if (train) {
+    const nlohmann::json t = r.value("train", nlohmann::json::object());
+    const nlohmann::json twin = get(t, "twin");
+    out.emplace_back("goodput ratio",
+                     FormatValue(get(m, "goodput_ratio"), 4) +
+                         (get(twin, "self") == true ? " (a fault-free run is its own twin)"
+                          : get(twin, "samples_per_s").is_number()
+                              ? " (" + FormatValue(get(t, "samples_per_s")) + " useful samples/s vs the " +
+                                    "fault-free twin's " + FormatValue(get(twin, "samples_per_s")) + ")"
+                              : " (" + FormatValue(get(twin, "error")) + ")"));
+    out.emplace_back("useful samples", FormatValue(get(t, "useful_samples")) + " in " +
+                                           FormatValue(get(t, "job_time_s"), 3) + " s");
+    out.emplace_back("restarts", FormatValue(get(r, "restarts")));
+    const nlohmann::json decisions = get(t, "decisions");
+    if (decisions.is_array() && !decisions.empty()) {
+      std::string text;
+      for (const auto& d : decisions) {
+        text += (text.empty() ? "" : "; ") + FormatValue(get(d, "chosen")) + " at " +
+                FormatValue(get(d, "t_s"), 3) + " s (" + FormatValue(get(d, "fault_class")) + ")";
+      }
+      out.emplace_back("policy decisions", text + "; p99 latency " +
+                                               FormatValue(get(t, "decision_latency_ms_p99"), 4) + " ms");
+    }
+  }
   out.emplace_back("steps/s", FormatValue(get(m, "steps_per_s")));
   const nlohmann::json sha = get(m, "param_sha256");
   std::string sha_text;

@@ -25,6 +25,27 @@ struct OpRecord {
   // Ranks of the group the collective ran in: the world, or fewer after a shrink (policy
   // shrink). Its busbw factor is that group's.
   int group = 0;  // 0: the whole world
+  // The training workload restarted by the runner (policy fail_stop): which run of the job
+  // (0: the first launch) logged it. A step re-run after a restart is another collective: its
+  // index is the step number + incarnation x kIncarnationIndexStride.
+  int incarnation = 0;
+};
+
+inline constexpr int64_t kIncarnationIndexStride = int64_t{1} << 32;
+
+// A restart of every rank of a training job by the runner (policy fail_stop; adaptive when
+// its selector chose fail_stop): the ranks of `incarnation - 1` stopped (a rank exited for a
+// restart, or died), the runner killed those still running and started all of them again in
+// place from the last checkpoint.
+struct RestartRecord {
+  int incarnation = 0;        // the incarnation started (1, 2, ...)
+  int64_t detected_ns = 0;    // the runner saw the first rank of the old incarnation stop
+  int64_t relaunched_ns = 0;  // the new ranks were started (the old ones all gone)
+  std::string why;            // which rank stopped and how
+  // From detected_ns to the first step of the new incarnation starting (process restart,
+  // rendezvous, checkpoint load, all executed); absent when it never started a step.
+  std::optional<int64_t> cost_ns;
+  std::optional<int64_t> resumed_step;  // the step the new incarnation started from
 };
 
 // A shrink (policy shrink) as one surviving rank saw it: from the failed collective's return
@@ -126,6 +147,7 @@ struct TrainResult {
 // One checkpoint write, timed; step = steps done when it was taken.
 struct CheckpointRecord {
   int rank = 0;
+  int incarnation = 0;  // filled in by the runner
   int64_t step = 0;
   uint64_t samples = 0;
   int64_t start_ns = 0;
@@ -135,6 +157,7 @@ struct CheckpointRecord {
 // Resuming from the checkpoint every rank agreed on (load and agreement, timed).
 struct ResumeRecord {
   int rank = 0;
+  int incarnation = 0;  // filled in by the runner
   int64_t step = 0;
   uint64_t samples = 0;
   int64_t start_ns = 0;
@@ -174,6 +197,13 @@ struct History {
   std::vector<FaultRecord> faults;
   std::vector<RankEnd> ranks;
   bool watchdog_fired = false;
+  std::vector<RestartRecord> restarts;  // the training workload under policy fail_stop
+  // faultline-worker's train workload, from every rank and incarnation (rank and incarnation
+  // filled in by the runner).
+  std::vector<CheckpointRecord> checkpoints;
+  std::vector<ResumeRecord> resumes;
+  std::vector<HoldRecord> holds;
+  std::vector<DecisionRecord> decisions;
 };
 
 }  // namespace faultline::runner

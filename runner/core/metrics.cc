@@ -662,7 +662,29 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
   return rm;
 }
 
-TrainingMetrics ComputeTraining(const History& h, int64_t warmup_iters) {
+// The samples of the newest checkpoint that every rank of its group wrote in the same
+// incarnation; 0 when there is none.
+uint64_t CheckpointedSamples(const History& h) {
+  // (incarnation, step) -> ranks that wrote it, and its samples.
+  std::map<std::pair<int, int64_t>, std::pair<std::set<int>, uint64_t>> written;
+  for (const CheckpointRecord& c : h.checkpoints) {
+    auto& w = written[{c.incarnation, c.step}];
+    w.first.insert(c.rank);
+    w.second = c.samples;
+  }
+  const std::set<int> shrunk_out = ShrunkOut(h);
+  uint64_t best = 0;
+  for (const auto& [key, w] : written) {
+    // The group that wrote it: the world less the ranks a shrink had left out by then (a
+    // shrunk group's checkpoint names its own members only).
+    bool all = true;
+    for (int r = 0; r < h.world_size && all; ++r) all = w.first.count(r) > 0 || shrunk_out.count(r) > 0;
+    if (all) best = std::max(best, w.second);
+  }
+  return best;
+}
+
+TrainingMetrics ComputeTraining(const History& h, int64_t warmup_iters, bool train) {
   TrainingMetrics t;
   int64_t first = 0, last = 0;
   for (const CompletedOp& op : CompleteOps(h)) {
@@ -688,6 +710,17 @@ TrainingMetrics ComputeTraining(const History& h, int64_t warmup_iters) {
   }
   if (!t.param_sha256_agree) t.param_sha256.reset();
   if (losses > 0) t.final_loss = loss_sum / losses;
+  if (train) {
+    for (const TrainResult& r : h.results) {
+      if (r.samples) t.useful_samples = std::min(t.useful_samples.value_or(UINT64_MAX), *r.samples);
+    }
+    if (!t.useful_samples) t.useful_samples = CheckpointedSamples(h);
+    const int64_t end = WindowEndNs(h);
+    if (end > h.run_start_ns) {
+      t.job_time_s = static_cast<double>(end - h.run_start_ns) / 1e9;
+      t.samples_per_s = static_cast<double>(*t.useful_samples) / *t.job_time_s;
+    }
+  }
   return t;
 }
 
@@ -698,7 +731,8 @@ nlohmann::json TrainingMetrics::ToJson() const {
           {"param_sha256", param_sha256 ? json(*param_sha256) : json(nullptr)},
           {"param_sha256_agree", param_sha256_agree},
           {"ranks_reported", ranks_reported},
-          {"final_loss", final_loss ? json(*final_loss) : json(nullptr)}};
+          {"final_loss", final_loss ? json(*final_loss) : json(nullptr)},
+          {"goodput_ratio", goodput_ratio ? json(*goodput_ratio) : json(nullptr)}};
 }
 
 }  // namespace faultline::runner

@@ -214,10 +214,24 @@ struct TrainingMetrics {
   std::optional<std::string> param_sha256;
   bool param_sha256_agree = true;  // false: two ranks ended with different parameters
   std::optional<double> final_loss;  // mean of the reporting ranks' last-step losses
+  // faultline-worker's train workload (absent for torch_ddp, whose script does not say):
+  // Samples that count toward training: those in the final parameters' lineage when the job
+  // finished (every reporting rank's count; the least if they differ), else those in the
+  // newest checkpoint every rank of its group wrote (what a resubmitted job would keep); 0
+  // when neither.
+  std::optional<uint64_t> useful_samples;
+  // From the workload's time zero to the end of the job's last step (WindowEndNs): restarts,
+  // holds and stalls included.
+  std::optional<double> job_time_s;
+  std::optional<double> samples_per_s;  // useful_samples / job_time_s
+  // samples_per_s / the fault-free twin's samples_per_s (RunOptions::twin_report); set by the
+  // runner, absent when there was no twin.
+  std::optional<double> goodput_ratio;
   // {"steps_completed", "steps_per_s", "param_sha256", "param_sha256_agree",
-  //  "ranks_reported", "final_loss"}; nulls where absent.
+  //  "ranks_reported", "final_loss", "goodput_ratio"}; nulls where absent.
   nlohmann::json ToJson() const;
 };
-TrainingMetrics ComputeTraining(const History& history, int64_t warmup_iters);
+// `train`: the workload is faultline-worker's train (its samples and job time are computed).
+TrainingMetrics ComputeTraining(const History& history, int64_t warmup_iters, bool train = false);
 
 }  // namespace faultline::runner

@@ -158,6 +158,17 @@ nlohmann::json BuildReportJson(const ReportInputs& in) {
     out["metrics"].update(in.training->ToJson());
     nlohmann::json args = nlohmann::json::object();
     for (const auto& [k, v] : s.workload.script_args) args[k] = v;
+    if (s.workload.kind == WorkloadKind::kTrain) {
+      const Workload& w = s.workload;
+      out["workload"] = {{"kind", "train"},
+                         {"steps", w.iters.value_or(0)},
+                         {"batch", w.batch},
+                         {"compute_ms", w.compute_ns / 1e6},
+                         {"grad_bytes", w.bytes},
+                         {"checkpoint_every", w.checkpoint_every},
+                         {"wait_bound_ms", w.wait_bound_ns / 1e6}};
+      return out;
+    }
     out["workload"] = {
         {"kind", WorkloadKindName(s.workload.kind)},
         {"script", s.workload.script.empty() ? nlohmann::json("faultline_torch.ddp_train")

@@ -77,6 +77,8 @@ class Parser final : public YamlReader {
   void CheckRdmaRail(const YAML::Node& n, const FaultSpec& f, const Scenario& s);
   void ParseWorkload(const YAML::Node& n, Scenario* s);
   void ParseTorchWorkload(const YAML::Node& n, Scenario* s);
+  void ParseTrainWorkload(const YAML::Node& n, Scenario* s);
+  void CheckPolicy(const YAML::Node& p, const Scenario& s);
   void ParseFaults(const YAML::Node& n, Scenario* s);
   std::optional<FaultSpec> ParseFault(const YAML::Node& n, const Scenario& s);
   void ParseExpect(const YAML::Node& n, Scenario* s);
@@ -223,14 +225,11 @@ ParseOutcome Parser::RunRoot(const YAML::Node& root) {
     if (root["policy"]) {
       const YAML::Node p = root["policy"];
       if (auto v = Choice(p, "policy", {"failover", "shrink", "fail_stop", "wait", "adaptive"})) {
-        if (*v == "failover") {
-          s.policy = RecoveryPolicyName::kFailover;
-        } else if (*v == "shrink") {
-          s.policy = RecoveryPolicyName::kShrink;
-        } else {
-          Error(p, "policy " + *v + " needs the training-loop workload, which this version does not have",
-                "use 'policy: failover' or 'policy: shrink'");
-        }
+        s.policy = *v == "failover"    ? RecoveryPolicyName::kFailover
+                   : *v == "shrink"    ? RecoveryPolicyName::kShrink
+                   : *v == "fail_stop" ? RecoveryPolicyName::kFailStop
+                   : *v == "wait"      ? RecoveryPolicyName::kWait
+                                       : RecoveryPolicyName::kAdaptive;
       }
     }
     if (Required(root, "topology", "the scenario",
@@ -248,16 +247,7 @@ ParseOutcome Parser::RunRoot(const YAML::Node& root) {
       CheckExpectations(root["expect"], s);
     }
     CheckFaultSchedule(s);
-    if (s.policy == RecoveryPolicyName::kShrink && root["policy"]) {
-      if (s.ccl != CclName::kFtccl) {
-        Error(root["policy"], std::string("policy shrink needs a library that can shrink its group; ") +
-                                  CclNameString(s.ccl) + "'s adapter cannot (ftccl can)",
-              "use 'ccl: ftccl', or 'policy: failover'");
-      } else if (s.workload.kind != WorkloadKind::kCollectives) {
-        Error(root["policy"], "policy shrink applies to the collectives workload",
-              "drop 'policy: shrink' or use the collectives workload");
-      }
-    }
+    if (root["policy"]) CheckPolicy(root["policy"], s);
   } catch (const YAML::Exception& e) {
     Error(SourceLoc{e.mark.line + 1, e.mark.column + 1}, "malformed scenario: " + e.msg);
   }
@@ -426,13 +416,54 @@ void Parser::ParseInventoryTopology(const YAML::Node& n, Scenario* s) {
   topology_ok_ = ok && t.hosts > 0 && t.rails > 0;
 }
 
+void Parser::CheckPolicy(const YAML::Node& p, const Scenario& s) {
+  const RecoveryPolicyName pol = s.policy;
+  const WorkloadKind kind = s.workload.kind;
+  const bool training_only = pol == RecoveryPolicyName::kFailStop ||
+                             pol == RecoveryPolicyName::kWait ||
+                             pol == RecoveryPolicyName::kAdaptive;
+  if (training_only && kind != WorkloadKind::kTrain) {
+    Error(p,
+          std::string("policy ") + RecoveryPolicyString(pol) +
+              " needs the training workload (a restart from a checkpoint, a hold between "
+              "steps), and this one is " + WorkloadKindName(kind),
+          "use 'workload: {kind: train, ...}', or 'policy: failover' / 'policy: shrink'");
+    return;
+  }
+  if (pol != RecoveryPolicyName::kFailover && kind == WorkloadKind::kTorchDdp) {
+    Error(p, "the torch_ddp workload runs the library's own recovery only (policy failover)",
+          "drop 'policy', or use 'workload: {kind: train, ...}'");
+    return;
+  }
+  // shrink needs CclAdapter::Shrink; wait needs the peer-loss timeout and the path events;
+  // adaptive needs all of them.
+  const bool ftccl_only = pol == RecoveryPolicyName::kShrink ||
+                          pol == RecoveryPolicyName::kWait ||
+                          pol == RecoveryPolicyName::kAdaptive;
+  if (ftccl_only && s.ccl != CclName::kFtccl) {
+    Error(p,
+          std::string("policy ") + RecoveryPolicyString(pol) + " needs a library that " +
+              (pol == RecoveryPolicyName::kShrink
+                   ? "can shrink its group"
+                   : "reports its path events and takes a peer-loss timeout") +
+              "; " + CclNameString(s.ccl) + "'s adapter cannot (ftccl can)",
+          "use 'ccl: ftccl', or 'policy: failover'" +
+              std::string(kind == WorkloadKind::kTrain ? " / 'policy: fail_stop'" : ""));
+  }
+}
+
 void Parser::ParseWorkload(const YAML::Node& n, Scenario* s) {
   if (!ExpectMap(n, "workload")) return;
   if (n["kind"]) {
-    auto v = Choice(n["kind"], "workload.kind", std::vector<std::string>{"collectives", "torch_ddp"});
+    auto v = Choice(n["kind"], "workload.kind",
+                    std::vector<std::string>{"collectives", "torch_ddp", "train"});
     if (!v) return;
     if (*v == "torch_ddp") {
       ParseTorchWorkload(n, s);
+      return;
+    }
+    if (*v == "train") {
+      ParseTrainWorkload(n, s);
       return;
     }
   }
@@ -520,6 +551,55 @@ void Parser::ParseWorkload(const YAML::Node& n, Scenario* s) {
   }
   if (n["check"]) {
     if (auto v = Bool(n["check"], "workload.check")) w.check = *v;
+  }
+}
+
+void Parser::ParseTrainWorkload(const YAML::Node& n, Scenario* s) {
+  CheckKeys(n, {"kind", "steps", "batch", "compute", "grad_bytes", "checkpoint_every", "wait_bound"},
+            "workload");
+  Workload& w = s->workload;
+  w.kind = WorkloadKind::kTrain;
+  w.op = CollOp::kAllReduce;
+  w.dtype = "f32";
+  w.reduce = "sum";
+  w.check = true;
+  if (Required(n, "steps", "workload", "add 'steps: 200'")) {
+    if (auto v = Int(n["steps"], "workload.steps", 1, 100'000'000)) w.iters = *v;
+  }
+  if (Required(n, "grad_bytes", "workload", "add 'grad_bytes: 4MiB'")) {
+    if (auto v = Size(n["grad_bytes"], "workload.grad_bytes")) {
+      if (*v < 4 || *v % 4 != 0) {
+        Error(n["grad_bytes"], "workload.grad_bytes must be a positive multiple of 4 (f32 gradients)");
+      } else {
+        w.bytes = *v;
+      }
+    }
+  }
+  if (n["batch"]) {
+    if (auto v = Int(n["batch"], "workload.batch", 1, 1'000'000)) w.batch = *v;
+  }
+  if (n["compute"]) {
+    if (auto v = Duration(n["compute"], "workload.compute")) {
+      if (*v < 0 || *v > 3'600'000'000'000LL) {
+        Error(n["compute"], "workload.compute must be between 0 and 1h per step");
+      } else {
+        w.compute_ns = *v;
+      }
+    }
+  }
+  if (n["checkpoint_every"]) {
+    if (auto v = Int(n["checkpoint_every"], "workload.checkpoint_every", 0, 100'000'000)) {
+      w.checkpoint_every = *v;
+    }
+  }
+  if (n["wait_bound"]) {
+    if (auto v = Duration(n["wait_bound"], "workload.wait_bound")) {
+      if (*v <= 0 || *v > 600'000'000'000LL) {
+        Error(n["wait_bound"], "workload.wait_bound must be > 0 and at most 10m");
+      } else {
+        w.wait_bound_ns = *v;
+      }
+    }
   }
 }
 
@@ -952,7 +1032,15 @@ std::string Diagnostic::ToString() const {
 }
 
 const char* WorkloadKindName(WorkloadKind k) {
-  return k == WorkloadKind::kTorchDdp ? "torch_ddp" : "collectives";
+  switch (k) {
+    case WorkloadKind::kTorchDdp:
+      return "torch_ddp";
+    case WorkloadKind::kTrain:
+      return "train";
+    case WorkloadKind::kCollectives:
+      break;
+  }
+  return "collectives";
 }
 
 const char* CclNameString(CclName c) {
@@ -968,7 +1056,19 @@ const char* CclNameString(CclName c) {
 }
 
 const char* RecoveryPolicyString(RecoveryPolicyName p) {
-  return p == RecoveryPolicyName::kShrink ? "shrink" : "failover";
+  switch (p) {
+    case RecoveryPolicyName::kShrink:
+      return "shrink";
+    case RecoveryPolicyName::kFailStop:
+      return "fail_stop";
+    case RecoveryPolicyName::kWait:
+      return "wait";
+    case RecoveryPolicyName::kAdaptive:
+      return "adaptive";
+    case RecoveryPolicyName::kFailover:
+      break;
+  }
+  return "failover";
 }
 
 const char* CollOpName(CollOp op) {

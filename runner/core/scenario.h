@@ -95,13 +95,17 @@ struct Topology {
 enum class CclName { kFtccl, kGloo, kNccl };
 const char* CclNameString(CclName c);  // "ftccl", "gloo", "nccl"
 
-// `policy:`, what the ranks do when a collective fails. failover: the library's own recovery
-// (ftccl's reroute, rebalance and relay); a call that fails ends the run. shrink: after a
-// collective failed because a rank was lost, the survivors shrink the group without it and go
-// on (ftccl; collectives workload). The training-loop policies (fail_stop, wait, adaptive)
-// are refused with a reason until that workload exists.
-enum class RecoveryPolicyName { kFailover, kShrink };
-const char* RecoveryPolicyString(RecoveryPolicyName p);  // "failover", "shrink"
+// `policy:`, what the ranks do at a fault. failover: the library's own recovery (ftccl's
+// reroute, rebalance and relay); a call that fails ends the run. shrink: after a collective
+// failed because a rank was lost, the survivors shrink the group without it and go on (ftccl).
+// The training workload (kind train) also has: fail_stop (at the first fault every rank
+// stops and the runner restarts them all in place from the last checkpoint), wait (hold every
+// rank until the path returns, at most workload.wait_bound) and adaptive (the selector of
+// runner/policy/cost_model.h chooses among the four at every fault event). wait and adaptive
+// need ftccl (its events and its peer-loss timeout); fail_stop and failover run on any CCL.
+enum class RecoveryPolicyName { kFailover, kShrink, kFailStop, kWait, kAdaptive };
+// "failover", "shrink", "fail_stop", "wait", "adaptive"
+const char* RecoveryPolicyString(RecoveryPolicyName p);
 
 enum class CollOp {
   kAllReduce,
@@ -116,11 +120,13 @@ const char* CollOpName(CollOp op);  // "allreduce", ... (the ftccl spelling)
 // busbw / algbw for `op` over `world` ranks: workload::BusBwFactorOf, the one copy of the rule.
 double BusBwFactor(CollOp op, int world);
 
-// What the ranks run: faultline-worker's loop of one collective ("collectives"), or a
-// PyTorch DistributedDataParallel training script over the scenario's CCL ("torch_ddp",
-// integrations/torch), whose training steps are the ops the metrics see.
-enum class WorkloadKind { kCollectives, kTorchDdp };
-const char* WorkloadKindName(WorkloadKind k);  // "collectives", "torch_ddp"
+// What the ranks run: faultline-worker's loop of one collective ("collectives"), a PyTorch
+// DistributedDataParallel training script over the scenario's CCL ("torch_ddp",
+// integrations/torch), or faultline-worker's data-parallel training loop ("train": compute,
+// a checked gradient allreduce, checkpoints, restarts; runner/worker/worker.h). The training
+// steps of the last two are the ops the metrics see.
+enum class WorkloadKind { kCollectives, kTorchDdp, kTrain };
+const char* WorkloadKindName(WorkloadKind k);  // "collectives", "torch_ddp", "train"
 
 struct Workload {
   WorkloadKind kind = WorkloadKind::kCollectives;
@@ -141,6 +147,11 @@ struct Workload {
   // are passed as --key value.
   std::string script;
   std::vector<std::pair<std::string, std::string>> script_args;
+  // train: `steps` is iters and `grad_bytes` bytes (op allreduce, f32 sum, always checked).
+  int64_t batch = 8;                        // samples per rank per step
+  int64_t compute_ns = 20'000'000;          // compute time per step
+  int64_t checkpoint_every = 0;             // steps between checkpoints; 0: none
+  int64_t wait_bound_ns = 5'000'000'000;    // policy wait (and adaptive's wait): longest hold
 };
 
 // A fault kind is named by its registry name ("link_down", ...); everything the runner knows

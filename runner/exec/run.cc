@@ -1,6 +1,7 @@
 #include "runner/exec/run.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -81,6 +82,61 @@ std::string Opt(const std::optional<double>& v, const char* unit) {
   return v ? Fmt("%.1f", *v) + unit : "-";
 }
 
+// report.json's "train" object (the training workload): the job's useful work and rate, its
+// fault-free twin, restarts, checkpoints, holds and the selector's decisions.
+nlohmann::json TrainJson(const History& h, const TrainingMetrics& t, const nlohmann::json& twin) {
+  using nlohmann::json;
+  auto since = [&](int64_t ns) { return (ns - h.run_start_ns) / 1e9; };
+  json restarts = json::array();
+  for (const RestartRecord& r : h.restarts) {
+    restarts.push_back({{"incarnation", r.incarnation},
+                        {"t_s", since(r.detected_ns)},
+                        {"why", r.why},
+                        {"cost_ms", r.cost_ns ? json(*r.cost_ns / 1e6) : json()},
+                        {"resumed_step", r.resumed_step ? json(*r.resumed_step) : json()}});
+  }
+  std::vector<double> write_ms;
+  int64_t newest = 0;
+  for (const CheckpointRecord& c : h.checkpoints) {
+    write_ms.push_back((c.end_ns - c.start_ns) / 1e6);
+    newest = std::max(newest, c.step);
+  }
+  std::sort(write_ms.begin(), write_ms.end());
+  json holds = json::array();
+  for (const HoldRecord& r : h.holds) {
+    if (r.rank != 0) continue;  // every rank holds together; rank 0's is the group's
+    holds.push_back({{"t_s", since(r.start_ns)}, {"duration_ms", (r.end_ns - r.start_ns) / 1e6},
+                     {"returned", r.returned}});
+  }
+  json decisions = json::array();
+  std::vector<double> latency_ms;
+  for (const DecisionRecord& d : h.decisions) {
+    decisions.push_back({{"t_s", since(d.t_ns)}, {"rank", d.rank}, {"chosen", d.chosen},
+                         {"latency_ms", d.latency_ns / 1e6},
+                         {"fault_class", d.decision.value("inputs", json::object()).value("fault_class", "")}});
+    latency_ms.push_back(d.latency_ns / 1e6);
+  }
+  std::sort(latency_ms.begin(), latency_ms.end());
+  auto pct = [](const std::vector<double>& v, double p) -> json {
+    if (v.empty()) return nullptr;
+    const size_t i = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5));
+    return v[i];
+  };
+  return {{"useful_samples", t.useful_samples ? json(*t.useful_samples) : json()},
+          {"job_time_s", t.job_time_s ? json(*t.job_time_s) : json()},
+          {"samples_per_s", t.samples_per_s ? json(*t.samples_per_s) : json()},
+          {"goodput_ratio", t.goodput_ratio ? json(*t.goodput_ratio) : json()},
+          {"twin", twin},
+          {"restarts", std::move(restarts)},
+          {"checkpoints", {{"written", h.checkpoints.size()},
+                           {"newest_step", newest},
+                           {"write_ms_p50", pct(write_ms, 0.5)},
+                           {"write_ms_max", write_ms.empty() ? json() : json(write_ms.back())}}},
+          {"holds", std::move(holds)},
+          {"decisions", std::move(decisions)},
+          {"decision_latency_ms_p99", pct(latency_ms, 0.99)}};
+}
+
 std::string ExeDir() {
   std::error_code ec;
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
@@ -154,13 +210,25 @@ class Run final {
   Status StartAgents();
   void RemoteAction(FaultState& f, const TimelineAction& a, int64_t when);
   bool RevertedByReplacement(FaultState& f);
-  std::vector<int> handles_;  // by global rank
+  std::vector<int> handles_;  // by global rank (of the job's current incarnation)
+  std::string worker_exe_;
+  // The training workload under policy fail_stop or adaptive: the runner restarts every rank
+  // in place, from the last checkpoint, when the job stops for it (MaybeRestart).
+  std::string RankLogPath(int g, int incarnation) const;
+  std::vector<LaunchSpec> RankSpecs(int incarnation, const std::string& worker);
+  bool Restartable() const;
+  void MaybeRestart();
+  int incarnation_ = 0;
+  int64_t incarnation_start_ns_ = 0;  // t0, then when the runner relaunched the ranks
+  std::optional<int64_t> last_restart_cost_ms_;  // measured at the last restart
+  std::vector<RestartRecord> restarts_;
   // Where each rank serves its fault hook (ftccl only; empty otherwise), by global rank, and
   // what the report says about it.
   std::vector<std::string> hook_paths_;
   nlohmann::json hook_record_;
   // How long before its time an action is prepared: arming a fault fsyncs the journal.
   static constexpr int64_t kArmLeadNs = 30'000'000;
+  static constexpr size_t kMaxRestarts = 8;  // then the job's failure stands
   std::string timeline_scheduling_;
   int64_t t0_ = 0;
   int64_t execute_start_ns_ = 0;
@@ -296,11 +364,11 @@ Status Run::LaunchRanks() {
     launcher_ = std::move(l.value());
   }
   const std::string worker = o_.worker_path.empty() ? ExeDir() + "/faultline-worker" : o_.worker_path;
-  if (sc_.workload.kind == WorkloadKind::kCollectives && access(worker.c_str(), X_OK) != 0) {
+  worker_exe_ = worker;
+  if (sc_.workload.kind != WorkloadKind::kTorchDdp && access(worker.c_str(), X_OK) != 0) {
     return Status(Code::kNotFound, "worker binary " + worker + " not found (build faultline-worker)");
   }
-  const Topology& t = sc_.topology;
-  const int world = t.world_size();
+  const int world = sc_.topology.world_size();
   ChooseHookPaths();
   if (cluster_) FL_RETURN_IF_ERROR(StartAgents());
   // Every rank starts its workload at t0 (CLOCK_MONOTONIC is shared by all namespaces), which
@@ -311,12 +379,43 @@ Status Run::LaunchRanks() {
   t0_ = MonoNow() + 2'000'000'000LL + 50'000'000LL * world +
         (torch ? 1'500'000'000LL * world / cores : 0);
   for (auto& f : faults_) f.record.scheduled_ns = t0_ + f.spec->at_ns;
-  const Workload& w = sc_.workload;
   std::error_code ec;
   // The rendezvous directory of the CCLs that need one (Gloo's file store, NCCL's unique id):
   // always fresh, so nothing of an earlier run in the same --out is picked up.
   fs::remove_all(out_ + "/store", ec);
   fs::create_directories(out_ + "/store", ec);
+  if (sc_.workload.kind == WorkloadKind::kTrain) {
+    // The job's checkpoints: fresh, so no earlier run's are resumed.
+    fs::remove_all(out_ + "/checkpoints", ec);
+    fs::create_directories(out_ + "/checkpoints", ec);
+  }
+  std::vector<LaunchSpec> specs = RankSpecs(0, worker);
+  auto handles = launcher_->StartWorld(specs);
+  if (!handles.ok()) return handles.status();
+  handles_ = std::move(handles).value();
+  return Status();
+}
+
+std::string Run::RankLogPath(int g, int incarnation) const {
+  return out_ + "/ranks/rank" + std::to_string(g) +
+         (incarnation > 0 ? ".i" + std::to_string(incarnation) : "") + ".jsonl";
+}
+
+std::vector<LaunchSpec> Run::RankSpecs(int incarnation, const std::string& worker) {
+  const Workload& w = sc_.workload;
+  const Topology& t = sc_.topology;
+  const int world = t.world_size();
+  const bool torch = w.kind == WorkloadKind::kTorchDdp;
+  const bool train = w.kind == WorkloadKind::kTrain;
+  // A restarted job (policy fail_stop) meets in a fresh rendezvous of its own, on a port of
+  // its own: nothing of the killed incarnation (a socket in TIME_WAIT, a stale store key) is
+  // in its way.
+  std::string store = fs::absolute(out_ + "/store").string();
+  if (incarnation > 0) {
+    store += "/i" + std::to_string(incarnation);
+    std::error_code ec;
+    fs::create_directories(store, ec);
+  }
   std::vector<LaunchSpec> specs;
   for (int h = 0; h < t.hosts; ++h) {
     for (int l = 0; l < t.ranks_per_host; ++l) {
@@ -324,10 +423,9 @@ Status Run::LaunchRanks() {
       std::string rails;
       // The rank's rail addresses in rail order: its own NIC's ports with per-rank NICs.
       for (const auto& a : topo_->RankRailAddrs(h, l)) rails += (rails.empty() ? "" : ",") + a;
-      const std::string log =
-          fs::absolute(out_ + "/ranks/rank" + std::to_string(g) + ".jsonl").string();
+      const std::string log = fs::absolute(RankLogPath(g, incarnation)).string();
       const std::string bootstrap =
-          NetTopology::MgmtAddress(0) + ":" + std::to_string(kBootstrapPort);
+          NetTopology::MgmtAddress(0) + ":" + std::to_string(kBootstrapPort + incarnation);
       // What every rank is told, whichever program it runs.
       const std::vector<std::string> group = {
           "--ccl", CclNameString(sc_.ccl),
@@ -335,16 +433,37 @@ Status Run::LaunchRanks() {
           "--size", std::to_string(world),
           "--bootstrap", bootstrap,
           "--rails", rails,
-          "--store-dir", fs::absolute(out_ + "/store").string(),
-          "--warmup", std::to_string(w.warmup_iters),
+          "--store-dir", store,
           "--log", log,
           "--seed", std::to_string(sc_.seed),
-          "--start-at", std::to_string(t0_),
       };
       // A training script (torch_workload.h), whose steps are the ops, or faultline-worker.
       std::vector<std::string> argv = torch ? TorchScriptArgv(w) : std::vector<std::string>{worker};
       argv.insert(argv.end(), group.begin(), group.end());
-      if (torch) {
+      // Every rank of the first incarnation starts its workload at t0; a restarted one as
+      // soon as its group has met (the restart's cost is what it takes).
+      if (incarnation == 0) argv.insert(argv.end(), {"--start-at", std::to_string(t0_)});
+      if (!train) argv.insert(argv.end(), {"--warmup", std::to_string(w.warmup_iters)});
+      if (train) {
+        const std::string dir = fs::absolute(out_ + "/checkpoints").string();
+        argv.insert(argv.end(), {
+          "--workload", "train",
+          "--steps", std::to_string(w.iters.value_or(1)),
+          "--batch", std::to_string(w.batch),
+          "--compute-ms", std::to_string(w.compute_ns / 1000000),
+          "--grad-bytes", std::to_string(w.bytes) + "B",
+          "--checkpoint-every", std::to_string(w.checkpoint_every),
+          "--checkpoint-dir", dir,
+          "--policy", RecoveryPolicyString(sc_.policy),
+          "--wait-bound-ms", std::to_string(w.wait_bound_ns / 1000000),
+          "--timeout", std::to_string(o_.op_timeout_ms) + "ms",
+          "--incarnation", std::to_string(incarnation),
+        });
+        if (incarnation > 0) argv.push_back("--resume");
+        if (last_restart_cost_ms_) {
+          argv.insert(argv.end(), {"--restart-cost-ms", std::to_string(*last_restart_cost_ms_)});
+        }
+      } else if (torch) {
         argv.insert(argv.end(), {"--steps", std::to_string(w.iters.value_or(1)),
                                  "--timeout", std::to_string(o_.op_timeout_ms)});
       } else {
@@ -376,14 +495,12 @@ Status Run::LaunchRanks() {
       spec.argv = std::move(argv);
       if (torch) spec.env = {"PYTHONPATH=" + TorchPythonPath()};
       spec.placement = {h, l, g};
-      spec.name = "rank" + std::to_string(g);
+      spec.name = "rank" + std::to_string(g) +
+                  (incarnation > 0 ? ".i" + std::to_string(incarnation) : "");
       specs.push_back(std::move(spec));
     }
   }
-  auto handles = launcher_->StartWorld(specs);
-  if (!handles.ok()) return handles.status();
-  handles_ = std::move(handles).value();
-  return Status();
+  return specs;
 }
 
 void Run::ChooseHookPaths() {
@@ -495,6 +612,62 @@ Result<nlohmann::json> Run::FaultParams(const TimelineAction& a) const {
   p["netns"] = link->netns;
   p["dev"] = link->dev;
   return p;
+}
+
+bool Run::Restartable() const {
+  return sc_.workload.kind == WorkloadKind::kTrain &&
+         (sc_.policy == RecoveryPolicyName::kFailStop || sc_.policy == RecoveryPolicyName::kAdaptive);
+}
+
+void Run::MaybeRestart() {
+  if (!Restartable() || g_stop || restarts_.size() >= kMaxRestarts) return;
+  // Under fail_stop the runner is the job's supervisor (as an elastic launcher is): any rank
+  // that stops before the job's end stops the job. Under adaptive only a rank that asked for it
+  // (its selector chose fail_stop) does; a dead rank is the selector's to decide about.
+  std::string why;
+  for (size_t g = 0; g < handles_.size(); ++g) {
+    auto st = launcher_->Wait(handles_[g], MonoNow() - 1);
+    if (!st.ok() || st->running()) continue;
+    if (st->success()) return;  // a rank finished its steps: the job is over, not restarted
+    const bool asked = st->state == ExitStatus::State::kExited && st->code == kWorkerExitRestart;
+    if (why.empty() && (asked || sc_.policy == RecoveryPolicyName::kFailStop)) {
+      why = "rank " + std::to_string(g) + " " + st->ToString() +
+            (asked ? " (stopped for a restart)" : "");
+    }
+  }
+  if (why.empty()) return;
+  RestartRecord r;
+  r.incarnation = incarnation_ + 1;
+  r.detected_ns = MonoNow();
+  r.why = why;
+  // The others stop too: they may be waiting out a dead peer, which is the time a restart saves.
+  for (int h : handles_) (void)launcher_->Kill(h, SIGKILL);
+  for (int h : handles_) (void)launcher_->Wait(h, MonoNow() + 10'000'000'000LL);
+  // What the last restart cost, measured from its ranks' logs, for the selector's cost model.
+  if (!restarts_.empty()) {
+    std::optional<int64_t> first_step;
+    for (size_t g = 0; g < handles_.size(); ++g) {
+      auto log = LoadWorkerLog(RankLogPath(static_cast<int>(g), incarnation_));
+      if (!log.ok() || log->ops.empty()) continue;
+      first_step = std::min(first_step.value_or(INT64_MAX), log->ops.front().start_ns);
+    }
+    if (first_step) last_restart_cost_ms_ = (*first_step - restarts_.back().detected_ns) / 1000000;
+  }
+  ++incarnation_;
+  auto handles = launcher_->StartWorld(RankSpecs(incarnation_, worker_exe_));
+  r.relaunched_ns = MonoNow();
+  incarnation_start_ns_ = r.relaunched_ns;
+  if (!handles.ok()) {
+    harness_errors_.push_back("restarting the ranks (incarnation " + std::to_string(incarnation_) +
+                              "): " + handles.status().ToString());
+    --incarnation_;
+    return;
+  }
+  handles_ = std::move(handles).value();
+  restarts_.push_back(std::move(r));
+  std::printf("faultline run: restart %zu: %s; every rank restarted from the last checkpoint\n",
+              restarts_.size(), restarts_.back().why.c_str());
+  std::fflush(stdout);
 }
 
 bool Run::AllRanksExited() {
@@ -691,6 +864,7 @@ void Run::DriveTimeline() {
     // for the fault to be armed (its undo journalled and fsynced) before its time; the
     // injection then sleeps precisely to that time.
     while (!g_stop && MonoNow() < when - kArmLeadNs) {
+      MaybeRestart();
       if (AllRanksExited()) return;
       SleepUntil(std::min(when - kArmLeadNs, MonoNow() + 20'000'000), &g_stop);
     }
@@ -706,11 +880,15 @@ void Run::WaitRanks() {
   int64_t budget = w.duration_ns ? *w.duration_ns : 0;
   budget += 2 * o_.op_timeout_ms * 1'000'000 + 15'000'000'000LL;
   if (w.iters) budget += *w.iters * o_.op_timeout_ms * 1'000'000 / 10;
-  const int64_t deadline = t0_ + budget;
-  while (!g_stop && MonoNow() < deadline && !AllRanksExited()) {
-    SleepUntil(std::min(deadline, MonoNow() + 50'000'000), &g_stop);
+  if (w.kind == WorkloadKind::kTrain && w.iters) budget += *w.iters * w.compute_ns;
+  // A restarted job gets the whole budget again from its relaunch.
+  auto deadline = [&] { return std::max(t0_, incarnation_start_ns_) + budget; };
+  for (;;) {
+    MaybeRestart();
+    if (g_stop || MonoNow() >= deadline() || AllRanksExited()) break;
+    SleepUntil(std::min(deadline(), MonoNow() + 50'000'000), &g_stop);
   }
-  WaitAllReport r = launcher_->WaitAll(g_stop ? MonoNow() : deadline);
+  WaitAllReport r = launcher_->WaitAll(g_stop ? MonoNow() : deadline());
   watchdog_fired_ = r.hung() && !g_stop;
   run_end_ns_ = MonoNow();
 }
@@ -758,20 +936,37 @@ int Run::Finish() {
   h.watchdog_fired = watchdog_fired_;
   std::set<std::string> ccl_versions;  // one, unless hosts run different builds
   for (int g = 0; g < static_cast<int>(handles_.size()); ++g) {
-    const std::string path = out_ + "/ranks/rank" + std::to_string(g) + ".jsonl";
     RankEnd end;
     end.rank = g;
     end.end_ns = run_end_ns_;
     ExitStatus es = launcher_ ? launcher_->status(handles_[g]) : ExitStatus{};
-    auto log = LoadWorkerLog(path);
-    if (log.ok()) {
-      h.ops.insert(h.ops.end(), log->ops.begin(), log->ops.end());
+    // Every incarnation's log (a restarted training job); the rank's end is its last one's.
+    Result<WorkerLog> log = Status(Code::kNotFound, "no log");
+    for (int k = 0; k <= incarnation_; ++k) {
+      log = LoadWorkerLog(RankLogPath(g, k));
+      if (!log.ok()) continue;
+      for (OpRecord op : log->ops) {
+        op.incarnation = k;
+        op.index += k * kIncarnationIndexStride;
+        h.ops.push_back(op);
+      }
       h.events.insert(h.events.end(), log->events.begin(), log->events.end());
       h.events_supported = h.events_supported || log->header.events;
       h.syncs.insert(h.syncs.end(), log->syncs.begin(), log->syncs.end());
       h.shrinks.insert(h.shrinks.end(), log->shrinks.begin(), log->shrinks.end());
-      if (log->result) h.results.push_back(*log->result);
-      if (log->ready_ns) {
+      if (log->result && k == incarnation_) h.results.push_back(*log->result);
+      for (CheckpointRecord c : log->checkpoints) {
+        c.incarnation = k;
+        h.checkpoints.push_back(c);
+      }
+      for (ResumeRecord r : log->resumes) {
+        r.incarnation = k;
+        h.resumes.push_back(r);
+      }
+      h.holds.insert(h.holds.end(), log->holds.begin(), log->holds.end());
+      h.decisions.insert(h.decisions.end(), log->decisions.begin(), log->decisions.end());
+      // The launch figure is the first incarnation's.
+      if (log->ready_ns && k == 0) {
         ranks_ready_ns = std::max(ranks_ready_ns.value_or(0), *log->ready_ns);
         ++ranks_ready;
       }
@@ -784,7 +979,8 @@ int Run::Finish() {
       end = *log->end;
       end.rank = g;
       if (es.state != ExitStatus::State::kExited ||
-          (es.code != kWorkerExitOk && es.code != kWorkerExitCclError)) {
+          (es.code != kWorkerExitOk && es.code != kWorkerExitCclError &&
+           es.code != kWorkerExitRestart)) {
         end.exit = RankExit::kCrashed;
       }
     } else {
@@ -793,6 +989,18 @@ int Run::Finish() {
     h.ranks.push_back(end);
   }
   for (auto& f : faults_) h.faults.push_back(f.record);
+  // Each restart's cost: until the first step of the incarnation it started.
+  for (RestartRecord r : restarts_) {
+    for (const OpRecord& op : h.ops) {
+      if (op.incarnation != r.incarnation) continue;
+      const int64_t c = op.start_ns - r.detected_ns;
+      if (!r.cost_ns || c < *r.cost_ns) {
+        r.cost_ns = c;
+        r.resumed_step = op.index - op.incarnation * kIncarnationIndexStride;
+      }
+    }
+    h.restarts.push_back(std::move(r));
+  }
 
   RunMetrics m = ComputeMetrics(h, MetricsOptionsFor(sc_, h.rails_used));
   // A replay on the library the incident's `reproduce:` names is judged by it: did it
@@ -829,6 +1037,42 @@ int Run::Finish() {
     for (const auto& e : h.events) {
       ev << nlohmann::json{{"type", "ccl_event"}, {"t_s", (e.time_ns - t0_) / 1e9}, {"rank", e.rank},
                            {"kind", EventKindName(e.kind)}, {"path", e.path}, {"reason", e.reason}}
+                .dump()
+         << "\n";
+    }
+    // The training workload: the selector's decisions (each with its inputs and every
+    // option's estimate, policy::ValidateDecisionJson), restarts, checkpoints, holds.
+    for (const auto& d : h.decisions) {
+      nlohmann::json j = d.decision;
+      j["type"] = "policy_decision";
+      j["kind"] = "policy_decision";
+      j["t_s"] = (d.t_ns - t0_) / 1e9;
+      j["rank"] = d.rank;
+      j["latency_ms"] = d.latency_ns / 1e6;
+      ev << j.dump() << "\n";
+    }
+    for (const auto& r : h.restarts) {
+      ev << nlohmann::json{{"type", "restart"},
+                           {"t_s", (r.detected_ns - t0_) / 1e9},
+                           {"incarnation", r.incarnation},
+                           {"why", r.why},
+                           {"relaunched_s", (r.relaunched_ns - t0_) / 1e9},
+                           {"cost_ms", r.cost_ns ? nlohmann::json(*r.cost_ns / 1e6) : nlohmann::json()},
+                           {"resumed_step", r.resumed_step ? nlohmann::json(*r.resumed_step) : nlohmann::json()}}
+                .dump()
+         << "\n";
+    }
+    for (const auto& c : h.checkpoints) {
+      ev << nlohmann::json{{"type", "checkpoint"},  {"t_s", (c.start_ns - t0_) / 1e9},
+                           {"rank", c.rank},        {"incarnation", c.incarnation},
+                           {"step", c.step},        {"samples", c.samples},
+                           {"write_ms", (c.end_ns - c.start_ns) / 1e6}, {"bytes", c.bytes}}
+                .dump()
+         << "\n";
+    }
+    for (const auto& r : h.holds) {
+      ev << nlohmann::json{{"type", "hold"}, {"t_s", (r.start_ns - t0_) / 1e9}, {"rank", r.rank},
+                           {"duration_ms", (r.end_ns - r.start_ns) / 1e6}, {"returned", r.returned}}
                 .dump()
          << "\n";
     }
@@ -916,9 +1160,32 @@ int Run::Finish() {
   in.checks = &checks;
   in.files = files;
   std::optional<TrainingMetrics> training;
-  if (sc_.workload.kind == WorkloadKind::kTorchDdp) {
-    training = ComputeTraining(h, sc_.workload.warmup_iters);
+  const bool train = sc_.workload.kind == WorkloadKind::kTrain;
+  nlohmann::json twin;
+  if (sc_.workload.kind == WorkloadKind::kTorchDdp || train) {
+    training = ComputeTraining(h, sc_.workload.warmup_iters, train);
     in.training = &*training;
+  }
+  if (train) {
+    // goodput_ratio: this job's useful samples per second over its fault-free twin's.
+    if (sc_.faults.empty()) {
+      twin = {{"self", true}};
+      if (training->samples_per_s) training->goodput_ratio = 1.0;
+    } else if (!o_.twin_report.empty()) {
+      twin = {{"report", o_.twin_report}, {"reused", o_.twin_reused}};
+      try {
+        std::ifstream tin(o_.twin_report);
+        const nlohmann::json tj = nlohmann::json::parse(tin);
+        const double rate = tj["train"]["samples_per_s"].get<double>();
+        twin["samples_per_s"] = rate;
+        twin["job_time_s"] = tj["train"]["job_time_s"];
+        if (rate > 0 && training->samples_per_s) training->goodput_ratio = *training->samples_per_s / rate;
+      } catch (const nlohmann::json::exception& e) {
+        twin["error"] = std::string("unreadable twin report: ") + e.what();
+      }
+    } else {
+      twin = {{"error", o_.twin_error.empty() ? "no fault-free twin was run" : o_.twin_error}};
+    }
   }
   nlohmann::json report = BuildReportJson(in);
   if (sc_.reproduce) {
@@ -937,6 +1204,10 @@ int Run::Finish() {
                                                               : nlohmann::json(nullptr)}};
   }
   report["judged_by"] = judged_by_reproduce ? "reproduce" : "expect";
+  if (train) {
+    report["restarts"] = h.restarts.size();
+    report["train"] = TrainJson(h, *training, twin);
+  }
   if (!harness_errors_.empty()) report["harness_errors"] = harness_errors_;
   std::ofstream(out_ + "/report.json") << report.dump(2) << "\n";
   // junit.xml, report.html and summary.md from the files just written; report.json then names
@@ -1019,6 +1290,11 @@ int Run::Execute() {
   int code = Finish();
   // Ranks first (a live process keeps its namespace alive), then the network.
   launcher_.reset();
+  // The training job's checkpoints are its state, not results: the report has what they cost.
+  if (sc_.workload.kind == WorkloadKind::kTrain) {
+    std::error_code ec;
+    fs::remove_all(out_ + "/checkpoints", ec);
+  }
   RemoveHookPaths();
   Status td = topo_->Teardown();
   if (!td.ok()) {
@@ -1058,6 +1334,74 @@ std::optional<std::string> LocalRunRefusal(const Scenario& sc) {
          "checks the file and its host file";
 }
 
+namespace {
+
+// What makes two training runs twins: everything that sets the fault-free rate.
+std::string TwinKey(const Scenario& sc, const RunOptions& o) {
+  const Topology& t = sc.topology;
+  const Workload& w = sc.workload;
+  std::string k = "hosts=" + std::to_string(t.hosts) + ";rph=" + std::to_string(t.ranks_per_host) +
+                  ";rails=" + std::to_string(t.rails) + ";gbps=" + std::to_string(t.rail_gbps) +
+                  ";nics=" + std::to_string(t.per_rank_nics()) + ";ccl=" + CclNameString(sc.ccl) +
+                  ";policy=" + RecoveryPolicyString(sc.policy) + ";seed=" + std::to_string(sc.seed) +
+                  ";steps=" + std::to_string(w.iters.value_or(0)) + ";batch=" + std::to_string(w.batch) +
+                  ";compute=" + std::to_string(w.compute_ns) + ";grad=" + std::to_string(w.bytes) +
+                  ";ckpt=" + std::to_string(w.checkpoint_every) + ";wait=" + std::to_string(w.wait_bound_ns) +
+                  ";timeout=" + std::to_string(o.op_timeout_ms);
+  // A rebuilt worker may run at another rate: its size and time are part of the key.
+  struct stat st{};
+  const std::string worker = o.worker_path.empty() ? ExeDir() + "/faultline-worker" : o.worker_path;
+  if (stat(worker.c_str(), &st) == 0) {
+    k += ";worker=" + std::to_string(st.st_size) + "@" + std::to_string(st.st_mtime);
+  }
+  return Sha256Hex(k).substr(0, 16);
+}
+
+// Runs (or finds) the fault-free twin of `sc` and says where its report is.
+void FindOrRunTwin(const Scenario& sc, RunOptions* o) {
+  fs::path out = o->out_dir.empty() ? fs::path("out") : fs::path(o->out_dir).parent_path();
+  if (out.empty()) out = ".";
+  const fs::path dir = out / "twins" / TwinKey(sc, *o);
+  const fs::path report = dir / "report.json";
+  auto usable = [&]() -> bool {
+    std::ifstream in(report);
+    if (!in) return false;
+    try {
+      nlohmann::json j = nlohmann::json::parse(in);
+      return j.value("outcome", "") == "survived" && j.contains("train") &&
+             j["train"].value("samples_per_s", nlohmann::json()).is_number();
+    } catch (const nlohmann::json::exception&) {
+      return false;
+    }
+  };
+  if (usable()) {
+    o->twin_report = report.string();
+    o->twin_reused = true;
+    return;
+  }
+  Scenario twin = sc;
+  twin.faults.clear();
+  twin.expect = Expectations{};
+  twin.reproduce.reset();
+  twin.name += " (fault-free twin)";
+  RunOptions to = *o;
+  to.out_dir = dir.string();
+  to.report_only = true;
+  std::printf("faultline run: %s: running its fault-free twin first -> %s\n", sc.name.c_str(),
+              dir.c_str());
+  std::fflush(stdout);
+  const int code = RunParsedScenario(std::move(twin), to);
+  if (g_stop) return;
+  if (usable()) {
+    o->twin_report = report.string();
+  } else {
+    o->twin_error = "the fault-free twin (" + dir.string() + ") did not finish its steps (exit " +
+                    std::to_string(code) + ")";
+  }
+}
+
+}  // namespace
+
 int RunParsedScenario(Scenario sc, const RunOptions& options) {
   if (options.seed) sc.seed = *options.seed;
   if (options.ccl && *options.ccl != sc.ccl) {
@@ -1081,7 +1425,12 @@ int RunParsedScenario(Scenario sc, const RunOptions& options) {
     std::fprintf(stderr, "faultline run: needs root (network namespaces, netlink, nftables)\n");
     return 3;
   }
-  Run run(std::move(sc), options);
+  RunOptions o = options;
+  if (sc.workload.kind == WorkloadKind::kTrain && !sc.faults.empty() && o.twin_report.empty()) {
+    FindOrRunTwin(sc, &o);
+    if (g_stop) return 3;
+  }
+  Run run(std::move(sc), o);
   return run.Execute();
 }
 

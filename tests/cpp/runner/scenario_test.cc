@@ -162,7 +162,7 @@ TEST(ScenarioErrors, UnknownKeyWithSuggestion) {
 }
 
 // `policy:`: failover is the default, shrink needs ftccl, the training-loop policies are
-// refused with the reason at their line and column.
+// refused outside the training workload with the reason at their line and column.
 TEST(ScenarioPolicy, ParsedCheckedAndRefusedWithReasons) {
   ParseOutcome ok = ParseScenario(std::string(kHead), "t.yaml");
   ASSERT_TRUE(ok.ok()) << Dump(ok.diagnostics);
@@ -175,9 +175,53 @@ TEST(ScenarioPolicy, ParsedCheckedAndRefusedWithReasons) {
   auto ds = Errors(std::string(kHead) + "ccl: gloo\npolicy: shrink\n");
   EXPECT_DIAG(ds, 5, 9, "policy shrink needs a library that can shrink its group; gloo");
   ds = Errors(std::string(kHead) + "policy: fail_stop\n");
-  EXPECT_DIAG(ds, 4, 9, "policy fail_stop needs the training-loop workload");
+  EXPECT_DIAG(ds, 4, 9, "policy fail_stop needs the training workload");
+  ds = Errors(std::string(kHead) + "policy: adaptive\n");
+  EXPECT_DIAG(ds, 4, 9, "policy adaptive needs the training workload");
   ds = Errors(std::string(kHead) + "policy: shrnk\n");
   EXPECT_DIAG(ds, 4, 9, "shrnk");
+}
+
+constexpr char kTrainHead[] =
+    "name: t\n"
+    "topology: {hosts: 2, ranks_per_host: 2, rails: 2}\n"
+    "workload: {kind: train, steps: 40, grad_bytes: 1MiB, batch: 4, compute: 15ms,\n"
+    "           checkpoint_every: 10, wait_bound: 3s}\n";
+
+// The training workload: its keys, its defaults, and the policies only it has.
+TEST(ScenarioTrain, ParsedWithEveryPolicyAndCheckedKeys) {
+  for (const char* p : {"failover", "shrink", "fail_stop", "wait", "adaptive"}) {
+    ParseOutcome ok = ParseScenario(std::string(kTrainHead) + "policy: " + p + "\n", "t.yaml");
+    ASSERT_TRUE(ok.ok()) << p << ": " << Dump(ok.diagnostics);
+    EXPECT_STREQ(RecoveryPolicyString(ok.scenario->policy), p);
+    const Workload& w = ok.scenario->workload;
+    EXPECT_EQ(w.kind, WorkloadKind::kTrain);
+    EXPECT_STREQ(WorkloadKindName(w.kind), "train");
+    EXPECT_EQ(w.iters, 40);
+    EXPECT_EQ(w.bytes, 1u << 20);
+    EXPECT_EQ(w.batch, 4);
+    EXPECT_EQ(w.compute_ns, 15'000'000);
+    EXPECT_EQ(w.checkpoint_every, 10);
+    EXPECT_EQ(w.wait_bound_ns, 3'000'000'000);
+    EXPECT_TRUE(w.check);
+  }
+  // fail_stop and failover run on any library; the others need ftccl's mechanisms.
+  EXPECT_TRUE(ParseScenario(std::string(kTrainHead) + "ccl: gloo\npolicy: fail_stop\n", "t.yaml").ok());
+  auto ds = Errors(std::string(kTrainHead) + "ccl: gloo\npolicy: wait\n");
+  EXPECT_DIAG(ds, 6, 9, "policy wait needs a library that reports its path events");
+  ds = Errors(std::string(kTrainHead) + "ccl: gloo\npolicy: adaptive\n");
+  EXPECT_DIAG(ds, 6, 9, "policy adaptive needs a library");
+  const std::string bad = "workload: {kind: train, steps: 0, grad_bytes: 6, batch: 0, itres: 3}";
+  ds = Errors("name: t\ntopology: {hosts: 1, ranks_per_host: 2, rails: 1}\n" + bad + "\n");
+  EXPECT_DIAG(ds, 3, Col(bad, 1, "itres"), "unknown key 'itres' in workload");
+  EXPECT_DIAG(ds, 3, Col(bad, 1, "steps") + 7, "workload.steps");
+  EXPECT_DIAG(ds, 3, Col(bad, 1, "grad_bytes") + 12,
+              "workload.grad_bytes must be a positive multiple of 4");
+  EXPECT_DIAG(ds, 3, Col(bad, 1, "batch") + 7, "workload.batch");
+  ds = Errors("name: t\ntopology: {hosts: 1, ranks_per_host: 2, rails: 1}\n"
+              "workload: {kind: train, batch: 2}\n");
+  EXPECT_DIAG(ds, 3, 11, "missing required key 'steps' in workload");
+  EXPECT_DIAG(ds, 3, 11, "missing required key 'grad_bytes' in workload");
 }
 
 TEST(ScenarioErrors, UnknownKeyInsideAFaultAndATarget) {
