@@ -1336,14 +1336,15 @@ std::optional<std::string> LocalRunRefusal(const Scenario& sc) {
 
 namespace {
 
-// What makes two training runs twins: everything that sets the fault-free rate.
+// What makes two training runs twins: everything that sets the fault-free rate, less the
+// policy (the twin runs policy failover whatever the run's is: FindOrRunTwin).
 std::string TwinKey(const Scenario& sc, const RunOptions& o) {
   const Topology& t = sc.topology;
   const Workload& w = sc.workload;
   std::string k = "hosts=" + std::to_string(t.hosts) + ";rph=" + std::to_string(t.ranks_per_host) +
                   ";rails=" + std::to_string(t.rails) + ";gbps=" + std::to_string(t.rail_gbps) +
                   ";nics=" + std::to_string(t.per_rank_nics()) + ";ccl=" + CclNameString(sc.ccl) +
-                  ";policy=" + RecoveryPolicyString(sc.policy) + ";seed=" + std::to_string(sc.seed) +
+                  ";seed=" + std::to_string(sc.seed) +
                   ";steps=" + std::to_string(w.iters.value_or(0)) + ";batch=" + std::to_string(w.batch) +
                   ";compute=" + std::to_string(w.compute_ns) + ";grad=" + std::to_string(w.bytes) +
                   ";ckpt=" + std::to_string(w.checkpoint_every) + ";wait=" + std::to_string(w.wait_bound_ns) +
@@ -1381,6 +1382,10 @@ void FindOrRunTwin(const Scenario& sc, RunOptions* o) {
   }
   Scenario twin = sc;
   twin.faults.clear();
+  // One denominator for every policy: the job with no recovery machinery at all (fault-free,
+  // failover never acts), so what a policy costs without a fault (adaptive's and wait's
+  // per-step agreement) counts against it.
+  twin.policy = RecoveryPolicyName::kFailover;
   twin.expect = Expectations{};
   twin.reproduce.reset();
   twin.name += " (fault-free twin)";

@@ -34,10 +34,12 @@ struct RunOptions {
   std::string launcher = "local";
   std::string cluster_dir;  // empty: DefaultClusterDir()
   // Set by RunParsedScenario for a training workload with faults: the report.json of its
-  // fault-free twin (the same scenario without its faults and expectations, same seed, ccl and
-  // policy), run once into <out>/../twins/<key>/ and reused by every later run with the same
-  // key (scenario less its faults, seed, build), e.g. the other fault combinations of a
-  // matrix. goodput_ratio divides by its rate. Empty when none could be had (twin_error).
+  // fault-free twin (the same scenario without its faults and expectations, same seed and
+  // ccl, under policy failover for every policy: one denominator, so a policy's own cost on a
+  // fault-free job counts against it), run once into <out>/../twins/<key>/ and reused by every
+  // later run with the same key (scenario less its faults and policy, seed, build), e.g. the
+  // other combinations of a matrix. goodput_ratio divides by its rate. Empty when none could
+  // be had (twin_error).
   std::string twin_report;
   std::string twin_error;
   bool twin_reused = false;
