@@ -494,6 +494,13 @@ class Worker final {
     group_rank_ = static_cast<int>(std::find(members.begin(), members.end(), o_.rank) -
                                    members.begin());
     last_shrink_ns_ = rec.end_ns - rec.start_ns;
+    // The fault that led here is dealt with: the left-out rank's paths and the news about it
+    // are forgotten (the train workload's fault state).
+    for (auto it = paths_.begin(); it != paths_.end();) {
+      it = it->first.first == lost ? paths_.erase(it) : std::next(it);
+    }
+    fault_news_ = false;
+    news_since_ns_.reset();
     return kWorkerExitOk;
   }
 
@@ -1171,6 +1178,10 @@ class Worker final {
       if (!first_fault_ns_) first_fault_ns_ = e.time_ns;
       if (!news_since_ns_ || e.time_ns < *news_since_ns_) news_since_ns_ = e.time_ns;
     };
+    // Events about a rank already left out (its connections' last words) are no fault here.
+    if (e.peer >= 0 && std::find(excluded_.begin(), excluded_.end(), e.peer) != excluded_.end()) {
+      return;
+    }
     switch (e.kind) {
       case EventKind::kPathDown: {
         PathState& p = paths_[{e.peer, e.path}];

@@ -315,5 +315,135 @@ TEST(WorkerLogTest, MalformedTrainingResultIsAnError) {
   EXPECT_NE(twice.status().message().find("second result"), std::string::npos);
 }
 
+
+// The train workload's lines: header object, compute_ns, checkpoint, resume, hold, decision,
+// the result's steps and samples, and the end line's restart.
+TEST(WorkerLogTest, TrainLinesRoundTrip) {
+  WorkerHeader h = SampleHeader();
+  h.workload = "train";
+  TrainHeader t;
+  t.steps = 30;
+  t.batch = 8;
+  t.compute_ms = 20;
+  t.grad_bytes = 4096;
+  t.checkpoint_every = 5;
+  t.policy = "adaptive";
+  t.incarnation = 2;
+  t.wait_bound_ms = 3000;
+  t.start_step = 20;
+  h.train = t;
+  WorkerOp op = Op(20, 100, 200, 0);
+  op.compute_ns = 20000000;
+  CheckpointRecord c{0, 25, 600, 300, 350, 4152};
+  ResumeRecord r{0, 20, 480, 10, 90};
+  HoldRecord hold{0, 210, 290, true};
+  DecisionRecord d;
+  d.t_ns = 295;
+  d.latency_ns = 1234;
+  d.decision = {{"kind", "policy_decision"}, {"chosen", "wait"}, {"inputs", {{"world_size", 3}}}};
+  TrainResult res;
+  res.param_sha256 = std::string(64, 'a');
+  res.loss = 12.5;
+  res.steps = 30;
+  res.samples = 720;
+  WorkerEnd end;
+  end.ok = false;
+  end.message = "fail_stop";
+  end.t_ns = 400;
+  end.first_error_ns = 380;
+  end.restart = true;
+  const std::string text = WorkerHeaderLine(h) + WorkerResumeLine(r) + WorkerOpLine(op) +
+                           WorkerHoldLine(hold) + WorkerDecisionLine(d) +
+                           WorkerCheckpointLine(c) + WorkerResultLine(res) + WorkerEndLine(end);
+  auto log = ParseWorkerLog(text, "r2.log");
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  EXPECT_EQ(log->header.workload, "train");
+  ASSERT_TRUE(log->header.train.has_value());
+  EXPECT_EQ(log->header.train->steps, 30);
+  EXPECT_EQ(log->header.train->batch, 8);
+  EXPECT_EQ(log->header.train->compute_ms, 20);
+  EXPECT_EQ(log->header.train->grad_bytes, 4096u);
+  EXPECT_EQ(log->header.train->checkpoint_every, 5);
+  EXPECT_EQ(log->header.train->policy, "adaptive");
+  EXPECT_EQ(log->header.train->incarnation, 2);
+  EXPECT_EQ(log->header.train->wait_bound_ms, 3000);
+  EXPECT_EQ(log->header.train->start_step, 20);
+  ASSERT_EQ(log->ops.size(), 1u);
+  EXPECT_EQ(log->ops[0].index, 20);
+  EXPECT_NE(WorkerOpLine(op).find("\"compute_ns\":20000000"), std::string::npos);
+  ASSERT_EQ(log->checkpoints.size(), 1u);
+  EXPECT_EQ(log->checkpoints[0].rank, 2);  // the header's
+  EXPECT_EQ(log->checkpoints[0].step, 25);
+  EXPECT_EQ(log->checkpoints[0].samples, 600u);
+  EXPECT_EQ(log->checkpoints[0].start_ns, 300);
+  EXPECT_EQ(log->checkpoints[0].end_ns, 350);
+  EXPECT_EQ(log->checkpoints[0].bytes, 4152u);
+  ASSERT_EQ(log->resumes.size(), 1u);
+  EXPECT_EQ(log->resumes[0].step, 20);
+  EXPECT_EQ(log->resumes[0].samples, 480u);
+  EXPECT_EQ(log->resumes[0].end_ns, 90);
+  ASSERT_EQ(log->holds.size(), 1u);
+  EXPECT_TRUE(log->holds[0].returned);
+  EXPECT_EQ(log->holds[0].end_ns - log->holds[0].start_ns, 80);
+  ASSERT_EQ(log->decisions.size(), 1u);
+  EXPECT_EQ(log->decisions[0].rank, 2);
+  EXPECT_EQ(log->decisions[0].chosen, "wait");
+  EXPECT_EQ(log->decisions[0].latency_ns, 1234);
+  EXPECT_EQ(log->decisions[0].decision, d.decision);
+  ASSERT_TRUE(log->result.has_value());
+  EXPECT_EQ(log->result->steps, 30);
+  EXPECT_EQ(log->result->samples, 720u);
+  ASSERT_TRUE(log->end.has_value());
+  EXPECT_TRUE(log->end->restart);
+  EXPECT_TRUE(log->restart);
+  EXPECT_EQ(log->end->exit, RankExit::kError);
+  // A collectives log has none of it.
+  auto plain = ParseWorkerLog(WorkerHeaderLine(SampleHeader()) + WorkerEndLine(WorkerEnd{}), "x");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->header.train.has_value());
+  EXPECT_FALSE(plain->restart);
+  EXPECT_EQ(WorkerHeaderLine(SampleHeader()).find("train"), std::string::npos);
+}
+
+TEST(WorkerLogTest, MalformedTrainLinesAreErrors) {
+  WorkerHeader h = SampleHeader();
+  h.workload = "train";
+  h.train = TrainHeader{30, 8, 20, 4096, 5, "wait", 0, 5000, 0};
+  const std::string head = WorkerHeaderLine(h);
+  auto error_of = [](const std::string& text) {
+    auto log = ParseWorkerLog(text, "r2.log");
+    EXPECT_FALSE(log.ok()) << text;
+    return log.ok() ? std::string() : log.status().ToString();
+  };
+  WorkerHeader no_train = SampleHeader();
+  no_train.workload = "train";
+  EXPECT_NE(error_of(WorkerHeaderLine(no_train)).find("\"train\" object"), std::string::npos);
+  EXPECT_NE(error_of(head + "{\"type\":\"checkpoint\",\"step\":5}\n").find("r2.log:2"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + "{\"type\":\"checkpoint\",\"step\":0,\"samples\":0,\"start_ns\":1,"
+                            "\"end_ns\":2,\"bytes\":3}\n")
+                .find("step below 1"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + "{\"type\":\"hold\",\"start_ns\":5,\"end_ns\":4,\"returned\":true}\n")
+                .find("ends before"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + "{\"type\":\"hold\",\"start_ns\":5,\"end_ns\":6,\"returned\":1}\n")
+                .find("mistyped"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + "{\"type\":\"decision\",\"t_ns\":1,\"latency_ns\":2,\"decision\":3}\n")
+                .find("not an object"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + "{\"type\":\"resume\",\"step\":-1,\"samples\":0,\"start_ns\":1,"
+                            "\"end_ns\":2}\n")
+                .find("negative step"),
+            std::string::npos);
+  ResumeRecord r{0, 5, 40, 1, 2};
+  EXPECT_NE(error_of(head + WorkerResumeLine(r) + WorkerResumeLine(r)).find("second resume"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + "{\"type\":\"end\",\"status\":\"ok\",\"t_ns\":1,\"restart\":true}\n")
+                .find("restart with status ok"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace faultline::runner
