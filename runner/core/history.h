@@ -147,21 +147,21 @@ struct TrainResult {
 // One checkpoint write, timed; step = steps done when it was taken.
 struct CheckpointRecord {
   int rank = 0;
-  int incarnation = 0;  // filled in by the runner
   int64_t step = 0;
   uint64_t samples = 0;
   int64_t start_ns = 0;
   int64_t end_ns = 0;
   uint64_t bytes = 0;  // the file's size
+  int incarnation = 0;  // filled in by the runner
 };
 // Resuming from the checkpoint every rank agreed on (load and agreement, timed).
 struct ResumeRecord {
   int rank = 0;
-  int incarnation = 0;  // filled in by the runner
   int64_t step = 0;
   uint64_t samples = 0;
   int64_t start_ns = 0;
   int64_t end_ns = 0;
+  int incarnation = 0;  // filled in by the runner
 };
 // A hold at a step boundary while a path was down (policy wait, or adaptive chose wait).
 struct HoldRecord {

@@ -558,3 +558,67 @@ def test_sigint_mid_run_heals_tears_down_and_exits_3(fl):
     [f] = rep["faults"]
     assert f["applied_s"] is not None
     fl.assert_nothing_left(run_id)
+
+
+def test_train_rank_kill_fail_stop_restarts_and_adaptive_decides(fl):
+    """The training workload under a killed rank: fail_stop restarts every rank from the last
+    checkpoint and ends with the fault-free parameters; adaptive decides, and its decision line
+    validates against its schema; both are priced against one fault-free twin, run once."""
+    sc = os.path.join(POLICY_SCENARIOS, "train_rank_kill.yaml")
+    r = fl.run(sc, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    reps = {}
+    for p in ("fail_stop", "adaptive"):
+        with open(os.path.join(fl.out, f"policy={p}", "report.json")) as f:
+            reps[p] = json.load(f)
+    twins = os.listdir(os.path.join(fl.out, "twins"))
+    assert len(twins) == 1, twins  # one twin for both policies: run once, reused once
+    with open(os.path.join(fl.out, "twins", twins[0], "report.json")) as f:
+        twin = json.load(f)
+    assert twin["outcome"] == "survived" and twin["restarts"] == 0 and twin["faults"] == []
+    assert twin["policy"] == "failover" and twin["metrics"]["goodput_ratio"] == 1.0
+    assert twin["train"]["useful_samples"] == 60 * 4 * 4  # steps x batch x ranks
+    assert [rep["train"]["twin"]["reused"] for rep in reps.values()] == [False, True]
+
+    fs = reps["fail_stop"]
+    assert fs["policy"] == "fail_stop" and fs["outcome"] == "survived", r.stdout
+    assert fs["correctness"]["wrong"] == 0
+    assert fs["restarts"] == 1, fs["train"]["restarts"]
+    [restart] = fs["train"]["restarts"]
+    assert "rank 2 killed" in restart["why"], restart
+    # Resumed from a checkpoint taken before the kill, at a multiple of checkpoint_every.
+    assert restart["resumed_step"] in (10, 20, 30) and restart["cost_ms"] > 0, restart
+    assert fs["train"]["useful_samples"] == 60 * 4 * 4
+    # Restarted from a checkpoint, the job's parameters are the fault-free job's, bit for bit.
+    assert fs["metrics"]["param_sha256"] == twin["metrics"]["param_sha256"] is not None
+    ratio = fs["metrics"]["goodput_ratio"]
+    assert 0 < ratio < 1.0, ratio  # the restart and the redone steps cost time
+    assert ratio == pytest.approx(fs["train"]["samples_per_s"] / twin["train"]["samples_per_s"])
+    with open(os.path.join(fl.out, "policy=fail_stop", "events.jsonl")) as f:
+        kinds = [e["type"] for e in map(json.loads, f)]
+    assert kinds.count("restart") == 1 and "checkpoint" in kinds
+    with open(os.path.join(fl.out, "policy=fail_stop", "report.html")) as f:
+        assert 'class="marker marker-restart"' in f.read()
+
+    ad = reps["adaptive"]
+    assert ad["policy"] == "adaptive" and ad["outcome"] == "survived", r.stdout
+    assert ad["correctness"]["wrong"] == 0
+    decisions = ad["train"]["decisions"]
+    assert decisions and decisions[0]["fault_class"] == "rank", decisions
+    assert decisions[0]["chosen"] in ("fail_stop", "shrink"), decisions
+    assert decisions[0]["t_s"] >= ad["faults"][0]["applied_s"]
+    events = os.path.join(fl.out, "policy=adaptive", "events.jsonl")
+    v = fl.faultline("validate", "--decisions", events)
+    assert v.returncode == 0 and "1 policy_decision line checked" in v.stdout, v.stdout + v.stderr
+    with open(events) as f:
+        [line] = [e for e in map(json.loads, f) if e.get("kind") == "policy_decision"]
+    assert {o["policy"] for o in line["options"]} == {"fail_stop", "failover", "wait", "shrink"}
+    assert ad["metrics"]["goodput_ratio"] is not None
+    for rep in list(reps.values()) + [twin]:
+        fl.assert_nothing_left(rep["environment"]["run_id"])
+    # A line that lies about its choice is caught.
+    bad = dict(line, chosen=next(o["policy"] for o in line["options"] if not o["applicable"]))
+    with open(events, "a") as f:
+        f.write(json.dumps(bad) + "\n")
+    v = fl.faultline("validate", "--decisions", events)
+    assert v.returncode == 2 and "events.jsonl:" in v.stderr, v.stdout + v.stderr

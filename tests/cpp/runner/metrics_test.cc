@@ -791,7 +791,7 @@ TEST(Metrics, TrainingStepsPerSecondCountsOnlyMeasuredStepsOnEveryRank) {
   b.FailedOp(2000, 2100);  // step 12 failed: not a completed step
   b.End(2200);
   const std::string sha(64, 'a');
-  b.h().results = {{0, sha, 2.0}, {1, sha, 3.0}};
+  b.h().results = {{0, sha, 2.0, {}, {}}, {1, sha, 3.0, {}, {}}};
   TrainingMetrics t = ComputeTraining(b.h(), 2);
   EXPECT_EQ(t.steps_completed, 10);
   ASSERT_TRUE(t.steps_per_s.has_value());
@@ -807,7 +807,7 @@ TEST(Metrics, TrainingStepsPerSecondCountsOnlyMeasuredStepsOnEveryRank) {
 TEST(Metrics, TrainingHashIsNullWhenReplicasDisagreeOrNoneFinished) {
   HistoryBuilder b(2);
   b.Ops(3, 0, 100).End(300);
-  b.h().results = {{0, std::string(64, 'a'), 1.0}, {1, std::string(64, 'b'), std::nan("")}};
+  b.h().results = {{0, std::string(64, 'a'), 1.0, {}, {}}, {1, std::string(64, 'b'), std::nan(""), {}, {}}};
   TrainingMetrics t = ComputeTraining(b.h(), 0);
   EXPECT_FALSE(t.param_sha256.has_value());
   EXPECT_FALSE(t.param_sha256_agree);
@@ -823,6 +823,63 @@ TEST(Metrics, TrainingHashIsNullWhenReplicasDisagreeOrNoneFinished) {
   EXPECT_FALSE(u.param_sha256.has_value());
   EXPECT_FALSE(u.final_loss.has_value());
   EXPECT_TRUE(u.ToJson()["steps_per_s"].is_null());
+}
+
+}  // namespace
+}  // namespace faultline::runner
+
+namespace faultline::runner {
+namespace {
+
+// The train workload: useful samples are the finished job's lineage, else the newest
+// checkpoint every rank wrote; the rate is over the job's whole time, restarts included; a
+// step re-run after a restart is another collective.
+TEST(Metrics, TrainUsefulSamplesRateAndRestartedSteps) {
+  HistoryBuilder b(2);
+  b.Ops(4, 0, 100);  // steps 0..3 over [0, 400] ms (incarnation 0)
+  // Incarnation 1 re-runs steps 2..3 after a restart at 500 ms, over [900, 1100] ms.
+  for (int r = 0; r < 2; ++r) {
+    for (int s = 2; s < 4; ++s) {
+      OpRecord op;
+      op.rank = r;
+      op.incarnation = 1;
+      op.index = s + kIncarnationIndexStride;
+      op.start_ns = (900 + (s - 2) * 100) * 1'000'000LL;
+      op.end_ns = op.start_ns + 100'000'000LL;
+      op.bytes = 1 << 20;
+      b.h().ops.push_back(op);
+    }
+  }
+  b.End(1200);
+  // Same step indices, different incarnations: six collectives, not four.
+  EXPECT_EQ(CompleteOps(b.h()).size(), 6u);
+  const std::string sha(64, 'c');
+  b.h().results = {{0, sha, 1.0, 4, 64}, {1, sha, 1.0, 4, 64}};
+  TrainingMetrics t = ComputeTraining(b.h(), 0, /*train=*/true);
+  ASSERT_TRUE(t.useful_samples && t.job_time_s && t.samples_per_s);
+  EXPECT_EQ(*t.useful_samples, 64u);
+  EXPECT_NEAR(*t.job_time_s, 1.1, 1e-9);  // time zero to the last step's end
+  EXPECT_NEAR(*t.samples_per_s, 64 / 1.1, 1e-9);
+  EXPECT_FALSE(t.goodput_ratio.has_value());  // the runner's, from the twin
+
+  // Unfinished: the newest checkpoint both ranks wrote counts, not one only rank 0 wrote.
+  b.h().results.clear();
+  CheckpointRecord c;
+  c.rank = 0;
+  c.step = 2;
+  c.samples = 32;
+  b.h().checkpoints.push_back(c);
+  c.rank = 1;
+  b.h().checkpoints.push_back(c);
+  c.rank = 0;
+  c.step = 4;
+  c.samples = 64;
+  b.h().checkpoints.push_back(c);
+  t = ComputeTraining(b.h(), 0, true);
+  ASSERT_TRUE(t.useful_samples.has_value());
+  EXPECT_EQ(*t.useful_samples, 32u);
+  // Torch logs say nothing of samples: no rate is made up.
+  EXPECT_FALSE(ComputeTraining(b.h(), 0, false).samples_per_s.has_value());
 }
 
 }  // namespace

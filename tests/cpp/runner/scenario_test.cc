@@ -211,7 +211,7 @@ TEST(ScenarioTrain, ParsedWithEveryPolicyAndCheckedKeys) {
   EXPECT_DIAG(ds, 6, 9, "policy wait needs a library that reports its path events");
   ds = Errors(std::string(kTrainHead) + "ccl: gloo\npolicy: adaptive\n");
   EXPECT_DIAG(ds, 6, 9, "policy adaptive needs a library");
-  const std::string bad = "workload: {kind: train, steps: 0, grad_bytes: 6, batch: 0, itres: 3}";
+  const std::string bad = "workload: {kind: train, steps: 0, grad_bytes: 6B, batch: 0, itres: 3}";
   ds = Errors("name: t\ntopology: {hosts: 1, ranks_per_host: 2, rails: 1}\n" + bad + "\n");
   EXPECT_DIAG(ds, 3, Col(bad, 1, "itres"), "unknown key 'itres' in workload");
   EXPECT_DIAG(ds, 3, Col(bad, 1, "steps") + 7, "workload.steps");
