@@ -91,6 +91,32 @@ ftcclResult ftcclBarrier(ftcclComm_t c, uint32_t t) {
   return ToResult(c->comm->Barrier(Ms(t)));
 }
 
+int ftcclCommRank(ftcclComm_t c) { return c ? c->comm->rank() : -1; }
+int ftcclCommSize(ftcclComm_t c) { return c ? c->comm->size() : -1; }
+
+ftcclResult ftcclCommRevoke(ftcclComm_t c, const char* reason) {
+  if (!c) return NullComm();
+  c->comm->Revoke(reason ? reason : "");
+  return ToResult(ftccl::Status::Ok());
+}
+
+int ftcclCommLostPeer(ftcclComm_t c) { return c ? c->comm->LostPeer() : -1; }
+
+ftcclResult ftcclCommShrink(ftcclComm_t c, const int* excluded, int num_excluded,
+                            uint32_t timeout_ms, ftcclComm_t* newcomm) {
+  if (newcomm != nullptr) *newcomm = nullptr;
+  if (!c) return NullComm();
+  if (newcomm == nullptr || num_excluded < 0 || (num_excluded > 0 && excluded == nullptr)) {
+    g_last_error = "INVALID_ARGUMENT: null argument";
+    return ftcclInvalidArgument;
+  }
+  std::vector<int> ex(excluded, excluded + num_excluded);
+  auto n = c->comm->Shrink(ex, Ms(timeout_ms));
+  if (!n.ok()) return ToResult(n.status());
+  *newcomm = new ftcclComm{std::move(n.value())};
+  return ToResult(ftccl::Status::Ok());
+}
+
 const char* ftcclLastError(void) { return g_last_error.c_str(); }
 
 const char* ftcclResultString(ftcclResult r) {

@@ -714,8 +714,14 @@ TrainingMetrics ComputeTraining(const History& h, int64_t warmup_iters, bool tra
     for (const TrainResult& r : h.results) {
       if (r.samples) t.useful_samples = std::min(t.useful_samples.value_or(UINT64_MAX), *r.samples);
     }
-    if (!t.useful_samples) t.useful_samples = CheckpointedSamples(h);
-    const int64_t end = WindowEndNs(h);
+    const bool finished = t.useful_samples.has_value();
+    if (!finished) t.useful_samples = CheckpointedSamples(h);
+    // A job that did not finish held its GPUs until its last rank gave up (or was stopped),
+    // not only until its last step.
+    int64_t end = WindowEndNs(h);
+    if (!finished) {
+      for (const RankEnd& r : h.ranks) end = std::max(end, r.end_ns);
+    }
     if (end > h.run_start_ns) {
       t.job_time_s = static_cast<double>(end - h.run_start_ns) / 1e9;
       t.samples_per_s = static_cast<double>(*t.useful_samples) / *t.job_time_s;

@@ -221,7 +221,7 @@ struct TrainingMetrics {
   // when neither.
   std::optional<uint64_t> useful_samples;
   // From the workload's time zero to the end of the job's last step (WindowEndNs): restarts,
-  // holds and stalls included.
+  // holds and stalls included; for a job that did not finish, to its last rank's end.
   std::optional<double> job_time_s;
   std::optional<double> samples_per_s;  // useful_samples / job_time_s
   // samples_per_s / the fault-free twin's samples_per_s (RunOptions::twin_report); set by the

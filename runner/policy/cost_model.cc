@@ -98,7 +98,8 @@ PolicyEstimate Shrink(const PolicyState& s) {
     return NotApplicable(RecoveryPolicy::kShrink, "a single rank cannot shrink");
   }
   const double horizon = static_cast<double>(s.steps_remaining) * s.step_time_s;
-  return Applicable(s, RecoveryPolicy::kShrink, s.shrink_cost_s, 0, 0, horizon);
+  return Applicable(s, RecoveryPolicy::kShrink, s.shrink_cost_s, 0, 0,
+                    static_cast<double>(s.shrink_ranks) * horizon);
 }
 
 PolicyEstimate FailStop(const PolicyState& s, const Outage& outage) {
@@ -180,7 +181,7 @@ const char* const kInputKeys[] = {
     "fault_class",     "world_size",        "steps_remaining",
     "step_time_s",     "comm_fraction",     "surviving_bandwidth_fraction",
     "outage_so_far_s", "expected_outage_s", "checkpoint_age_s",
-    "restart_cost_s",  "shrink_cost_s",     "failover_switch_cost_s",
+    "restart_cost_s",  "shrink_cost_s",     "shrink_ranks",          "failover_switch_cost_s",
     "wait_bound_s"};
 
 const char* const kOptionKeys[] = {"policy",  "applicable",  "why_not",    "lost_gpu_s",
@@ -320,6 +321,11 @@ Status ValidatePolicyState(const PolicyState& s) {
   FL_RETURN_IF_ERROR(CheckTime("checkpoint_age_s", s.checkpoint_age_s));
   FL_RETURN_IF_ERROR(CheckTime("restart_cost_s", s.restart_cost_s));
   FL_RETURN_IF_ERROR(CheckTime("shrink_cost_s", s.shrink_cost_s));
+  if (s.shrink_ranks < 1 || s.shrink_ranks > std::max(1, s.world_size - 1)) {
+    return InvalidArgument("shrink_ranks must be in [1, " +
+                           std::to_string(std::max(1, s.world_size - 1)) + "], got " +
+                           std::to_string(s.shrink_ranks));
+  }
   FL_RETURN_IF_ERROR(CheckTime("failover_switch_cost_s", s.failover_switch_cost_s));
   FL_RETURN_IF_ERROR(CheckTime("wait_bound_s", s.wait_bound_s));
   return Status::Ok();
@@ -368,6 +374,7 @@ json DecisionToJson(const PolicyState& s, const PolicyDecision& d) {
       {"checkpoint_age_s", s.checkpoint_age_s},
       {"restart_cost_s", s.restart_cost_s},
       {"shrink_cost_s", s.shrink_cost_s},
+      {"shrink_ranks", s.shrink_ranks},
       {"failover_switch_cost_s", s.failover_switch_cost_s},
       {"wait_bound_s", s.wait_bound_s},
   };
@@ -420,6 +427,12 @@ Result<PolicyState> PolicyStateFromJson(const json& in) {
   FL_ASSIGN_OR_RETURN(s.checkpoint_age_s, NumberAt(in, "checkpoint_age_s", where));
   FL_ASSIGN_OR_RETURN(s.restart_cost_s, NumberAt(in, "restart_cost_s", where));
   FL_ASSIGN_OR_RETURN(s.shrink_cost_s, NumberAt(in, "shrink_cost_s", where));
+  FL_ASSIGN_OR_RETURN(int64_t shrink_ranks, IntegerAt(in, "shrink_ranks", where));
+  if (shrink_ranks < 1 || shrink_ranks > INT32_MAX) {
+    return InvalidArgument("inputs.shrink_ranks must be in [1, 2^31), got " +
+                           std::to_string(shrink_ranks));
+  }
+  s.shrink_ranks = static_cast<int>(shrink_ranks);
   FL_ASSIGN_OR_RETURN(s.failover_switch_cost_s, NumberAt(in, "failover_switch_cost_s", where));
   FL_ASSIGN_OR_RETURN(s.wait_bound_s, NumberAt(in, "wait_bound_s", where));
   Status valid = ValidatePolicyState(s);

@@ -28,13 +28,14 @@
 //      lost = n min(D, W) + [D > W] x lost of the cheapest other applicable policy, that one
 //    evaluated at the moment the wait gives up (outage_so_far_s + W; nothing else changes, as
 //    no step ran). PolicyEstimate::fallback names it.
-//  - shrink (applicable iff n >= 2; for link / nic it drops the rank whose path is affected,
-//    assumed to carry that path's traffic alone):
-//      lost = n S + H
+//  - shrink (applicable iff n >= 2; it drops k = shrink_ranks ranks: the dead one for a rank
+//    fault; for link / nic the fewest ranks whose removal leaves no member with an affected
+//    path, e.g. every rank of a host whose rail is down, as measured by the caller):
+//      lost = n S + k H
 //    The global batch shrinks (per-rank batch unchanged), so a step still takes t and the
-//    numerics per sample are unchanged, but each step does (n - 1) / n of the work: one GPU's
-//    worth of work is lost for the whole horizon. A transient link / nic fault's rank could
-//    rejoin only at the next restart, so it too is charged the whole horizon.
+//    numerics per sample are unchanged, but each step does (n - k) / n of the work: k GPUs'
+//    worth of work is lost for the whole horizon. A transient link / nic fault's ranks could
+//    rejoin only at the next restart, so they too are charged the whole horizon.
 //  - fail_stop (applicable always, but for a permanent link / nic outage with b = 0, which a
 //    restart in place cannot get past):
 //      lost = n (R + A) + rest
@@ -58,7 +59,8 @@
 //               "comm_fraction": number in [0, 1], "surviving_bandwidth_fraction": number in
 //               [0, 1], "outage_so_far_s": number, "expected_outage_s": number | null
 //               (null: permanent), "checkpoint_age_s": number, "restart_cost_s": number,
-//               "shrink_cost_s": number, "failover_switch_cost_s": number,
+//               "shrink_cost_s": number, "shrink_ranks": int in [1, max(1, world_size - 1)],
+//               "failover_switch_cost_s": number,
 //               "wait_bound_s": number},   (numbers finite and >= 0)
 //    "options": [{"policy": name, "applicable": bool, "why_not": string ("" iff applicable),
 //                 "lost_gpu_s": number, "stall_s": number, "lost_work_s": number,
@@ -113,13 +115,18 @@ struct PolicyState {
   // s, process restart + rendezvous + checkpoint load, measured at the job's last restart.
   double restart_cost_s = 0;
   double shrink_cost_s = 0;  // s, revoke + the survivors' communicator (measured or default)
+  // Ranks a shrink drops (k above): 1 for a rank fault; for a link / nic fault the size of the
+  // smallest set of ranks whose removal leaves no member with an affected path. 1 ..
+  // max(1, world_size - 1): a shrink that would drop every rank but none is not one.
+  int shrink_ranks = 1;
   double failover_switch_cost_s = 0;  // s of stall while traffic moves to surviving paths
   double wait_bound_s = 0;            // s, the longest the wait policy holds (configured)
 };
 
 // kInvalidArgument, naming the field, for: world_size < 1; steps_remaining < 0; step_time_s
 // not > 0; a fraction outside [0, 1]; any time negative or not finite; a fault_class outside
-// the enum; a link or nic fault with world_size < 2 (a path needs two ranks).
+// the enum; a link or nic fault with world_size < 2 (a path needs two ranks); shrink_ranks
+// outside [1, max(1, world_size - 1)].
 Status ValidatePolicyState(const PolicyState& s);
 
 // Upper bound of every cost and breakdown term (GPU-seconds / seconds): ~3e10 GPU-years.

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -471,13 +472,19 @@ class Worker final {
   // or by a decision): the shrink line, then group_size_ / group_rank_ of the new group.
   // kWorkerExitOk, or the error exit when the shrink failed.
   int ShrinkWithout(int lost, const std::string& what, int64_t failed_ns, const Status& why) {
-    excluded_.push_back(lost);
+    return ShrinkWithout(std::vector<int>{lost}, what, failed_ns, why);
+  }
+  int ShrinkWithout(const std::vector<int>& lost_ranks, const std::string& what,
+                    int64_t failed_ns, const Status& why) {
+    excluded_.insert(excluded_.end(), lost_ranks.begin(), lost_ranks.end());
+    std::string lost;
+    for (int r : lost_ranks) lost += (lost.empty() ? "" : ", ") + std::to_string(r);
     ShrinkRecord rec;
     rec.rank = o_.rank;
     rec.excluded = excluded_;
     rec.start_ns = NowNs();
     Status st = Guarded("shrink", o_.init_timeout, std::nullopt,
-                        [&] { return adapter_->Shrink({lost}, o_.init_timeout); });
+                        [&] { return adapter_->Shrink(lost_ranks, o_.init_timeout); });
     rec.end_ns = NowNs();
     DrainEvents();
     const std::vector<int> members = Members();
@@ -487,7 +494,7 @@ class Worker final {
     log_.Write(WorkerShrinkLine(rec));
     if (!st.ok()) {
       return Fail(what + ": " + why.ToString() +
-                      "; shrink without rank " + std::to_string(lost) + ": " + st.ToString(),
+                      "; shrink without rank " + lost + ": " + st.ToString(),
                   failed_ns);
     }
     group_size_ = rec.group;
@@ -497,7 +504,9 @@ class Worker final {
     // The fault that led here is dealt with: the left-out rank's paths and the news about it
     // are forgotten (the train workload's fault state).
     for (auto it = paths_.begin(); it != paths_.end();) {
-      it = it->first.first == lost ? paths_.erase(it) : std::next(it);
+      const bool gone = std::find(lost_ranks.begin(), lost_ranks.end(), it->first.first) !=
+                        lost_ranks.end();
+      it = gone ? paths_.erase(it) : std::next(it);
     }
     fault_news_ = false;
     news_since_ns_.reset();
@@ -891,7 +900,7 @@ class Worker final {
   // The policy's work between two steps (wait, adaptive). kWorkerExitOk to run the next step.
   int StepBoundary() {
     if (o_.policy == "wait") {
-      std::vector<int64_t> v = {AnyPathDown() ? 1 : 0};
+      std::vector<int64_t> v = {AnyPathToWaitFor() ? 1 : 0};
       const Status st = Control(&v, "step boundary");
       if (!st.ok()) return AfterFailedCall("step boundary", NowNs(), st);
       if (v[0] != 0) return Hold();
@@ -911,7 +920,7 @@ class Worker final {
     for (;;) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
       DrainEvents();
-      std::vector<int64_t> v = {AnyPathDown() ? 1 : 0,
+      std::vector<int64_t> v = {AnyPathToWaitFor() ? 1 : 0,
                                 NowNs() - h.start_ns >= ToNs(o_.wait_bound) ? 1 : 0};
       const Status st = Control(&v, "hold");
       if (!st.ok()) {
@@ -923,7 +932,14 @@ class Worker final {
         h.returned = true;
         break;
       }
-      if (v[1] != 0) break;
+      if (v[1] != 0) {
+        // Waited the whole bound: these outages are the library's to fail over from now on;
+        // a path that returns and goes down again is a new outage, held for again.
+        for (auto& [key, p] : paths_) {
+          if (p.down_since) p.waited_out = true;
+        }
+        break;
+      }
     }
     h.end_ns = NowNs();
     if (!log_.Write(WorkerHoldLine(h))) return InternalFailure("cannot write the log");
@@ -943,8 +959,64 @@ class Worker final {
   };
   static constexpr int64_t kPermanent = std::numeric_limits<int64_t>::max();
 
+  // After the score slots, groups of up to kMaxMatrixRanks ranks gather which paths each rank
+  // sees down (one slot per ordered pair), from which every rank computes the same smallest
+  // set of ranks a shrink must drop (AffectedCover).
+  static constexpr int kMaxMatrixRanks = 16;
+  size_t MatrixSlot(int from, int to) const {
+    return kSlots + static_cast<size_t>(o_.size) + static_cast<size_t>(from * o_.size + to);
+  }
+  bool HasMatrix() const { return o_.size <= kMaxMatrixRanks; }
+
+  // The ranks a shrink must drop so that no member of the group has a path down to another:
+  // a greedy vertex cover of the down paths among the members (the rank with the most down
+  // paths first, the lowest world rank on a tie, never the coordinator), at most group - 1
+  // ranks. Without the matrix (large groups): the one rank of the highest score. The same on
+  // every rank: a pure function of the gathered slots.
+  std::vector<int> AffectedCover(const std::vector<int64_t>& v) const {
+    const std::vector<int> members = Members();
+    std::vector<int> cover;
+    if (!HasMatrix()) {
+      int victim = -1;
+      for (int r : members) {
+        if (r == members.front()) continue;
+        const int64_t score = v[kSlots + static_cast<size_t>(r)];
+        if (score > 0 && (victim < 0 || score > v[kSlots + static_cast<size_t>(victim)])) victim = r;
+      }
+      if (victim >= 0) cover.push_back(victim);
+      return cover;
+    }
+    std::set<std::pair<int, int>> edges;
+    for (int a : members) {
+      for (int b : members) {
+        if (a < b && (v[MatrixSlot(a, b)] != 0 || v[MatrixSlot(b, a)] != 0)) edges.insert({a, b});
+      }
+    }
+    while (!edges.empty() && static_cast<int>(cover.size()) < group_size_ - 1) {
+      std::map<int, int> degree;
+      for (const auto& [a, b] : edges) {
+        ++degree[a];
+        ++degree[b];
+      }
+      int pick = -1;
+      for (const auto& [r, d] : degree) {
+        if (r == members.front()) continue;
+        if (pick < 0 || d > degree[pick]) pick = r;
+      }
+      if (pick < 0) break;  // only the coordinator's own paths are left
+      cover.push_back(pick);
+      for (auto it = edges.begin(); it != edges.end();) {
+        it = (it->first == pick || it->second == pick) ? edges.erase(it) : std::next(it);
+      }
+    }
+    std::sort(cover.begin(), cover.end());
+    return cover;
+  }
+
   int AdaptiveBoundary() {
-    std::vector<int64_t> v(kSlots + static_cast<size_t>(o_.size), 0);
+    std::vector<int64_t> v(kSlots + static_cast<size_t>(o_.size) +
+                               (HasMatrix() ? static_cast<size_t>(o_.size * o_.size) : 0),
+                           0);
     LocalFaultState(&v);
     fault_news_ = false;
     const Status st = Control(&v, "step boundary");
@@ -973,6 +1045,8 @@ class Worker final {
           s.outage_so_far_s = so_far;
           if (v[kExpected] != kPermanent) s.expected_outage_s = v[kExpected] / 1e9;
         }
+        s.shrink_ranks = std::clamp(static_cast<int>(AffectedCover(v).size()), 1,
+                                    std::max(1, group_size_ - 1));
         if (group_size_ >= 2) {
           chosen = DecideAndLog(s);
           if (chosen) decided_outlasted_ = outlasted;
@@ -1007,7 +1081,10 @@ class Worker final {
       const int64_t e = p.outages > 0 ? p.outage_ns / p.outages : kPermanent;
       expected = std::max(expected, e);
       ++rails_down[key.first];
-      if (key.first >= 0 && key.first < o_.size) (*v)[kSlots + key.first] = 1;
+      if (key.first >= 0 && key.first < o_.size) {
+        (*v)[kSlots + key.first] = 1;
+        if (HasMatrix()) (*v)[MatrixSlot(o_.rank, key.first)] = 1;
+      }
     }
     if (!rails_down.empty()) {
       (*v)[kDown] = 1;
@@ -1115,15 +1192,9 @@ class Worker final {
   // Adaptive chose shrink for a link / nic fault: the group goes on without the rank whose
   // path is affected (the highest score, then the lowest world rank, never the coordinator).
   int ShrinkAffected(const std::vector<int64_t>& v) {
-    const std::vector<int> members = Members();
-    int victim = -1;
-    for (int r : members) {
-      if (r == members.front()) continue;
-      const int64_t score = v[kSlots + static_cast<size_t>(r)];
-      if (score > 0 && (victim < 0 || score > v[kSlots + static_cast<size_t>(victim)])) victim = r;
-    }
-    if (victim < 0) return kWorkerExitOk;  // only the coordinator is affected: go on
-    if (victim == o_.rank) {
+    const std::vector<int> cover = AffectedCover(v);
+    if (cover.empty()) return kWorkerExitOk;  // only the coordinator is affected: go on
+    if (std::find(cover.begin(), cover.end(), o_.rank) != cover.end()) {
       const std::string why = "left out by the adaptive policy's shrink (a path of this rank "
                               "is affected)";
       Guarded("abort", o_.timeout, std::nullopt, [&] {
@@ -1132,7 +1203,7 @@ class Worker final {
       }).IgnoreError();
       return Fail(why, first_fault_ns_.value_or(NowNs()));
     }
-    const int code = ShrinkWithout(victim, "adaptive shrink", NowNs(), Status::Ok());
+    const int code = ShrinkWithout(cover, "adaptive shrink", NowNs(), Status::Ok());
     if (code != kWorkerExitOk) return code;
     const Status st =
         Guarded("prepare", o_.timeout, std::nullopt, [&] { return adapter_->Prepare(args_); });
@@ -1185,7 +1256,10 @@ class Worker final {
     switch (e.kind) {
       case EventKind::kPathDown: {
         PathState& p = paths_[{e.peer, e.path}];
-        if (!p.down_since) p.down_since = e.time_ns;
+        if (!p.down_since) {
+          p.down_since = e.time_ns;
+          p.waited_out = false;
+        }
         fault();
         break;
       }
@@ -1217,6 +1291,14 @@ class Worker final {
   bool AnyPathDown() const {
     for (const auto& [key, p] : paths_) {
       if (p.down_since) return true;
+    }
+    return false;
+  }
+
+  // A path down whose outage no hold has yet waited out: what the wait policy holds for.
+  bool AnyPathToWaitFor() const {
+    for (const auto& [key, p] : paths_) {
+      if (p.down_since && !p.waited_out) return true;
     }
     return false;
   }
@@ -1261,6 +1343,9 @@ class Worker final {
     std::optional<int64_t> down_since;  // down now, since then
     int64_t outage_ns = 0;              // past outages' total length and count
     int64_t outages = 0;
+    // A hold already waited the whole bound for this outage: the wait policy does not hold for
+    // it again (it falls back to the library's failover until the path returns).
+    bool waited_out = false;
   };
   int64_t process_start_ns_ = 0;
   int64_t ready_ns_ = 0;

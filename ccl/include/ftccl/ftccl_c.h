@@ -49,6 +49,24 @@ ftcclResult ftcclAllToAll(ftcclComm_t comm, const void* send, void* recv, size_t
                           ftcclDataType dt, uint32_t timeout_ms);
 ftcclResult ftcclBarrier(ftcclComm_t comm, uint32_t timeout_ms);
 
+/* This rank and the group's size (-1 for NULL). */
+int ftcclCommRank(ftcclComm_t comm);
+int ftcclCommSize(ftcclComm_t comm);
+
+/* Revoke (Communicator::Revoke): the running, queued and later collectives end with
+ * ftcclAborted ("communicator revoked: <reason>"), here and on every peer a path reaches; the
+ * communicator is then good only for ftcclCommShrink and ftcclCommDestroy. */
+ftcclResult ftcclCommRevoke(ftcclComm_t comm, const char* reason);
+/* The rank whose loss failed the communicator (Communicator::LostPeer): what every survivor
+ * passes to ftcclCommShrink; -1 when none (or NULL); this rank when the others lost it. */
+int ftcclCommLostPeer(ftcclComm_t comm);
+/* Shrink (Communicator::Shrink): *newcomm = a communicator of the ranks not in `excluded`,
+ * renumbered in their old order, over the same rails and options, within timeout_ms (0: the
+ * init timeout). Every survivor calls it with the same set; `comm` is revoked first and must
+ * still be destroyed. On failure *newcomm is NULL. */
+ftcclResult ftcclCommShrink(ftcclComm_t comm, const int* excluded, int num_excluded,
+                            uint32_t timeout_ms, ftcclComm_t* newcomm);
+
 /* The message of the last failed call on this thread ("" if none). */
 const char* ftcclLastError(void);
 const char* ftcclResultString(ftcclResult r);

@@ -878,6 +878,9 @@ TEST(Metrics, TrainUsefulSamplesRateAndRestartedSteps) {
   t = ComputeTraining(b.h(), 0, true);
   ASSERT_TRUE(t.useful_samples.has_value());
   EXPECT_EQ(*t.useful_samples, 32u);
+  // ... over the time until its last rank gave up (End: 1200 ms), not its last step's end.
+  ASSERT_TRUE(t.job_time_s.has_value());
+  EXPECT_NEAR(*t.job_time_s, 1.2, 1e-9);
   // Torch logs say nothing of samples: no rate is made up.
   EXPECT_FALSE(ComputeTraining(b.h(), 0, false).samples_per_s.has_value());
 }
