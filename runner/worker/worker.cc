@@ -501,6 +501,7 @@ class Worker final {
     group_rank_ = static_cast<int>(std::find(members.begin(), members.end(), o_.rank) -
                                    members.begin());
     last_shrink_ns_ = rec.end_ns - rec.start_ns;
+    boundary_from_step_ = step_;  // the new group agrees at its first boundary
     // The fault that led here is dealt with: the left-out rank's paths and the news about it
     // are forgotten (the train workload's fault state).
     for (auto it = paths_.begin(); it != paths_.end();) {
@@ -569,6 +570,11 @@ class Worker final {
   // ---- The train workload (worker.h; the model in train_model.h) ----
 
   uint64_t Params() const { return o_.grad_bytes / 4; }
+  // wait and adaptive carry one more f32 after the gradients in each step's allreduce: each
+  // rank's "I have something for the step boundary" (0 or 1), summed. The boundary's own
+  // agreement then runs only when some rank needs it, instead of at every step.
+  bool Flagged() const { return o_.policy == "wait" || o_.policy == "adaptive"; }
+  uint64_t Elements() const { return Params() + (Flagged() ? 1 : 0); }
 
   WorkerHeader TrainHeaderOf() const {
     WorkerHeader h;
@@ -652,8 +658,8 @@ class Worker final {
   int FreshTrainBuffers() {
     if (send_ != nullptr) retired_.push_back(std::move(send_));
     if (recv_ != nullptr) retired_.push_back(std::move(recv_));
-    send_ = std::make_unique<AlignedBuffer>(o_.grad_bytes);
-    recv_ = std::make_unique<AlignedBuffer>(o_.grad_bytes);
+    send_ = std::make_unique<AlignedBuffer>(Elements() * 4);
+    recv_ = std::make_unique<AlignedBuffer>(Elements() * 4);
     if (send_->data == nullptr || recv_->data == nullptr) {
       return InternalFailure("out of memory for the buffers");
     }
@@ -661,7 +667,7 @@ class Worker final {
     args_.coll = workload::Coll::kAllReduce;
     args_.send = send_->data;
     args_.recv = recv_->data;
-    args_.count = Params();
+    args_.count = Elements();
     args_.dtype = workload::DType::kF32;
     args_.redop = workload::RedOp::kSum;
     return kWorkerExitOk;
@@ -783,7 +789,11 @@ class Worker final {
       }
       const int64_t ar_start = NowNs();
       op.compute_ns = ar_start - op.start_ns;
-      std::memset(recv_->data, 0xff, o_.grad_bytes);  // NaN: a result never written is wrong
+      if (Flagged()) {
+        const bool mine = o_.policy == "wait" ? AnyPathToWaitFor() : fault_news_ || AnyPathDown();
+        static_cast<float*>(send_->data)[Params()] = mine ? 1.0f : 0.0f;
+      }
+      std::memset(recv_->data, 0xff, Elements() * 4);  // NaN: a result never written is wrong
       const std::string what = "step " + std::to_string(step_);
       const Status st = Guarded(what, o_.timeout, op, [&] { return adapter_->Run(args_, o_.timeout); });
       op.end_ns = NowNs();
@@ -804,6 +814,8 @@ class Worker final {
       op.wrong = train::CountWrongGradient(base_, g * batch, o_.seed, total, Params());
       // Exact: every value is an integer below 2^24 in magnitude (train_model.h).
       for (uint64_t i = 0; i < Params(); ++i) params_[i] -= total[i];
+      // Not a number (a result never written, a lying peer) asks for the boundary too.
+      if (Flagged()) attention_ = !(total[Params()] == 0.0f);
       base_ += g * batch;
       if (!log_.Write(WorkerOpLine(op))) return InternalFailure("cannot write the log");
       ++step_;
@@ -899,6 +911,12 @@ class Worker final {
 
   // The policy's work between two steps (wait, adaptive). kWorkerExitOk to run the next step.
   int StepBoundary() {
+    // Nothing for the boundary on any rank at the last step (its allreduce's flag), and no
+    // decision pending: the step runs at once. The first step, and the first after a shrink or
+    // resume, always agree.
+    if (Flagged() && !attention_ && !news_deferred_ && step_ > boundary_from_step_) {
+      return kWorkerExitOk;
+    }
     if (o_.policy == "wait") {
       std::vector<int64_t> v = {AnyPathToWaitFor() ? 1 : 0};
       const Status st = Control(&v, "step boundary");
@@ -970,9 +988,10 @@ class Worker final {
 
   // The ranks a shrink must drop so that no member of the group has a path down to another:
   // a greedy vertex cover of the down paths among the members (the rank with the most down
-  // paths first, the lowest world rank on a tie, never the coordinator), at most group - 1
-  // ranks. Without the matrix (large groups): the one rank of the highest score. The same on
-  // every rank: a pure function of the gathered slots.
+  // paths first, the lowest world rank on a tie; the coordinator too: the lowest survivor
+  // leads the new group), at most group - 1 ranks. Without the matrix (large groups): the one
+  // rank of the highest score other than the coordinator. The same on every rank: a pure
+  // function of the gathered slots.
   std::vector<int> AffectedCover(const std::vector<int64_t>& v) const {
     const std::vector<int> members = Members();
     std::vector<int> cover;
@@ -1000,10 +1019,8 @@ class Worker final {
       }
       int pick = -1;
       for (const auto& [r, d] : degree) {
-        if (r == members.front()) continue;
         if (pick < 0 || d > degree[pick]) pick = r;
       }
-      if (pick < 0) break;  // only the coordinator's own paths are left
       cover.push_back(pick);
       for (auto it = edges.begin(); it != edges.end();) {
         it = (it->first == pick || it->second == pick) ? edges.erase(it) : std::next(it);
@@ -1021,7 +1038,18 @@ class Worker final {
     fault_news_ = false;
     const Status st = Control(&v, "step boundary");
     if (!st.ok()) return AfterFailedCall("step boundary", NowNs(), st);
-    if (v[kNews] == 0 && v[kDown] == 0) return kWorkerExitOk;
+    // News of a path fault is decided on one step later: the library has failed over by then,
+    // and that step's allreduce measures the bandwidth that survived (the step that held the
+    // detection would read its stall as lost bandwidth). A rank cut off from the group (nic)
+    // has no step to measure: decided at once. The same on every rank: v is the group's.
+    const bool fresh = v[kNews] != 0;
+    if (fresh && !news_deferred_ && v[kClass] != 2 && v[kDown] != 0) {
+      news_deferred_ = true;
+      return kWorkerExitOk;
+    }
+    const bool news = fresh || news_deferred_;
+    news_deferred_ = false;
+    if (!news && v[kDown] == 0) return kWorkerExitOk;
     // Someone has news or a path is still down: rank 0 of the group decides whether to act,
     // and every rank learns the outcome from its broadcast.
     std::optional<policy::RecoveryPolicy> chosen;
@@ -1031,8 +1059,10 @@ class Worker final {
                                 ? 0
                                 : std::max<int64_t>(0, now + v[kNegStart]) / 1e9;
       const bool over = v[kDown] == 0;  // the paths came back before this boundary
-      const bool outlasted = !over && v[kExpected] != kPermanent && so_far * 1e9 > v[kExpected];
-      if (v[kNews] != 0 || (outlasted && !decided_outlasted_)) {
+      // Re-decided when the outage outlasts what the last decision expected of it.
+      const bool outlasted = !over && now > decided_until_ns_;
+      if (over) decided_until_ns_ = kPermanent;
+      if (news || outlasted) {
         policy::PolicyState s = BaseState(group_size_);
         s.fault_class = v[kClass] == 2 ? policy::FaultClassKind::kNic
                                        : policy::FaultClassKind::kLink;
@@ -1043,13 +1073,25 @@ class Worker final {
           s.expected_outage_s = 0;
         } else {
           s.outage_so_far_s = so_far;
-          if (v[kExpected] != kPermanent) s.expected_outage_s = v[kExpected] / 1e9;
+          // The path's own history (the mean of its past outages) where it has one. Without
+          // any (or past it), an outage is expected to last as long again as it has so far (at least a
+          // step): the estimate doubles at every re-decision, so a permanent one is soon
+          // treated as such while a first transient one is not priced as if it never ended.
+          // An outage that has outlasted its history is estimated the same way.
+          if (v[kExpected] != kPermanent && v[kExpected] / 1e9 > so_far) {
+            s.expected_outage_s = v[kExpected] / 1e9;
+          } else {
+            s.expected_outage_s = std::max(2 * so_far, BaseState(group_size_).step_time_s);
+          }
         }
         s.shrink_ranks = std::clamp(static_cast<int>(AffectedCover(v).size()), 1,
                                     std::max(1, group_size_ - 1));
         if (group_size_ >= 2) {
           chosen = DecideAndLog(s);
-          if (chosen) decided_outlasted_ = outlasted;
+          if (chosen && s.expected_outage_s && !over) {
+            decided_until_ns_ = now + static_cast<int64_t>(
+                                          (*s.expected_outage_s - s.outage_so_far_s) * 1e9);
+          }
         }
       }
     }
@@ -1364,10 +1406,14 @@ class Worker final {
   std::map<std::pair<int, int>, PathState> paths_;  // (peer, path)
   bool relay_on_ = false;
   bool fault_news_ = false;  // a fault event since the last step boundary
+  bool news_deferred_ = false;  // adaptive: news gathered, decided after one measured step
+  bool attention_ = true;  // wait, adaptive: some rank flagged the boundary in the last step
+  int64_t boundary_from_step_ = -1;  // the boundary agrees at least at the step after this
   std::optional<int64_t> news_since_ns_;
   int64_t faults_seen_ = 0;
   std::optional<int64_t> first_fault_ns_;
-  bool decided_outlasted_ = false;
+  // adaptive's coordinator: when the outage its last decision priced should have ended.
+  int64_t decided_until_ns_ = kPermanent;
   std::vector<int64_t> ctl_send_;
   std::vector<int64_t> ctl_recv_;
   int64_t bcast_send_ = 0;
