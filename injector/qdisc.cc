@@ -111,11 +111,18 @@ Status PutTbf(nl_msg* msg, const tc_tbf_qopt& qopt, uint64_t rate64, uint64_t pr
   return Status::Ok();
 }
 
+constexpr uint64_t kMinTbfBurstBytes = 64 * 1024 + 2 * 1514;
+
 Status SendTbf(NlSock& sock, int flags, int ifindex, uint32_t handle, const TbfConfig& c,
                const std::string& what) {
   if (c.rate_bits_per_s < 8) return InvalidArgument("tbf rate must be at least 8 bit/s");
   uint64_t rate = c.rate_bits_per_s / 8;
-  uint64_t burst = c.burst_bytes ? c.burst_bytes : std::max<uint64_t>(64 * 1024, rate / 250);
+  // The default bucket holds 4 ms at the rate, and never less than the largest packet a
+  // qdisc sees: a GSO super-packet of 64 KiB payload plus its headers. A bucket smaller than
+  // the packet at the head of the queue can never send it, and tbf re-segments packets only
+  // at enqueue, so a change to a smaller bucket (a bandwidth fault on a shaped rail) would
+  // strand the queue it already holds for good, SYNs behind it included.
+  uint64_t burst = c.burst_bytes ? c.burst_bytes : std::max<uint64_t>(kMinTbfBurstBytes, rate / 250);
   burst = std::min<uint64_t>(burst, 0xFFFFFFFFu);
   uint64_t limit = c.limit_bytes ? c.limit_bytes : rate / 20 + burst;
   limit = std::min<uint64_t>(limit, 0xFFFFFFFFu);
