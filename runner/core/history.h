@@ -41,7 +41,7 @@ struct RestartRecord {
   int incarnation = 0;        // the incarnation started (1, 2, ...)
   int64_t detected_ns = 0;    // the runner saw the first rank of the old incarnation stop
   int64_t relaunched_ns = 0;  // the new ranks were started (the old ones all gone)
-  std::string why;            // which rank stopped and how
+  std::string why;            // every rank seen stopped, and how ("rank 2 killed by SIGKILL; ...")
   // From detected_ns to the first step of the new incarnation starting (process restart,
   // rendezvous, checkpoint load, all executed); absent when it never started a step.
   std::optional<int64_t> cost_ns;

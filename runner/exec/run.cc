@@ -624,18 +624,20 @@ void Run::MaybeRestart() {
   // Under fail_stop the runner is the job's supervisor (as an elastic launcher is): any rank
   // that stops before the job's end stops the job. Under adaptive only a rank that asked for it
   // (its selector chose fail_stop) does; a dead rank is the selector's to decide about.
+  // Every rank found stopped is named: which one stopped first is not known from here (a
+  // survivor may ask for the restart before the dead rank's exit is seen).
   std::string why;
+  bool trigger = false;
   for (size_t g = 0; g < handles_.size(); ++g) {
     auto st = launcher_->Wait(handles_[g], MonoNow() - 1);
     if (!st.ok() || st->running()) continue;
     if (st->success()) return;  // a rank finished its steps: the job is over, not restarted
     const bool asked = st->state == ExitStatus::State::kExited && st->code == kWorkerExitRestart;
-    if (why.empty() && (asked || sc_.policy == RecoveryPolicyName::kFailStop)) {
-      why = "rank " + std::to_string(g) + " " + st->ToString() +
-            (asked ? " (stopped for a restart)" : "");
-    }
+    trigger = trigger || asked || sc_.policy == RecoveryPolicyName::kFailStop;
+    why += (why.empty() ? "" : "; ") + std::string("rank ") + std::to_string(g) + " " +
+           st->ToString() + (asked ? " (stopped for a restart)" : "");
   }
-  if (why.empty()) return;
+  if (!trigger) return;
   RestartRecord r;
   r.incarnation = incarnation_ + 1;
   r.detected_ns = MonoNow();
