@@ -383,15 +383,7 @@ class Worker final {
       op.end_ns = NowNs();
       DrainEvents();
       if (!st.ok()) {
-        op.ok = false;
-        op.error = st.ToString();
-        // The library's promise, checked: from here on, until the communicator is gone, any
-        // touch of the failed collective's buffers crashes this rank.
-        if (adapter_->ReleasesBuffersOnReturn()) {
-          send_->Revoke();
-          recv_->Revoke();
-        }
-        log_.Write(WorkerOpLine(op));
+        LogFailedOp(&op, st);
         if (o_.policy == "shrink" && adapter_->CanShrink()) {
           const int code =
               ShrinkAfter("collective " + std::to_string(op.index), op.end_ns, st);
@@ -457,6 +449,19 @@ class Worker final {
         Guarded("prepare", o_.timeout, std::nullopt, [&] { return adapter_->Prepare(args_); });
     if (!st.ok()) return Fail("prepare after the shrink: " + st.ToString(), NowNs());
     return kWorkerExitOk;
+  }
+
+  // A collective (or training step) that returned `st`: its op line, failed. The library's
+  // promise, checked: from here on, until the communicator is gone, any touch of the failed
+  // call's buffers crashes this rank.
+  void LogFailedOp(WorkerOp* op, const Status& st) {
+    op->ok = false;
+    op->error = st.ToString();
+    if (adapter_->ReleasesBuffersOnReturn()) {
+      send_->Revoke();
+      recv_->Revoke();
+    }
+    log_.Write(WorkerOpLine(*op));
   }
 
   // The world ranks of the group now, in order.
@@ -799,13 +804,7 @@ class Worker final {
       op.end_ns = NowNs();
       DrainEvents();
       if (!st.ok()) {
-        op.ok = false;
-        op.error = st.ToString();
-        if (adapter_->ReleasesBuffersOnReturn()) {
-          send_->Revoke();
-          recv_->Revoke();
-        }
-        log_.Write(WorkerOpLine(op));
+        LogFailedOp(&op, st);
         const int code = AfterFailedCall(what, op.end_ns, st);
         if (code != kWorkerExitOk) return code;
         continue;  // the step again, in the smaller group, from the same base
