@@ -586,8 +586,15 @@ def test_train_rank_kill_fail_stop_restarts_and_adaptive_decides(fl):
     assert fs["restarts"] == 1, fs["train"]["restarts"]
     [restart] = fs["train"]["restarts"]
     assert "rank 2 killed" in restart["why"], restart
-    # Resumed from a checkpoint taken before the kill, at a multiple of checkpoint_every.
-    assert restart["resumed_step"] in (10, 20, 30) and restart["cost_ms"] > 0, restart
+    # Resumed from the newest checkpoint every rank of the first incarnation wrote.
+    with open(os.path.join(fl.out, "policy=fail_stop", "events.jsonl")) as f:
+        written = {}
+        for e in map(json.loads, f):
+            if e["type"] == "checkpoint" and e["incarnation"] == 0:
+                written.setdefault(e["step"], set()).add(e["rank"])
+    newest = max(step for step, ranks in written.items() if ranks == {0, 1, 2, 3})
+    assert 0 < newest < 60 and newest % 10 == 0, written
+    assert restart["resumed_step"] == newest and restart["cost_ms"] > 0, (restart, written)
     assert fs["train"]["useful_samples"] == 60 * 4 * 4
     # Restarted from a checkpoint, the job's parameters are the fault-free job's, bit for bit.
     assert fs["metrics"]["param_sha256"] == twin["metrics"]["param_sha256"] is not None
