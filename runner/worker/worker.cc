@@ -407,16 +407,7 @@ class Worker final {
   // was something else) or the shrink failed.
   int ShrinkAfter(const std::string& what, int64_t failed_ns, const Status& why) {
     const int lost = adapter_->LostRank();
-    if (lost == o_.rank) {
-      return Fail(what + ": " + why.ToString() +
-                      " (this rank was left out: the others lost it and shrink without it)",
-                  failed_ns);
-    }
-    if (lost < 0) {
-      return Fail(what + ": " + why.ToString() +
-                      " (no shrink: the library names no lost rank)",
-                  failed_ns);
-    }
+    if (lost == o_.rank || lost < 0) return FailUnshrinkable(what, failed_ns, why, lost);
     const int shrunk = ShrinkWithout(lost, what, failed_ns, why);
     if (shrunk != kWorkerExitOk) return shrunk;
     std::vector<int> members = Members();
@@ -462,6 +453,16 @@ class Worker final {
       recv_->Revoke();
     }
     log_.Write(WorkerOpLine(*op));
+  }
+
+  // A failed call after which this rank cannot shrink: the others left it out (`lost` is this
+  // rank), or the library names no lost rank (`lost` < 0).
+  int FailUnshrinkable(const std::string& what, int64_t failed_ns, const Status& why, int lost) {
+    return Fail(what + ": " + why.ToString() +
+                    (lost == o_.rank
+                         ? " (this rank was left out: the others lost it and shrink without it)"
+                         : " (no shrink: the library names no lost rank)"),
+                failed_ns);
   }
 
   // The world ranks of the group now, in order.
@@ -869,15 +870,7 @@ class Worker final {
       return Fail(what + ": " + why.ToString(), failed_ns);
     }
     const int lost = adapter_->LostRank();
-    if (lost == o_.rank) {
-      return Fail(what + ": " + why.ToString() +
-                      " (this rank was left out: the others lost it and shrink without it)",
-                  failed_ns);
-    }
-    if (lost < 0) {
-      return Fail(what + ": " + why.ToString() + " (no shrink: the library names no lost rank)",
-                  failed_ns);
-    }
+    if (lost == o_.rank || lost < 0) return FailUnshrinkable(what, failed_ns, why, lost);
     const int group_before = group_size_;
     int code = ShrinkWithout(lost, what, failed_ns, why);
     if (code != kWorkerExitOk) return code;
