@@ -139,6 +139,11 @@ struct CommStats {
   std::vector<uint64_t> payload_bytes_sent_per_rail;
   uint64_t relay_payload_bytes_sent = 0;  // payload sent through a same-host rank (relay)
   uint64_t relay_bytes_forwarded = 0;     // bytes this rank relayed for its host's other ranks
+  // By rank: the measured throughput to that peer in bytes per second, summed over its
+  // working direct paths (each path's rate estimate: its capacity where it was seen saturated,
+  // else the most it carried while busy); 0 for this rank and for a peer not measured yet
+  // (no data sent to it, or its paths dialled afresh).
+  std::vector<double> peer_rate_bytes_per_s;
 };
 
 // What the data path did about a fault, for the harness's metrics and for operators.

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <ostream>
 #include <string>
 #include <tuple>
@@ -355,6 +357,58 @@ TEST_P(RankCountTest, BothRailsCarryTraffic) {
     return Status::Ok();
   });
   EXPECT_TRUE(result.AllOk()) << result.Describe();
+}
+
+// The per-peer throughput (CommStats::peer_rate_bytes_per_s): one entry per rank, 0 for this
+// rank, and measured (> 0) for a peer this rank sends to once the traffic has lasted a few
+// sampling periods (100 ms each).
+TEST_P(RankCountTest, PeerRatesAreMeasuredForThePeersSentTo) {
+  const int ranks = GetParam();
+  if (ranks == 1) GTEST_SKIP() << "a single rank sends nothing";
+  CommLaunch launch;
+  launch.size = ranks;
+  LaunchResult result = LaunchCommunicators(launch, [&](Communicator& comm, RankReporter& rep) {
+    CollCase c;
+    c.kind = CollKind::kAllReduce;
+    c.dt = DataType::kF32;
+    c.count = 4 << 20;
+    const auto until = Clock::now() + std::chrono::milliseconds(800);
+    int rounds = 0;
+    while (Clock::now() < until || rounds < 3) {
+      bool correct = false;
+      FTCCL_RETURN_IF_ERROR(RunAndCheck(comm, c, rep, &correct));
+      ++rounds;
+    }
+    const std::vector<double> rates = comm.Stats().peer_rate_bytes_per_s;
+    // No rank leaves (closing its paths, whose rates then no longer count) before every rank
+    // has read its own.
+    FTCCL_RETURN_IF_ERROR(comm.Barrier());
+    if (rates.size() != static_cast<size_t>(ranks)) {
+      rep.Fail("peer_rate_bytes_per_s has " + std::to_string(rates.size()) + " entries");
+      return Status::Ok();
+    }
+    int measured = 0;
+    for (int r = 0; r < ranks; ++r) {
+      const double v = rates[static_cast<size_t>(r)];
+      if (!(v >= 0) || std::isinf(v)) {
+        rep.Fail("rate to rank " + std::to_string(r) + " is " + std::to_string(v));
+      }
+      if (r == comm.rank() && v != 0) rep.Fail("a rate to itself: " + std::to_string(v));
+      if (r != comm.rank() && v > 0) ++measured;
+    }
+    rep.Value("peers_measured", measured);
+    for (int r = 0; r < ranks; ++r) rep.Value("rate_to_" + std::to_string(r), static_cast<int64_t>(rates[static_cast<size_t>(r)]));
+    return Status::Ok();
+  });
+  ASSERT_TRUE(result.AllOk()) << result.Describe();
+  for (const RankOutcome& r : result.ranks) {
+    std::string rates;
+    for (int p = 0; p < ranks; ++p) {
+      rates.push_back(' ');
+      rates.append(std::to_string(r.value("rate_to_" + std::to_string(p))));
+    }
+    EXPECT_GE(r.value("peers_measured"), 1) << "rates:" << rates;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(All, RankCountTest, ::testing::Values(1, 2, 3, 4, 8),

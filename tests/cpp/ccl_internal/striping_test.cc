@@ -104,5 +104,26 @@ TEST(StripingTest, LargestShiftCountsAVanishedOrNewPathAsShareZero) {
   EXPECT_EQ(id, -1);
 }
 
+TEST(StripingTest, ASlowPathLeavesAChunkThatAFasterPathWouldDeliverSooner) {
+  constexpr uint64_t kChunk = 256 * 1024;
+  const double fast = 125e6, slow = 12.5e6;  // a rail shaped to a tenth of its neighbour
+  // Idle fast path: one chunk there takes 2 ms, on the slow path 21 ms.
+  EXPECT_TRUE(LeaveToFaster({slow, 0}, {{fast, 0}}, kChunk));
+  // The fast path with 12 chunks queued still delivers a 13th (27 ms) about as soon as the
+  // slow one delivers its first (21 ms): within the slack, the slow path takes it.
+  EXPECT_FALSE(LeaveToFaster({slow, 0}, {{fast, 12 * kChunk}}, kChunk));
+  // The fast path never leaves a chunk to the slow one.
+  EXPECT_FALSE(LeaveToFaster({fast, 4 * kChunk}, {{slow, 0}}, kChunk));
+  // Equal paths share: an idle one takes a chunk; one two chunks ahead leaves the next to
+  // the idle one, within the slack it does not.
+  EXPECT_FALSE(LeaveToFaster({fast, 0}, {{fast, 0}}, kChunk));
+  EXPECT_TRUE(LeaveToFaster({fast, 2 * kChunk}, {{fast, 0}}, kChunk));
+  EXPECT_FALSE(LeaveToFaster({fast, 0}, {{fast * 1.2, 0}}, kChunk));
+  // Unmeasured paths are not compared.
+  EXPECT_FALSE(LeaveToFaster({0, 0}, {{fast, 0}}, kChunk));
+  EXPECT_FALSE(LeaveToFaster({slow, 0}, {{0, 0}}, kChunk));
+  EXPECT_FALSE(LeaveToFaster({slow, 0}, {}, kChunk));
+}
+
 }  // namespace
 }  // namespace ftccl::transport::engine

@@ -40,7 +40,9 @@ Engine::Engine(const CommOptions& options, const BootstrapTable& table,
       discard_(new uint8_t[kDiscardBytes]),
       rng_(options.wire_faults.seed * 1000003u + static_cast<uint64_t>(options.rank)),
       st_rail_bytes_(new std::atomic<uint64_t>[table.num_rails + 1]),
+      st_peer_rate_(new std::atomic<double>[options.size]),
       rail_ips_(std::move(rail_ips)) {
+  for (int r = 0; r < size_; ++r) st_peer_rate_[r] = 0;
   // One more than the rails: the bytes sent over relays.
   for (int r = 0; r <= num_rails_; ++r) st_rail_bytes_[r] = 0;
   for (auto& ic : conns) {
@@ -275,6 +277,7 @@ CommStats Engine::Stats() const {
   s.bytes_staged = st_staged_;
   for (int r = 0; r < num_rails_; ++r) s.payload_bytes_sent_per_rail.push_back(st_rail_bytes_[r]);
   s.relay_payload_bytes_sent = st_rail_bytes_[num_rails_];
+  for (int r = 0; r < size_; ++r) s.peer_rate_bytes_per_s.push_back(st_peer_rate_[r]);
   if (serving_relays_) s.relay_bytes_forwarded = backend_->relay_bytes_forwarded();
   return s;
 }

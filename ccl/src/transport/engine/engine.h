@@ -183,6 +183,10 @@ class Engine final : public Transport, public FaultTarget {
     uint16_t conn_port = 0;  // the connecting end's port: names this connection in notices
     PathHealth health;
     PathRate rate;
+    // Earliest finish (LeaveToFaster): since when this path has left every chunk to a faster
+    // one, and until when it probes (takes its window regardless).
+    Clock::time_point left_since{};
+    Clock::time_point probe_until{};
     // Transmit: control frames first, then data pulled from the peer's ready queue.
     std::deque<TxItem> ctrl;
     std::optional<TxItem> cur;
@@ -285,6 +289,9 @@ class Engine final : public Transport, public FaultTarget {
   // chunks. Returns the number pulled.
   size_t Flush(int ci, size_t max_new_chunks = SIZE_MAX);
   bool PullData(int ci);
+  // Whether `ci` should leave the next chunk to a faster path of its peer (LeaveToFaster),
+  // with a probe every kProbeEvery.
+  bool LeaveChunk(int ci);
   void ApplyWireFaults(int ci, TxItem* item, TxChunk& ch);
   int PickConn(int peer);
   void EnqueueCtrl(int peer, TxItem item);
@@ -443,6 +450,7 @@ class Engine final : public Transport, public FaultTarget {
   std::atomic<uint64_t> st_frames_sent_{0}, st_frames_recv_{0}, st_retx_{0}, st_crc_{0},
       st_dups_{0}, st_ooo_{0}, st_acks_{0}, st_nacks_{0}, st_staged_{0};
   std::unique_ptr<std::atomic<uint64_t>[]> st_rail_bytes_;
+  std::unique_ptr<std::atomic<double>[]> st_peer_rate_;  // by rank (CommStats)
 
   std::mutex events_mu_;
   std::vector<Event> events_;

@@ -73,6 +73,19 @@ void PathRate::Restart() {
   sample_start_ = {};
 }
 
+bool LeaveToFaster(const PathLoad& self, const std::vector<PathLoad>& others,
+                   uint64_t chunk_bytes) {
+  if (self.rate <= 0) return false;
+  const double c = static_cast<double>(chunk_bytes);
+  const double mine = (static_cast<double>(self.outstanding) + c) / self.rate;
+  for (const PathLoad& o : others) {
+    if (o.rate <= 0) continue;
+    const double theirs = (static_cast<double>(o.outstanding) + c) / o.rate;
+    if (mine > kFinishSlack * theirs) return true;
+  }
+  return false;
+}
+
 std::map<int, double> Shares(const std::vector<std::pair<int, double>>& rates) {
   double total = 0;
   for (const auto& [id, rate] : rates) total += rate;

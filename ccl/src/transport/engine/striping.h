@@ -69,6 +69,23 @@ class PathRate final {
   double rate_ = 0;
 };
 
+// Earliest finish: a path leaves the next chunk to another of the peer's paths that would
+// deliver it sooner, counting what each already has outstanding, by more than kFinishSlack.
+// The window alone (at least two chunks per path) lets a path at a tenth of its neighbour's
+// rate carry two of every few chunks of a slice, and the slice waits for its slowest chunk.
+// A path without a measured rate is not compared (it takes its window).
+inline constexpr double kFinishSlack = 1.25;
+struct PathLoad {
+  double rate = 0;  // bytes per second; 0: not measured
+  uint64_t outstanding = 0;
+};
+bool LeaveToFaster(const PathLoad& self, const std::vector<PathLoad>& others,
+                   uint64_t chunk_bytes);
+// A path that left every chunk to others for this long takes its window for kProbeFor, so
+// that its rate is measured again (a healed path would otherwise never be seen healed).
+inline constexpr auto kProbeEvery = std::chrono::milliseconds(1000);
+inline constexpr auto kProbeFor = std::chrono::milliseconds(150);
+
 // A shift of this share of a peer's traffic or more is announced (kRebalanced).
 inline constexpr double kRebalanceNews = 0.15;
 

@@ -82,6 +82,13 @@ bool Engine::PullData(int ci) {
       if (!conns_[cj].relay && conns_[cj].alive && !conns_[cj].health.suspect) return false;
     }
   }
+  if (!p.ready.empty() && LeaveChunk(ci)) {
+    // Leaving the chunk because its own backlog (two chunks or more) would deliver it late:
+    // the path carries all it can, which is what lets its measured rate come down (a
+    // throttled path's would not). One chunk may just wait for an acknowledgement held back.
+    if (c.rate.outstanding() >= 2 * options_.chunk_bytes) c.rate.MarkSaturated();
+    return false;
+  }
   while (!p.ready.empty()) {
     uint64_t seq = p.ready.front();
     p.ready.pop_front();
@@ -122,6 +129,28 @@ bool Engine::PullData(int ci) {
     c.cur = std::move(item);
     return true;
   }
+  return false;
+}
+
+bool Engine::LeaveChunk(int ci) {
+  Conn& c = conns_[ci];
+  if (c.relay || c.health.suspect) return false;  // they carry only when nothing else can
+  const Clock::time_point now = Clock::now();
+  if (now < c.probe_until) return false;
+  std::vector<PathLoad> others;
+  for (int cj : peers_[c.peer].conns) {
+    const Conn& o = conns_[cj];
+    if (cj == ci || !o.alive || o.relay || o.health.suspect) continue;
+    others.push_back({o.rate.rate(), o.rate.outstanding()});
+  }
+  if (!LeaveToFaster({c.rate.rate(), c.rate.outstanding()}, others, options_.chunk_bytes)) {
+    c.left_since = {};
+    return false;
+  }
+  if (c.left_since == Clock::time_point{}) c.left_since = now;
+  if (now - c.left_since < kProbeEvery) return true;
+  c.left_since = {};
+  c.probe_until = now + kProbeFor;
   return false;
 }
 
@@ -362,6 +391,12 @@ void Engine::SampleRates(int peer, Clock::time_point now) {
     if (r.period_over) c.health.DecayGap();  // halves in about a third of a second
     updated |= r.updated;
   }
+  double total = 0;
+  for (int ci : p.conns) {
+    const Conn& c = conns_[ci];
+    if (c.alive && !c.relay && !c.health.suspect) total += c.rate.rate();
+  }
+  st_peer_rate_[peer] = total;
   if (!updated) return;
   // The striping that results: shares of the measured throughput over the paths in use.
   std::vector<std::pair<int, double>> rates;
