@@ -97,9 +97,14 @@ PolicyEstimate Shrink(const PolicyState& s) {
   if (s.world_size < 2) {
     return NotApplicable(RecoveryPolicy::kShrink, "a single rank cannot shrink");
   }
-  const double horizon = static_cast<double>(s.steps_remaining) * s.step_time_s;
+  const double n = s.world_size;
+  const double m = n - s.shrink_ranks;
+  const double t = s.step_time_s;
+  const double t_s = s.shrunk_step_time_s.value_or(t);
+  // N (n t_s - m t); with t_s = t exactly k N t (no rounding of the difference).
+  const double per_step = t_s == t ? s.shrink_ranks * t : n * t_s - m * t;
   return Applicable(s, RecoveryPolicy::kShrink, s.shrink_cost_s, 0, 0,
-                    static_cast<double>(s.shrink_ranks) * horizon);
+                    static_cast<double>(s.steps_remaining) * per_step);
 }
 
 PolicyEstimate FailStop(const PolicyState& s, const Outage& outage) {
@@ -177,12 +182,14 @@ Status CheckFraction(const char* name, double v) {
   return Status::Ok();
 }
 
-const char* const kInputKeys[] = {
-    "fault_class",     "world_size",        "steps_remaining",
-    "step_time_s",     "comm_fraction",     "surviving_bandwidth_fraction",
-    "outage_so_far_s", "expected_outage_s", "checkpoint_age_s",
-    "restart_cost_s",  "shrink_cost_s",     "shrink_ranks",          "failover_switch_cost_s",
-    "wait_bound_s"};
+const char* const kInputKeys[] = {"fault_class",        "world_size",
+                                  "steps_remaining",    "step_time_s",
+                                  "comm_fraction",      "surviving_bandwidth_fraction",
+                                  "outage_so_far_s",    "expected_outage_s",
+                                  "checkpoint_age_s",   "restart_cost_s",
+                                  "shrink_cost_s",      "shrink_ranks",
+                                  "shrunk_step_time_s", "failover_switch_cost_s",
+                                  "wait_bound_s"};
 
 const char* const kOptionKeys[] = {"policy",  "applicable",  "why_not",    "lost_gpu_s",
                                    "stall_s", "lost_work_s", "degraded_s", "capacity_loss_gpu_s",
@@ -326,9 +333,25 @@ Status ValidatePolicyState(const PolicyState& s) {
                            std::to_string(std::max(1, s.world_size - 1)) + "], got " +
                            std::to_string(s.shrink_ranks));
   }
+  if (s.shrunk_step_time_s.has_value() &&
+      (!IsFinite(*s.shrunk_step_time_s) || *s.shrunk_step_time_s <= 0)) {
+    return InvalidArgument("shrunk_step_time_s must be a finite number > 0, got " +
+                           std::to_string(*s.shrunk_step_time_s));
+  }
   FL_RETURN_IF_ERROR(CheckTime("failover_switch_cost_s", s.failover_switch_cost_s));
   FL_RETURN_IF_ERROR(CheckTime("wait_bound_s", s.wait_bound_s));
   return Status::Ok();
+}
+
+double RingStepTimeEstimate(double step_time_s, double comm_fraction, int n, int m,
+                            double speedup) {
+  FL_CHECK(step_time_s > 0 && comm_fraction >= 0 && comm_fraction <= 1 && speedup > 0 && m >= 1 &&
+           m <= n);
+  const double t = step_time_s;
+  const double c = comm_fraction;
+  if (m <= 1) return std::max((1 - c) * t, 1e-6);
+  const double ring = (static_cast<double>(m - 1) / m) / (static_cast<double>(n - 1) / n);
+  return std::max((1 - c) * t + c * t * ring / speedup, 1e-6);
 }
 
 PolicyDecision Decide(const PolicyState& s) {
@@ -375,6 +398,8 @@ json DecisionToJson(const PolicyState& s, const PolicyDecision& d) {
       {"restart_cost_s", s.restart_cost_s},
       {"shrink_cost_s", s.shrink_cost_s},
       {"shrink_ranks", s.shrink_ranks},
+      {"shrunk_step_time_s",
+       s.shrunk_step_time_s.has_value() ? json(*s.shrunk_step_time_s) : json(nullptr)},
       {"failover_switch_cost_s", s.failover_switch_cost_s},
       {"wait_bound_s", s.wait_bound_s},
   };
@@ -433,6 +458,10 @@ Result<PolicyState> PolicyStateFromJson(const json& in) {
                            std::to_string(shrink_ranks));
   }
   s.shrink_ranks = static_cast<int>(shrink_ranks);
+  if (!in["shrunk_step_time_s"].is_null()) {
+    FL_ASSIGN_OR_RETURN(double shrunk, NumberAt(in, "shrunk_step_time_s", where));
+    s.shrunk_step_time_s = shrunk;
+  }
   FL_ASSIGN_OR_RETURN(s.failover_switch_cost_s, NumberAt(in, "failover_switch_cost_s", where));
   FL_ASSIGN_OR_RETURN(s.wait_bound_s, NumberAt(in, "wait_bound_s", where));
   Status valid = ValidatePolicyState(s);

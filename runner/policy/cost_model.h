@@ -31,11 +31,16 @@
 //  - shrink (applicable iff n >= 2; it drops k = shrink_ranks ranks: the dead one for a rank
 //    fault; for link / nic the fewest ranks whose removal leaves no member with an affected
 //    path, e.g. every rank of a host whose rail is down, as measured by the caller):
-//      lost = n S + k H
-//    The global batch shrinks (per-rank batch unchanged), so a step still takes t and the
-//    numerics per sample are unchanged, but each step does (n - k) / n of the work: k GPUs'
-//    worth of work is lost for the whole horizon. A transient link / nic fault's ranks could
-//    rejoin only at the next restart, so they too are charged the whole horizon.
+//      lost = n S + N (n t_s - m t),  m = n - k  (the second term at least 0)
+//    The global batch shrinks (per-rank batch unchanged), so the numerics per sample are
+//    unchanged and each step does m / n of the work. A step of the m survivors takes t_s
+//    (shrunk_step_time_s; absent: t, the same as before): the compute share is unchanged, the
+//    allreduce share scales with the survivors' ring, which can be faster (fewer ranks, no
+//    slow link among them) or slower. Over the N steps the job runs for N t_s and does m/n of
+//    each step's work: the GPU-time it loses against the fault-free rate is N (n t_s - m t)
+//    (with t_s = t: k H, k GPUs' worth of work for the whole horizon). A transient link / nic
+//    fault's ranks could rejoin only at the next restart, so they too are charged the whole
+//    horizon.
 //  - fail_stop (applicable always, but for a permanent link / nic outage with b = 0, which a
 //    restart in place cannot get past):
 //      lost = n (R + A) + rest
@@ -60,6 +65,7 @@
 //               [0, 1], "outage_so_far_s": number, "expected_outage_s": number | null
 //               (null: permanent), "checkpoint_age_s": number, "restart_cost_s": number,
 //               "shrink_cost_s": number, "shrink_ranks": int in [1, max(1, world_size - 1)],
+//               "shrunk_step_time_s": number > 0 | null (null: step_time_s),
 //               "failover_switch_cost_s": number,
 //               "wait_bound_s": number},   (numbers finite and >= 0)
 //    "options": [{"policy": name, "applicable": bool, "why_not": string ("" iff applicable),
@@ -119,14 +125,27 @@ struct PolicyState {
   // smallest set of ranks whose removal leaves no member with an affected path. 1 ..
   // max(1, world_size - 1): a shrink that would drop every rank but none is not one.
   int shrink_ranks = 1;
+  // s, the expected step time of the group a shrink leaves (t_s above), estimated by the
+  // caller from measured state (the compute share as before; the allreduce share from the
+  // survivors' ring and the measured throughput between them); nullopt = step_time_s.
+  std::optional<double> shrunk_step_time_s;
   double failover_switch_cost_s = 0;  // s of stall while traffic moves to surviving paths
   double wait_bound_s = 0;            // s, the longest the wait policy holds (configured)
 };
 
+// An estimate of shrunk_step_time_s: the step time of a group of `m` ranks that replaces one of
+// `n` whose step takes `step_time_s` with `comm_fraction` of it in the allreduce. The compute
+// share is unchanged (each rank keeps its batch); the allreduce share scales as a ring
+// allreduce's time, (m - 1) / m of the data over the ring's slowest link, with `speedup` =
+// the new ring's slowest link throughput / the old one's. One rank alone has no allreduce.
+// A model: per-message latency and the algorithm a library picks for m ranks are not in it.
+// REQUIRES: step_time_s > 0, comm_fraction in [0, 1], speedup > 0, 1 <= m <= n. At least 1 us.
+double RingStepTimeEstimate(double step_time_s, double comm_fraction, int n, int m, double speedup);
+
 // kInvalidArgument, naming the field, for: world_size < 1; steps_remaining < 0; step_time_s
 // not > 0; a fraction outside [0, 1]; any time negative or not finite; a fault_class outside
 // the enum; a link or nic fault with world_size < 2 (a path needs two ranks); shrink_ranks
-// outside [1, max(1, world_size - 1)].
+// outside [1, max(1, world_size - 1)]; a shrunk_step_time_s not finite and > 0.
 Status ValidatePolicyState(const PolicyState& s);
 
 // Upper bound of every cost and breakdown term (GPU-seconds / seconds): ~3e10 GPU-years.

@@ -7,17 +7,17 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <ctime>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <limits>
 #include <map>
-#include <set>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <utility>
 
@@ -385,8 +385,7 @@ class Worker final {
       if (!st.ok()) {
         LogFailedOp(&op, st);
         if (o_.policy == "shrink" && adapter_->CanShrink()) {
-          const int code =
-              ShrinkAfter("collective " + std::to_string(op.index), op.end_ns, st);
+          const int code = ShrinkAfter("collective " + std::to_string(op.index), op.end_ns, st);
           if (code != kWorkerExitOk) return code;
           ++next_index_;
           continue;
@@ -414,8 +413,8 @@ class Worker final {
     // A rooted collective keeps its root, at that rank's place in the new group.
     auto root = std::find(members.begin(), members.end(), o_.root);
     if (root == members.end()) {
-      return Fail(what + ": the root rank " +
-                      std::to_string(o_.root) + " was lost; a rooted collective cannot go on",
+      return Fail(what + ": the root rank " + std::to_string(o_.root) +
+                      " was lost; a rooted collective cannot go on",
                   failed_ns);
     }
     spec_.root = static_cast<int>(root - members.begin());
@@ -458,11 +457,11 @@ class Worker final {
   // A failed call after which this rank cannot shrink: the others left it out (`lost` is this
   // rank), or the library names no lost rank (`lost` < 0).
   int FailUnshrinkable(const std::string& what, int64_t failed_ns, const Status& why, int lost) {
-    return Fail(what + ": " + why.ToString() +
-                    (lost == o_.rank
-                         ? " (this rank was left out: the others lost it and shrink without it)"
-                         : " (no shrink: the library names no lost rank)"),
-                failed_ns);
+    return Fail(
+        what + ": " + why.ToString() +
+            (lost == o_.rank ? " (this rank was left out: the others lost it and shrink without it)"
+                             : " (no shrink: the library names no lost rank)"),
+        failed_ns);
   }
 
   // The world ranks of the group now, in order.
@@ -480,8 +479,8 @@ class Worker final {
   int ShrinkWithout(int lost, const std::string& what, int64_t failed_ns, const Status& why) {
     return ShrinkWithout(std::vector<int>{lost}, what, failed_ns, why);
   }
-  int ShrinkWithout(const std::vector<int>& lost_ranks, const std::string& what,
-                    int64_t failed_ns, const Status& why) {
+  int ShrinkWithout(const std::vector<int>& lost_ranks, const std::string& what, int64_t failed_ns,
+                    const Status& why) {
     excluded_.insert(excluded_.end(), lost_ranks.begin(), lost_ranks.end());
     std::string lost;
     for (int r : lost_ranks) lost += (lost.empty() ? "" : ", ") + std::to_string(r);
@@ -499,24 +498,30 @@ class Worker final {
     if (!st.ok()) rec.error = st.ToString();
     log_.Write(WorkerShrinkLine(rec));
     if (!st.ok()) {
-      return Fail(what + ": " + why.ToString() +
-                      "; shrink without rank " + lost + ": " + st.ToString(),
-                  failed_ns);
+      return Fail(
+          what + ": " + why.ToString() + "; shrink without rank " + lost + ": " + st.ToString(),
+          failed_ns);
     }
     group_size_ = rec.group;
-    group_rank_ = static_cast<int>(std::find(members.begin(), members.end(), o_.rank) -
-                                   members.begin());
+    group_rank_ =
+        static_cast<int>(std::find(members.begin(), members.end(), o_.rank) - members.begin());
     last_shrink_ns_ = rec.end_ns - rec.start_ns;
     boundary_from_step_ = step_;  // the new group agrees at its first boundary
     // The fault that led here is dealt with: the left-out rank's paths and the news about it
     // are forgotten (the train workload's fault state).
     for (auto it = paths_.begin(); it != paths_.end();) {
-      const bool gone = std::find(lost_ranks.begin(), lost_ranks.end(), it->first.first) !=
-                        lost_ranks.end();
+      const bool gone =
+          std::find(lost_ranks.begin(), lost_ranks.end(), it->first.first) != lost_ranks.end();
       it = gone ? paths_.erase(it) : std::next(it);
     }
     fault_news_ = false;
     news_since_ns_.reset();
+    // The new group's own pace is the reference from here on: the old group's means and
+    // rates say nothing of it.
+    clean_steps_ = 0;
+    clean_step_ns_ = 0;
+    clean_ar_ns_ = 0;
+    ref_rates_.clear();
     return kWorkerExitOk;
   }
 
@@ -801,7 +806,8 @@ class Worker final {
       }
       std::memset(recv_->data, 0xff, Elements() * 4);  // NaN: a result never written is wrong
       const std::string what = "step " + std::to_string(step_);
-      const Status st = Guarded(what, o_.timeout, op, [&] { return adapter_->Run(args_, o_.timeout); });
+      const Status st =
+          Guarded(what, o_.timeout, op, [&] { return adapter_->Run(args_, o_.timeout); });
       op.end_ns = NowNs();
       DrainEvents();
       if (!st.ok()) {
@@ -824,6 +830,14 @@ class Worker final {
         ++clean_steps_;
         clean_step_ns_ += op.end_ns - op.start_ns;
         clean_ar_ns_ += last_ar_ns_;
+        if (o_.policy == "adaptive") {
+          std::vector<double> rates = adapter_->PeerRates();
+          // A peer not measured this time keeps its earlier reference.
+          if (ref_rates_.size() != rates.size()) ref_rates_.assign(rates.size(), 0.0);
+          for (size_t r = 0; r < rates.size(); ++r) {
+            if (rates[r] > 0) ref_rates_[r] = rates[r];
+          }
+        }
       }
       if (o_.policy == "fail_stop" && fault_news_) {
         return FailStop("the library reported a fault", *first_fault_ns_);
@@ -872,6 +886,8 @@ class Worker final {
     const int lost = adapter_->LostRank();
     if (lost == o_.rank || lost < 0) return FailUnshrinkable(what, failed_ns, why, lost);
     const int group_before = group_size_;
+    // Measured before the shrink, which restarts the measurements for the new group.
+    const policy::PolicyState before = BaseState(group_before);
     int code = ShrinkWithout(lost, what, failed_ns, why);
     if (code != kWorkerExitOk) return code;
     code = FreshTrainBuffers();
@@ -884,19 +900,23 @@ class Worker final {
     // the new group's rank 0 decides whether to go on so or to restart every rank.
     std::optional<policy::RecoveryPolicy> chosen;
     if (group_rank_ == 0) {
-      policy::PolicyState s = BaseState(group_before);
+      policy::PolicyState s = before;
       s.fault_class = policy::FaultClassKind::kRank;
       s.surviving_bandwidth_fraction = 0;  // no path to the lost rank
       s.outage_so_far_s = std::max<int64_t>(0, NowNs() - failed_ns) / 1e9;
       s.expected_outage_s.reset();
-      chosen = DecideAndLog(s);
+      // The survivors' ring keeps the same kind of links (the lost rank took none away from
+      // the others): only its length changes.
+      s.shrunk_step_time_s = policy::RingStepTimeEstimate(s.step_time_s, s.comm_fraction,
+                                                          group_before, group_size_, 1.0);
+      chosen = DecideAndLog(s, "rank_lost", {lost});
     }
     code = ShareDecision(&chosen);
     if (code != kWorkerExitOk) return code;
     if (chosen == policy::RecoveryPolicy::kFailStop) {
-      return FailStop("the adaptive policy chose fail_stop after losing rank " +
-                          std::to_string(lost),
-                      failed_ns);
+      return FailStop(
+          "the adaptive policy chose fail_stop after losing rank " + std::to_string(lost),
+          failed_ns);
     }
     return kWorkerExitOk;  // shrink (or no decision): go on in the smaller group
   }
@@ -973,8 +993,18 @@ class Worker final {
   // sees down (one slot per ordered pair), from which every rank computes the same smallest
   // set of ranks a shrink must drop (AffectedCover).
   static constexpr int kMaxMatrixRanks = 16;
-  size_t MatrixSlot(int from, int to) const {
-    return kSlots + static_cast<size_t>(o_.size) + static_cast<size_t>(from * o_.size + to);
+  size_t MatrixSlot(int from, int to, int block = 0) const {
+    const size_t n = static_cast<size_t>(o_.size);
+    return kSlots + n + static_cast<size_t>(block) * n * n +
+           static_cast<size_t>(from * o_.size + to);
+  }
+  // The blocks of the matrix: paths down, then the library's measured throughput from each
+  // rank to each (kB/s) at the clean steps (PeerRates; each rank fills its own row).
+  static constexpr int kDownBlock = 0, kRefRateBlock = 1, kBlocks = 2;
+  // The pair's throughput in `block`, the better of its two directions (the ring uses one);
+  // 0: not measured.
+  int64_t PairRate(const std::vector<int64_t>& v, int a, int b, int block) const {
+    return std::max(v[MatrixSlot(a, b, block)], v[MatrixSlot(b, a, block)]);
   }
   bool HasMatrix() const { return o_.size <= kMaxMatrixRanks; }
 
@@ -992,7 +1022,8 @@ class Worker final {
       for (int r : members) {
         if (r == members.front()) continue;
         const int64_t score = v[kSlots + static_cast<size_t>(r)];
-        if (score > 0 && (victim < 0 || score > v[kSlots + static_cast<size_t>(victim)])) victim = r;
+        if (score > 0 && (victim < 0 || score > v[kSlots + static_cast<size_t>(victim)]))
+          victim = r;
       }
       if (victim >= 0) cover.push_back(victim);
       return cover;
@@ -1024,7 +1055,7 @@ class Worker final {
 
   int AdaptiveBoundary() {
     std::vector<int64_t> v(kSlots + static_cast<size_t>(o_.size) +
-                               (HasMatrix() ? static_cast<size_t>(o_.size * o_.size) : 0),
+                               (HasMatrix() ? static_cast<size_t>(kBlocks * o_.size * o_.size) : 0),
                            0);
     LocalFaultState(&v);
     fault_news_ = false;
@@ -1047,17 +1078,16 @@ class Worker final {
     std::optional<policy::RecoveryPolicy> chosen;
     if (group_rank_ == 0) {
       const int64_t now = NowNs();
-      const double so_far = v[kNegStart] == -kPermanent
-                                ? 0
-                                : std::max<int64_t>(0, now + v[kNegStart]) / 1e9;
+      const double so_far =
+          v[kNegStart] == -kPermanent ? 0 : std::max<int64_t>(0, now + v[kNegStart]) / 1e9;
       const bool over = v[kDown] == 0;  // the paths came back before this boundary
       // Re-decided when the outage outlasts what the last decision expected of it.
       const bool outlasted = !over && now > decided_until_ns_;
       if (over) decided_until_ns_ = kPermanent;
       if (news || outlasted) {
         policy::PolicyState s = BaseState(group_size_);
-        s.fault_class = v[kClass] == 2 ? policy::FaultClassKind::kNic
-                                       : policy::FaultClassKind::kLink;
+        s.fault_class =
+            v[kClass] == 2 ? policy::FaultClassKind::kNic : policy::FaultClassKind::kLink;
         s.surviving_bandwidth_fraction = std::clamp(-v[kNegBandwidth] / 1e6, 0.0, 1.0);
         if (over) {
           // A fault already over is an outage of length 0 that has ended.
@@ -1066,8 +1096,8 @@ class Worker final {
         } else {
           s.outage_so_far_s = so_far;
           // The path's own history (the mean of its past outages) where it has one. Without
-          // any (or past it), an outage is expected to last as long again as it has so far (at least a
-          // step): the estimate doubles at every re-decision, so a permanent one is soon
+          // any (or past it), an outage is expected to last as long again as it has so far (at
+          // least a step): the estimate doubles at every re-decision, so a permanent one is soon
           // treated as such while a first transient one is not priced as if it never ended.
           // An outage that has outlasted its history is estimated the same way.
           if (v[kExpected] != kPermanent && v[kExpected] / 1e9 > so_far) {
@@ -1076,13 +1106,16 @@ class Worker final {
             s.expected_outage_s = std::max(2 * so_far, BaseState(group_size_).step_time_s);
           }
         }
-        s.shrink_ranks = std::clamp(static_cast<int>(AffectedCover(v).size()), 1,
-                                    std::max(1, group_size_ - 1));
+        const std::vector<int> cover = AffectedCover(v);
+        s.shrink_ranks =
+            std::clamp(static_cast<int>(cover.size()), 1, std::max(1, group_size_ - 1));
+        s.shrunk_step_time_s = ShrunkStepTime(v, cover, s);
         if (group_size_ >= 2) {
-          chosen = DecideAndLog(s);
+          const char* trigger = v[kDown] != 0 ? "path_down" : "path_fault_over";
+          chosen = DecideAndLog(s, trigger, cover);
           if (chosen && s.expected_outage_s && !over) {
-            decided_until_ns_ = now + static_cast<int64_t>(
-                                          (*s.expected_outage_s - s.outage_so_far_s) * 1e9);
+            decided_until_ns_ =
+                now + static_cast<int64_t>((*s.expected_outage_s - s.outage_so_far_s) * 1e9);
           }
         }
       }
@@ -1100,6 +1133,37 @@ class Worker final {
       default:
         return kWorkerExitOk;  // failover: the library's own recovery goes on
     }
+  }
+
+  // shrunk_step_time_s for dropping `cover` from the group: RingStepTimeEstimate, with the slowest
+  // link of each ring (the group's now, the survivors' after; consecutive members in rank
+  // order, the last to the first) from the reference throughput of the gathered matrix (the
+  // survivors' pairs are not the affected ones). A survivors' pair never measured counts as
+  // the group's slowest. nullopt without a matrix or any measured pair of the group's ring.
+  std::optional<double> ShrunkStepTime(const std::vector<int64_t>& v, const std::vector<int>& cover,
+                                       const policy::PolicyState& s) const {
+    if (!HasMatrix() || cover.empty()) return std::nullopt;
+    const std::vector<int> members = Members();
+    std::vector<int> survivors;
+    for (int r : members) {
+      if (std::find(cover.begin(), cover.end(), r) == cover.end()) survivors.push_back(r);
+    }
+    auto slowest = [&](const std::vector<int>& ring, int64_t unknown) -> int64_t {
+      int64_t least = 0;
+      for (size_t i = 0; i < ring.size() && ring.size() > 1; ++i) {
+        int64_t rate = PairRate(v, ring[i], ring[(i + 1) % ring.size()], kRefRateBlock);
+        if (rate <= 0) rate = unknown;
+        if (rate > 0 && (least == 0 || rate < least)) least = rate;
+      }
+      return least;
+    };
+    const int64_t before = slowest(members, 0);
+    if (before <= 0) return std::nullopt;
+    const int64_t after = slowest(survivors, before);
+    const double speedup = after > 0 ? static_cast<double>(after) / before : 1.0;
+    return policy::RingStepTimeEstimate(s.step_time_s, s.comm_fraction,
+                                        static_cast<int>(members.size()),
+                                        static_cast<int>(survivors.size()), speedup);
   }
 
   // This rank's slots of the boundary gather.
@@ -1125,6 +1189,12 @@ class Worker final {
       (*v)[kExpected] = expected;
     } else if (fault_news_ && news_since_ns_) {
       (*v)[kNegStart] = -*news_since_ns_;
+    }
+    if (HasMatrix()) {
+      for (int r = 0; r < o_.size && static_cast<size_t>(r) < ref_rates_.size(); ++r) {
+        (*v)[MatrixSlot(o_.rank, r, kRefRateBlock)] =
+            static_cast<int64_t>(ref_rates_[static_cast<size_t>(r)] / 1e3);
+      }
     }
     // Cut off: every path to every other member of the group down.
     const int rails = static_cast<int>(o_.rails.size());
@@ -1177,7 +1247,11 @@ class Worker final {
 
   // The coordinator's decision: Decide, timed, and the decision line. nullopt when the state
   // is not one the model accepts (named on stderr; the ranks go on).
-  std::optional<policy::RecoveryPolicy> DecideAndLog(const policy::PolicyState& s) {
+  // `trigger` (what led to it) and `shrink_set` (the world ranks a shrink would drop) go on the
+  // decision line beside the model's own keys.
+  std::optional<policy::RecoveryPolicy> DecideAndLog(const policy::PolicyState& s,
+                                                     const char* trigger,
+                                                     const std::vector<int>& shrink_set) {
     const auto t0 = std::chrono::steady_clock::now();
     const Status valid = policy::ValidatePolicyState(s);
     if (!valid.ok()) {
@@ -1193,6 +1267,8 @@ class Worker final {
     rec.latency_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
     rec.chosen = policy::RecoveryPolicyName(d.chosen);
     rec.decision = policy::DecisionToJson(s, d);
+    rec.decision["trigger"] = trigger;
+    rec.decision["shrink_set"] = shrink_set;
     log_.Write(WorkerDecisionLine(rec));
     return d.chosen;
   }
@@ -1229,8 +1305,9 @@ class Worker final {
     const std::vector<int> cover = AffectedCover(v);
     if (cover.empty()) return kWorkerExitOk;  // only the coordinator is affected: go on
     if (std::find(cover.begin(), cover.end(), o_.rank) != cover.end()) {
-      const std::string why = "left out by the adaptive policy's shrink (a path of this rank "
-                              "is affected)";
+      const std::string why =
+          "left out by the adaptive policy's shrink (a path of this rank "
+          "is affected)";
       Guarded("abort", o_.timeout, std::nullopt, [&] {
         adapter_->Abort(why);
         return Status::Ok();
@@ -1386,8 +1463,8 @@ class Worker final {
   std::vector<train::Checkpoint> candidates_;  // --resume: this rank's readable checkpoints
   int64_t resume_start_ns_ = 0;
   std::vector<float> params_;
-  int64_t step_ = 0;    // steps done (the next step's global number)
-  uint64_t base_ = 0;   // samples done
+  int64_t step_ = 0;   // steps done (the next step's global number)
+  uint64_t base_ = 0;  // samples done
   int64_t last_ckpt_step_ = 0;
   int64_t last_ckpt_write_ns_ = 0;
   int64_t last_shrink_ns_ = 0;
@@ -1395,11 +1472,15 @@ class Worker final {
   int64_t clean_step_ns_ = 0;
   int64_t clean_ar_ns_ = 0;
   int64_t last_ar_ns_ = 0;
+  // adaptive: the library's measured throughput to each world rank (PeerRates), taken at the
+  // clean steps: the fault-free reference for the survivors' ring (ShrunkStepTime). Empty:
+  // the library measures none.
+  std::vector<double> ref_rates_;
   std::map<std::pair<int, int>, PathState> paths_;  // (peer, path)
   bool relay_on_ = false;
-  bool fault_news_ = false;  // a fault event since the last step boundary
+  bool fault_news_ = false;     // a fault event since the last step boundary
   bool news_deferred_ = false;  // adaptive: news gathered, decided after one measured step
-  bool attention_ = true;  // wait, adaptive: some rank flagged the boundary in the last step
+  bool attention_ = true;       // wait, adaptive: some rank flagged the boundary in the last step
   int64_t boundary_from_step_ = -1;  // the boundary agrees at least at the step after this
   std::optional<int64_t> news_since_ns_;
   int64_t faults_seen_ = 0;

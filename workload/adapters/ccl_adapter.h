@@ -99,6 +99,10 @@ class CclAdapter {
   virtual bool ReleasesBuffersOnReturn() const { return false; }
   // The library's cumulative counters (name, value), where it keeps any. Default: none.
   virtual std::vector<std::pair<std::string, uint64_t>> Stats() const { return {}; }
+  // By original rank (CclInit::size entries): the library's measured throughput to that peer
+  // in bytes per second, 0 where it has none (this rank, a peer left out, one not measured
+  // yet). Empty: the library measures no per-peer rates. Default: empty.
+  virtual std::vector<double> PeerRates() const { return {}; }
   // The rails (indices into CclInit::rails) the library carries data on, given `rails` of
   // them; the capacity model counts only these. Empty: the library chooses its interfaces
   // itself and the set is not known. Default: every rail.

@@ -56,6 +56,7 @@ class FtcclAdapter final : public CclAdapter {
     comm_ = std::move(comm).value();
     members_.clear();
     for (int r = 0; r < init.size; ++r) members_.push_back(r);
+    world_size_ = init.size;
     return Status::Ok();
   }
 
@@ -140,6 +141,17 @@ class FtcclAdapter final : public CclAdapter {
     return out;
   }
 
+  std::vector<double> PeerRates() const override {
+    if (comm_ == nullptr) return {};
+    const std::vector<double> now = comm_->Stats().peer_rate_bytes_per_s;
+    std::vector<double> out(static_cast<size_t>(world_size_), 0.0);
+    for (size_t r = 0; r < now.size() && r < members_.size(); ++r) {
+      if (members_[r] >= 0 && members_[r] < world_size_)
+        out[static_cast<size_t>(members_[r])] = now[r];
+    }
+    return out;
+  }
+
   // Cumulative over this rank's communicators (the one now and those it shrank from).
   std::vector<std::pair<std::string, uint64_t>> Stats() const override {
     if (comm_ == nullptr) return {};
@@ -193,7 +205,8 @@ class FtcclAdapter final : public CclAdapter {
 
   std::vector<std::unique_ptr<ftccl::Communicator>> retired_;  // revoked by a shrink
   std::unique_ptr<ftccl::Communicator> comm_;
-  std::vector<int> members_;  // the communicator's rank r is the group's rank members_[r]
+  std::vector<int> members_;       // the communicator's rank r is the group's rank members_[r]
+  int world_size_ = 0;             // CclInit::size
   std::vector<CclEvent> pending_;  // events of a communicator shrunk from, not drained yet
   std::map<std::string, uint64_t> earlier_;  // counters of the communicators shrunk from
 };

@@ -397,7 +397,9 @@ TEST_P(RankCountTest, PeerRatesAreMeasuredForThePeersSentTo) {
       if (r != comm.rank() && v > 0) ++measured;
     }
     rep.Value("peers_measured", measured);
-    for (int r = 0; r < ranks; ++r) rep.Value("rate_to_" + std::to_string(r), static_cast<int64_t>(rates[static_cast<size_t>(r)]));
+    for (int r = 0; r < ranks; ++r)
+      rep.Value("rate_to_" + std::to_string(r),
+                static_cast<int64_t>(rates[static_cast<size_t>(r)]));
     return Status::Ok();
   });
   ASSERT_TRUE(result.AllOk()) << result.Describe();

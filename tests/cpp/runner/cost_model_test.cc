@@ -550,6 +550,91 @@ TEST(CostModel, ShrinkChargesEveryRankItMustDrop) {
   EXPECT_FALSE(ValidateDecisionJson(line).ok());
 }
 
+// The mix's permanent port drop as the selector measures it: 4 ranks on 2 hosts, a 57 ms step
+// that is 47% allreduce, half the bandwidth left. A shrink drops one host (k = 2); the two
+// survivors' allreduce runs inside their host.
+PolicyState PortDropOfACommBoundJob() {
+  PolicyState s;
+  s.fault_class = FaultClassKind::kLink;
+  s.world_size = 4;
+  s.steps_remaining = 107;
+  s.step_time_s = 0.0576;
+  s.comm_fraction = 0.473;
+  s.surviving_bandwidth_fraction = 0.51;
+  s.expected_outage_s.reset();  // no history: permanent
+  s.checkpoint_age_s = 1.0;
+  s.restart_cost_s = 0.6;
+  s.shrink_cost_s = 0.05;
+  s.wait_bound_s = 3;
+  s.shrink_ranks = 2;
+  return s;
+}
+
+TEST(CostModel, ShrinkToSurvivorsThatStepFasterChargesOnlyTheRateItLoses) {
+  PolicyState s = PortDropOfACommBoundJob();
+  // Survivors as fast as the full group: k GPUs' work for the horizon, failover cheaper.
+  s.shrunk_step_time_s = s.step_time_s;
+  PolicyDecision d = Decide(s);
+  ExpectConsistent(s, d);
+  EXPECT_NEAR(Of(d, RecoveryPolicy::kShrink).capacity_loss_gpu_s, 2 * 107 * 0.0576, 1e-9);
+  EXPECT_EQ(d.chosen, RecoveryPolicy::kFailover);
+  // Their allreduce inside one host takes a tenth of the cross-host one: a step of 0.0334 s
+  // for half the work. N (n t_s - m t) = 107 (4 x 0.0334 - 2 x 0.0576) = 1.97 GPU-s, less than
+  // failover's 4 x 107 x 0.0576 x 0.473 x (1/0.51 - 1) = 11.2.
+  s.shrunk_step_time_s = 0.0334;
+  d = Decide(s);
+  ExpectConsistent(s, d);
+  EXPECT_NEAR(Of(d, RecoveryPolicy::kShrink).capacity_loss_gpu_s, 107 * (4 * 0.0334 - 2 * 0.0576),
+              1e-9);
+  EXPECT_EQ(d.chosen, RecoveryPolicy::kShrink);
+  // Survivors that would outrun the whole group lose nothing (the term is at least 0).
+  s.shrunk_step_time_s = 0.02;
+  d = Decide(s);
+  EXPECT_DOUBLE_EQ(Of(d, RecoveryPolicy::kShrink).capacity_loss_gpu_s, 0);
+  // A slower survivors' step costs more than k GPUs' share.
+  s.shrunk_step_time_s = 0.07;
+  d = Decide(s);
+  EXPECT_GT(Of(d, RecoveryPolicy::kShrink).capacity_loss_gpu_s, 2 * 107 * 0.0576);
+}
+
+TEST(CostModel, ShrunkStepTimeIsValidatedAndCarriedByTheLine) {
+  PolicyState s = PortDropOfACommBoundJob();
+  for (double bad : {0.0, -1.0, std::numeric_limits<double>::infinity(),
+                     std::numeric_limits<double>::quiet_NaN()}) {
+    s.shrunk_step_time_s = bad;
+    const Status st = ValidatePolicyState(s);
+    EXPECT_FALSE(st.ok()) << bad;
+    EXPECT_NE(st.ToString().find("shrunk_step_time_s"), std::string::npos) << st.ToString();
+  }
+  s.shrunk_step_time_s = 0.0334;
+  nlohmann::json line = DecisionToJson(s, Decide(s));
+  EXPECT_DOUBLE_EQ(line["inputs"]["shrunk_step_time_s"].get<double>(), 0.0334);
+  EXPECT_TRUE(ValidateDecisionJson(line).ok());
+  auto back = PolicyStateFromJson(line["inputs"]);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->shrunk_step_time_s, 0.0334);
+  s.shrunk_step_time_s.reset();
+  line = DecisionToJson(s, Decide(s));
+  EXPECT_TRUE(line["inputs"]["shrunk_step_time_s"].is_null());
+  EXPECT_TRUE(ValidateDecisionJson(line).ok());
+  line["inputs"].erase("shrunk_step_time_s");
+  EXPECT_FALSE(ValidateDecisionJson(line).ok());
+}
+
+TEST(CostModel, RingStepTimeEstimateScalesOnlyTheAllreduceShare) {
+  // 60 ms, half of it allreduce, 4 ranks -> 2 on the same kind of links: the ring moves
+  // (1/2) / (3/4) of the data per rank, 30 + 30 x 2/3 = 50 ms.
+  EXPECT_NEAR(RingStepTimeEstimate(0.06, 0.5, 4, 2, 1.0), 0.05, 1e-12);
+  // Their slowest link 3x faster: 30 + 20 / 3 ms.
+  EXPECT_NEAR(RingStepTimeEstimate(0.06, 0.5, 4, 2, 3.0), 0.03 + 0.02 / 3, 1e-12);
+  // 4 -> 3 ranks: (2/3) / (3/4) = 8/9 of the allreduce.
+  EXPECT_NEAR(RingStepTimeEstimate(0.06, 0.5, 4, 3, 1.0), 0.03 + 0.03 * 8 / 9, 1e-12);
+  // No shrink at all, and one rank left (no allreduce).
+  EXPECT_NEAR(RingStepTimeEstimate(0.06, 0.5, 4, 4, 1.0), 0.06, 1e-12);
+  EXPECT_NEAR(RingStepTimeEstimate(0.06, 0.5, 4, 1, 1.0), 0.03, 1e-12);
+  // A job that is all allreduce left alone on one rank still takes a positive time.
+  EXPECT_GT(RingStepTimeEstimate(0.06, 1.0, 4, 1, 1.0), 0);
+}
+
 }  // namespace
 }  // namespace faultline::policy
-
