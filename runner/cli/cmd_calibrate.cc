@@ -88,10 +88,10 @@ void RegisterCalibrate(CLI::App& app, Action* action) {
         }
       }
       std::printf("faultline calibrate: %zu reports -> %s\n", cal.sources.size(), out->c_str());
-      std::printf("  %-8s %-14s %6s %9s\n", "ccl", "kind", "faults", "survived");
+      std::printf("  %-8s %-14s %-10s %6s %9s\n", "ccl", "kind", "policy", "faults", "survived");
       for (const auto& e : cal.entries) {
-        std::printf("  %-8s %-14s %6zu %9d\n", e.ccl.c_str(), e.kind.c_str(), e.samples.size(),
-                    e.Survived());
+        std::printf("  %-8s %-14s %-10s %6zu %9d\n", e.ccl.c_str(), e.kind.c_str(),
+                    e.policy.c_str(), e.samples.size(), e.Survived());
       }
       for (const auto& s : cal.skipped) std::printf("  skipped %s\n", s.c_str());
       return kExitOk;

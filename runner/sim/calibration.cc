@@ -33,9 +33,10 @@ int KindCalibration::Survived() const {
       std::count_if(samples.begin(), samples.end(), [](const FaultSample& s) { return s.survived; }));
 }
 
-const KindCalibration* Calibration::Find(const std::string& ccl, const std::string& kind) const {
+const KindCalibration* Calibration::Find(const std::string& ccl, const std::string& kind,
+                                         const std::string& policy) const {
   for (const auto& e : entries) {
-    if (e.ccl == ccl && e.kind == kind) return &e;
+    if (e.ccl == ccl && e.kind == kind && e.policy == policy) return &e;
   }
   return nullptr;
 }
@@ -53,6 +54,30 @@ Status AddReport(const nlohmann::json& r, const std::string& source, Calibration
   cal->sources.push_back(source);
   const std::string ccl = r["ccl"].get<std::string>();
   const std::string outcome = Str(r, "outcome");
+  const std::string policy = Str(r, "policy").empty() ? "failover" : Str(r, "policy");
+  // A training run's own figures, the same for each of its faults.
+  FaultSample train;
+  if (r.contains("train") && r["train"].is_object()) {
+    const nlohmann::json& t = r["train"];
+    train.goodput_ratio = Num(t, "goodput_ratio");
+    if (t.contains("restarts") && t["restarts"].is_array()) {
+      double sum = 0;
+      int costed = 0;
+      for (const auto& rs : t["restarts"]) {
+        ++train.restarts;
+        if (auto ms = Num(rs, "cost_ms")) {
+          sum += *ms;
+          ++costed;
+        }
+      }
+      if (costed > 0) train.restart_cost_ms = sum / costed;
+    }
+    if (t.contains("decisions") && t["decisions"].is_array()) {
+      for (const auto& d : t["decisions"]) {
+        if (!Str(d, "chosen").empty()) train.decisions.push_back(Str(d, "chosen"));
+      }
+    }
+  }
   // A run that "survived" with a wrong result did not survive its faults.
   const bool wrong = r.contains("correctness") && Num(r["correctness"], "wrong").value_or(0) > 0;
   std::map<std::string, const nlohmann::json*> per_fault;
@@ -66,7 +91,7 @@ Status AddReport(const nlohmann::json& r, const std::string& source, Calibration
     const std::string kind = Str(f, "type");
     const std::string id = Str(f, "id");
     if (kind.empty()) continue;
-    FaultSample s;
+    FaultSample s = train;
     s.outcome = outcome;
     s.survived = outcome == "survived" && !wrong;
     s.source = source;
@@ -78,17 +103,18 @@ Status AddReport(const nlohmann::json& r, const std::string& source, Calibration
       s.recovery_ms = Num(pf, "recovery_ms");
       s.degraded_ratio = Num(pf, "degraded_ratio");
     }
-    auto e = std::find_if(cal->entries.begin(), cal->entries.end(),
-                          [&](const KindCalibration& k) { return k.ccl == ccl && k.kind == kind; });
+    auto e = std::find_if(cal->entries.begin(), cal->entries.end(), [&](const KindCalibration& k) {
+      return k.ccl == ccl && k.kind == kind && k.policy == policy;
+    });
     if (e == cal->entries.end()) {
-      cal->entries.push_back({ccl, kind, {}});
+      cal->entries.push_back({ccl, kind, policy, {}});
       e = cal->entries.end() - 1;
     }
     e->samples.push_back(std::move(s));
   }
   std::sort(cal->entries.begin(), cal->entries.end(),
             [](const KindCalibration& a, const KindCalibration& b) {
-              return std::tie(a.ccl, a.kind) < std::tie(b.ccl, b.kind);
+              return std::tie(a.ccl, a.kind, a.policy) < std::tie(b.ccl, b.kind, b.policy);
             });
   return Status();
 }
@@ -105,10 +131,15 @@ nlohmann::json Calibration::ToJson() const {
                          {"recovery_ms", Opt(s.recovery_ms)},
                          {"degraded_ratio", Opt(s.degraded_ratio)},
                          {"fault_for_s", Opt(s.fault_for_s)},
+                         {"goodput_ratio", Opt(s.goodput_ratio)},
+                         {"restarts", s.restarts},
+                         {"restart_cost_ms", Opt(s.restart_cost_ms)},
+                         {"decisions", s.decisions},
                          {"source", s.source}});
     }
     es.push_back({{"ccl", e.ccl},
                   {"kind", e.kind},
+                  {"policy", e.policy},
                   {"faults", e.samples.size()},
                   {"survived", e.Survived()},
                   {"samples", std::move(samples)}});
@@ -130,6 +161,8 @@ Result<Calibration> Calibration::FromJson(const nlohmann::json& j) {
       KindCalibration k;
       k.ccl = e.at("ccl").get<std::string>();
       k.kind = e.at("kind").get<std::string>();
+      // Files written before the policy was recorded hold runs of failover.
+      if (e.contains("policy")) k.policy = e.at("policy").get<std::string>();
       for (const auto& s : e.at("samples")) {
         FaultSample f;
         f.survived = s.at("survived").get<bool>();
@@ -140,6 +173,10 @@ Result<Calibration> Calibration::FromJson(const nlohmann::json& j) {
         f.degraded_ratio = Num(s, "degraded_ratio");
         f.fault_for_s = Num(s, "fault_for_s");
         f.source = Str(s, "source");
+        f.goodput_ratio = Num(s, "goodput_ratio");
+        if (s.contains("restarts")) f.restarts = s.at("restarts").get<int>();
+        f.restart_cost_ms = Num(s, "restart_cost_ms");
+        if (s.contains("decisions")) f.decisions = s.at("decisions").get<std::vector<std::string>>();
         if ((f.stall_ms && *f.stall_ms < 0) || (f.degraded_ratio && *f.degraded_ratio < 0)) {
           return InvalidArgument("entry " + k.ccl + "/" + k.kind + ": a negative cost");
         }

@@ -93,18 +93,21 @@ class Pricer {
     return c_.rails_per_host > 1 ? (c_.rails_per_host - 1.0) / c_.rails_per_host : 0.0;
   }
 
-  const KindCalibration* Entry(FaultClass cls, bool transient) const {
+  const KindCalibration* Entry(FaultClass cls, bool transient,
+                               const std::string& policy = "failover") const {
     if (cal_ == nullptr) return nullptr;
     const ClassModel& m = Model(cls);
-    const KindCalibration* e = cal_->Find(c_.ccl, transient ? m.transient_kind : m.permanent_kind);
+    const KindCalibration* e =
+        cal_->Find(c_.ccl, transient ? m.transient_kind : m.permanent_kind, policy);
     return e != nullptr && !e->samples.empty() ? e : nullptr;
   }
 
-  // The samples standing for this failure: for a transient one, faults that were reverted
-  // (held for a while and healed); for a permanent one, all of the kind.
-  std::vector<const FaultSample*> Samples(FaultClass cls, bool transient) const {
+  // The samples standing for this failure under `policy`'s runs: for a transient one, faults
+  // that were reverted (held for a while and healed); for a permanent one, all of the kind.
+  std::vector<const FaultSample*> Samples(FaultClass cls, bool transient,
+                                          const std::string& policy = "failover") const {
     std::vector<const FaultSample*> out;
-    const KindCalibration* e = Entry(cls, transient);
+    const KindCalibration* e = Entry(cls, transient, policy);
     if (e == nullptr) return out;
     for (const FaultSample& s : e->samples) {
       if (!transient || s.fault_for_s) out.push_back(&s);
@@ -127,6 +130,22 @@ class Pricer {
     f.restart = !s.survived;
     f.stall_s = s.stall_ms.value_or(0) / 1000.0;
     // A ratio above 1 is measurement noise around "not degraded".
+    f.ratio = std::min(1.0, s.degraded_ratio.value_or(CapacityRatio()));
+    return f;
+  }
+
+  // The failure as the selector of measured adaptive training runs of this kind handled it: a
+  // drawn run that restarted (the selector chose fail_stop) or did not survive restarts;
+  // otherwise its measured stall and degraded ratio. nullopt without such runs (the model).
+  std::optional<FailoverCost> Adaptive(const Arrival& a) const {
+    const std::vector<const FaultSample*> samples = Samples(a.cls, a.transient, "adaptive");
+    if (samples.empty()) return std::nullopt;
+    const size_t i = std::min(samples.size() - 1,
+                              static_cast<size_t>(a.draw * static_cast<double>(samples.size())));
+    const FaultSample& s = *samples[i];
+    FailoverCost f;
+    f.restart = !s.survived || s.restarts > 0;
+    f.stall_s = s.stall_ms.value_or(0) / 1000.0;
     f.ratio = std::min(1.0, s.degraded_ratio.value_or(CapacityRatio()));
     return f;
   }
@@ -251,13 +270,15 @@ Outcome RunPolicy(const SimConfig& c, const Pricer& pricer, Policy policy, doubl
       restart(cls);
       continue;
     }
-    const FailoverCost f = pricer.Failover(a);
+    const std::optional<FailoverCost> measured =
+        policy == Policy::kAdaptive ? pricer.Adaptive(a) : std::nullopt;
+    const FailoverCost f = measured ? *measured : pricer.Failover(a);
     const double degraded_s = a.transient ? a.outage_s : c.repair_s;
     if (f.restart || f.ratio <= 0) {
       restart(cls);
       continue;
     }
-    if (policy == Policy::kAdaptive) {
+    if (policy == Policy::kAdaptive && !measured) {
       // The cheaper of the two for this failure, as a selector with exact estimates of this
       // failure's costs would choose (greedy: it does not weigh what a restart also clears).
       const double speed = pricer.Speed(f.ratio);
@@ -579,13 +600,16 @@ ScaleResult Simulate(const SimConfig& c, const Calibration* cal, int seeds, uint
   r.failures_per_day = rate * 86400;
   r.mtbf_h = rate > 0 ? 1 / rate / 3600 : kInf;
   const double horizon = c.days * 86400.0;
-  std::set<std::string> modelled, capacity_ratio;
+  std::set<std::string> modelled, capacity_ratio, adaptive_measured, adaptive_modelled;
   for (const auto& m : c.classes) {
     if (m.transient_kind.empty()) continue;
     for (bool tr : {true, false}) {
       const std::string what = std::string(FaultClassName(m.cls)) + " " +
                                (tr ? "transient" : "permanent") + " (" +
                                (tr ? m.transient_kind : m.permanent_kind) + ")";
+      const auto adaptive = pricer.Samples(m.cls, tr, "adaptive");
+      (adaptive.empty() ? adaptive_modelled : adaptive_measured)
+          .insert(what + (adaptive.empty() ? "" : ": " + std::to_string(adaptive.size()) + " runs"));
       const auto samples = pricer.Samples(m.cls, tr);
       if (samples.empty()) {
         modelled.insert(what);
@@ -674,10 +698,20 @@ ScaleResult Simulate(const SimConfig& c, const Calibration* cal, int seeds, uint
       }
     }
     if (pr.policy == Policy::kAdaptive) {
-      pr.notes.push_back(
-          "adaptive is a model, not a measurement: per failure the cheaper of failover's drawn "
-          "cost and a restart, as an idealised greedy selector with exact estimates of that "
-          "failure's costs would choose (no calibrated adaptive training runs exist yet)");
+      for (const auto& m : adaptive_measured) {
+        pr.notes.push_back(m + " of " + c.ccl +
+                           " under policy adaptive: each failure costs what a drawn run's "
+                           "selector did (its restart, or its measured stall and degraded "
+                           "ratio; a shrink's dropped replicas are not priced, the ratio is "
+                           "of steps)");
+      }
+      for (const auto& m : adaptive_modelled) {
+        pr.notes.push_back(
+            m + ": no runs of " + c.ccl +
+            " under policy adaptive; a model, not a measurement: the cheaper of failover's "
+            "drawn cost and a restart, as an idealised greedy selector with exact estimates "
+            "of that failure's costs would choose");
+      }
     }
     r.policies.push_back(std::move(pr));
   }

@@ -19,9 +19,11 @@
 //    not, the job restarts). A transient failure draws among the faults that were reverted.
 //    Without a calibration entry, the config's model (survive, stall model_stall_s, ratio
 //    (rails - 1) / rails) is used, and so is that ratio where a surviving run measured none;
-//    the output says so. A ratio above 1 (noise) counts as 1. adaptive: a model, not a
-//    measurement: at every failure the cheaper of failover's drawn cost and a restart, as an
-//    idealised greedy selector with exact estimates of that failure's costs would choose.
+//    the output says so. A ratio above 1 (noise) counts as 1. adaptive: where the calibration
+//    has training runs of the kind under policy adaptive, a drawn run's (its selector restarted:
+//    a restart; else its measured stall and degraded ratio); elsewhere a model, not a
+//    measurement: the cheaper of failover's drawn cost and a restart, as an idealised greedy
+//    selector with exact estimates of that failure's costs would choose. Either is said.
 //  - A degraded network slows the communication share of a step: speed = 1 / (comm_fraction /
 //    ratio + 1 - comm_fraction); overlapping losses compound (ratio = 1 - the sum of what each
 //    took), and the slowdown is charged to each window's class by its share.

@@ -249,6 +249,82 @@ TEST(Simulator, FailoverCostsWhatTheCalibrationMeasured) {
   EXPECT_TRUE(said);
 }
 
+TEST(Calibration, PoliciesAreKeptApartAndTrainingFiguresRead) {
+  Calibration cal;
+  ASSERT_TRUE(AddReport(Report("ftccl", "link_down", "survived", 80, 0.5), "plain", &cal).ok());
+  nlohmann::json stop = Report("ftccl", "link_down", "survived", 900, std::nullopt);
+  stop["policy"] = "fail_stop";
+  stop["train"] = {{"goodput_ratio", 0.8},
+                   {"restarts", {{{"cost_ms", 600.0}}, {{"cost_ms", 700.0}}, {{"cost_ms", nullptr}}}},
+                   {"decisions", nlohmann::json::array()}};
+  ASSERT_TRUE(AddReport(stop, "stop", &cal).ok());
+  nlohmann::json ad = Report("ftccl", "link_down", "survived", 40, 0.6);
+  ad["policy"] = "adaptive";
+  ad["train"] = {{"goodput_ratio", 0.95},
+                 {"restarts", nlohmann::json::array()},
+                 {"decisions", {{{"chosen", "failover"}}, {{"chosen", "shrink"}}}}};
+  ASSERT_TRUE(AddReport(ad, "ad", &cal).ok());
+  // A report without a policy is failover's; the fail_stop run is not mixed into it.
+  const KindCalibration* fo = cal.Find("ftccl", "link_down");
+  ASSERT_NE(fo, nullptr);
+  ASSERT_EQ(fo->samples.size(), 1u);
+  EXPECT_EQ(fo->samples[0].source, "plain");
+  EXPECT_FALSE(fo->samples[0].goodput_ratio.has_value());
+  const KindCalibration* fs = cal.Find("ftccl", "link_down", "fail_stop");
+  ASSERT_NE(fs, nullptr);
+  EXPECT_EQ(fs->samples[0].restarts, 3);
+  EXPECT_DOUBLE_EQ(*fs->samples[0].restart_cost_ms, 650);  // the two measured
+  EXPECT_DOUBLE_EQ(*fs->samples[0].goodput_ratio, 0.8);
+  const KindCalibration* a = cal.Find("ftccl", "link_down", "adaptive");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->samples[0].decisions, (std::vector<std::string>{"failover", "shrink"}));
+  EXPECT_EQ(cal.Find("ftccl", "link_down", "wait"), nullptr);
+  auto back = Calibration::FromJson(cal.ToJson());
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->Find("ftccl", "link_down", "fail_stop")->samples[0].restarts, 3);
+  EXPECT_EQ(back->Find("ftccl", "link_down", "adaptive")->samples[0].decisions.size(), 2u);
+  // A file written before policies were recorded: its entries are failover's.
+  nlohmann::json old = cal.ToJson();
+  for (auto& e : old["entries"]) e.erase("policy");
+  auto legacy = Calibration::FromJson(old);
+  ASSERT_TRUE(legacy.ok()) << legacy.status().ToString();
+  EXPECT_EQ(legacy->Find("ftccl", "link_down", "fail_stop"), nullptr);
+}
+
+TEST(Simulator, AdaptiveCostsWhatItsCalibratedRunsMeasured) {
+  SimConfig c = NetworkOnly();
+  Calibration cal;
+  for (const char* kind : {"link_down", "port_drop"}) {
+    ASSERT_TRUE(AddReport(Report("ftccl", kind, "survived", 50, 0.875), "fo", &cal).ok());
+  }
+  ScaleResult model = Simulate(c, &cal, 10);
+  // The model picks failover's cheap cost: no restarts, and says it is a model.
+  EXPECT_EQ(Of(model, Policy::kAdaptive).restarts_mean, 0);
+  bool said_model = false;
+  for (const auto& n : Of(model, Policy::kAdaptive).notes) {
+    said_model |= n.find("no runs of ftccl under policy adaptive") != std::string::npos;
+  }
+  EXPECT_TRUE(said_model);
+  // Adaptive runs whose selector restarted the job: the adaptive row restarts at each failure,
+  // as measured, however cheap failover's draw is.
+  for (const char* kind : {"link_down", "port_drop"}) {
+    nlohmann::json ad = Report("ftccl", kind, "survived", 50, 0.875);
+    ad["policy"] = "adaptive";
+    ad["train"] = {{"restarts", {{{"cost_ms", 650.0}}}}, {"decisions", {{{"chosen", "fail_stop"}}}}};
+    ASSERT_TRUE(AddReport(ad, "ad", &cal).ok());
+  }
+  ScaleResult measured = Simulate(c, &cal, 10);
+  EXPECT_GT(Of(measured, Policy::kAdaptive).restarts_mean, 0);
+  EXPECT_EQ(Of(measured, Policy::kFailover).restarts_mean, 0);
+  EXPECT_GT(Of(measured, Policy::kAdaptive).gpu_hours_lost.mean,
+            Of(measured, Policy::kFailover).gpu_hours_lost.mean);
+  bool said_measured = false;
+  for (const auto& n : Of(measured, Policy::kAdaptive).notes) {
+    said_measured |= n.find("under policy adaptive: each failure costs") != std::string::npos;
+  }
+  EXPECT_TRUE(said_measured);
+}
+
 TEST(Simulator, AdaptiveRestartsWhenDegradedRunningCostsMore) {
   // Permanent faults that leave 1 % of the bandwidth until a repair 10 days later: running
   // degraded costs more than a restart, which the adaptive model picks.
