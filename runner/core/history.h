@@ -198,6 +198,8 @@ struct History {
   std::vector<RankEnd> ranks;
   bool watchdog_fired = false;
   std::vector<RestartRecord> restarts;  // the training workload under policy fail_stop
+  // Why the runner stopped restarting before its budget was spent ("" when it did not).
+  std::string restarts_given_up;
   // faultline-worker's train workload, from every rank and incarnation (rank and incarnation
   // filled in by the runner).
   std::vector<CheckpointRecord> checkpoints;

@@ -46,6 +46,11 @@ WorkerHeader HeaderFrom(const json& j) {
     h.rails_used = it->get<std::vector<int>>();
   }
   h.ccl_version = j.value("ccl_version", std::string());
+  if (auto it = j.find("ccl_knobs"); it != j.end() && it->is_object()) {
+    for (const auto& [k, v] : it->items()) {
+      if (v.is_string()) h.ccl_knobs[k] = v.get<std::string>();
+    }
+  }
   h.workload = j.value("workload", std::string("collectives"));
   if (auto it = j.find("train"); it != j.end() && !it->is_null()) {
     const json& t = *it;
@@ -264,6 +269,7 @@ std::string WorkerHeaderLine(const WorkerHeader& h) {
   j["seed"] = h.seed;
   j["rails_used"] = h.rails_used ? json(*h.rails_used) : json(nullptr);
   j["ccl_version"] = h.ccl_version;
+  if (!h.ccl_knobs.empty()) j["ccl_knobs"] = h.ccl_knobs;
   if (h.workload != "collectives") j["workload"] = h.workload;
   if (h.train) {
     const TrainHeader& t = *h.train;

@@ -34,6 +34,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -83,6 +84,9 @@ struct WorkerHeader {
   // chooses its interfaces itself (CclAdapter::RailsUsed).
   std::optional<std::vector<int>> rails_used;
   std::string ccl_version;  // as the library reports it; "" when it reports none
+  // The library's settings in force (CclAdapter::Knobs): name -> value, "" for unset. Not
+  // written when empty.
+  std::map<std::string, std::string> ccl_knobs;
   std::string workload = "collectives";  // "collectives", "train" (faultline-worker), "torch_ddp"
   std::optional<TrainHeader> train;      // workload "train" only
 };

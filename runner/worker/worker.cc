@@ -341,6 +341,7 @@ class Worker final {
     const std::vector<int> used = adapter_->RailsUsed(static_cast<int>(o_.rails.size()));
     if (!used.empty()) h.rails_used = used;
     h.ccl_version = adapter_->Version();
+    for (const auto& [k, v] : adapter_->Knobs()) h.ccl_knobs[k] = v;
     return h;
   }
 
@@ -609,6 +610,7 @@ class Worker final {
     const std::vector<int> used = adapter_->RailsUsed(static_cast<int>(o_.rails.size()));
     if (!used.empty()) h.rails_used = used;
     h.ccl_version = adapter_->Version();
+    for (const auto& [k, v] : adapter_->Knobs()) h.ccl_knobs[k] = v;
     h.workload = "train";
     TrainHeader t;
     t.steps = o_.steps;

@@ -111,6 +111,9 @@ class CclAdapter {
     for (int r = 0; r < rails; ++r) all.push_back(r);
     return all;
   }
+  // The library's settings in force that decide how it meets a fault (name, value; "" for a
+  // variable not set), recorded with the run. Default: none.
+  virtual std::vector<std::pair<std::string, std::string>> Knobs() const { return {}; }
   // The library's version as it reports it (e.g. "2.21.5"), or "" where it reports none.
   // Default: "".
   virtual std::string Version() const { return ""; }

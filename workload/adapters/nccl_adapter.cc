@@ -1,8 +1,10 @@
 // The NCCL adapter: one rank per process on one CUDA device (LOCAL_RANK, else the rank, modulo
 // the visible devices). The unique id is exchanged through the group's store directory: rank 0
 // writes <store_dir>/nccl-unique-id atomically, the others poll for it until the init deadline
-// (the directory must be private to this group, as for gloo). NCCL picks its own network; the
-// rails are not used.
+// (the directory must be private to this group, as for gloo). The rails are told to NCCL by
+// interface: NCCL_SOCKET_IFNAME and, where every rail has an RDMA port, NCCL_IB_HCA
+// (nccl_env.h), unless the job's environment sets them; the resiliency knobs in force are
+// recorded (Knobs).
 //
 // Deadlines: the communicator is non-blocking (ncclConfig_t.blocking = 0), so init, every
 // collective and the final barrier are polled (ncclCommGetAsyncError, cudaStreamQuery) until
@@ -10,8 +12,8 @@
 // (ncclCommAbort) and the error is sticky. The worker's buffers are host memory: Run stages them
 // through pinned buffers (a pageable device-to-host copy would block the thread without a
 // bound). Finish also finalizes and destroys the communicator; Abort aborts it. NCCL emits no
-// events and keeps no counters this adapter reads. The bootstrap address, its listener and the
-// rails are not used.
+// events and keeps no counters this adapter reads. The bootstrap address and its listener are
+// not used.
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <unistd.h>
@@ -24,8 +26,11 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "workload/adapters/ccl_adapter.h"
+#include "workload/adapters/nccl_env.h"
 
 namespace faultline::workload::adapters {
 namespace {
@@ -251,6 +256,17 @@ class NcclAdapter final : public CclAdapter {
     FL_RETURN_IF_ERROR(
         FromCuda("cudaStreamCreate", cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)));
 
+    // Point NCCL at this rank's rails (unless the job's environment already does) and record
+    // what is in force, before NCCL reads its environment.
+    Result<std::vector<RailInterface>> rails = ResolveRails(init.rails);
+    if (!rails.ok()) return Unavailable("nccl: " + rails.status().message());
+    const std::vector<std::pair<std::string, std::string>> ours = NcclRailEnv(*rails);
+    knobs_ = ApplyNcclEnv(ours);
+    rails_told_ = !ours.empty();
+    for (const auto& [name, value] : ours) {
+      for (const auto& [k, v] : knobs_) rails_told_ &= k != name || v == value;
+    }
+
     ncclUniqueId id;
     const std::string path = init.store_dir + "/" + kUniqueIdFile;
     if (init.rank == 0) {
@@ -345,8 +361,13 @@ class NcclAdapter final : public CclAdapter {
   }
 
   bool EmitsEvents() const override { return false; }
-  // NCCL picks its interfaces itself (NCCL_SOCKET_IFNAME / NCCL_IB_HCA): not known here.
-  std::vector<int> RailsUsed(int) const override { return {}; }
+  // Every rail where NCCL_SOCKET_IFNAME / NCCL_IB_HCA are the rails' (ApplyNcclEnv); not
+  // known where the job's environment chose other interfaces.
+  std::vector<int> RailsUsed(int rails) const override {
+    if (!rails_told_) return {};
+    return CclAdapter::RailsUsed(rails);
+  }
+  std::vector<std::pair<std::string, std::string>> Knobs() const override { return knobs_; }
   // The linked library's ncclGetVersion: MAJOR * 10000 + MINOR * 100 + PATCH since 2.9,
   // MAJOR * 1000 + MINOR * 100 + PATCH before. Needs no device.
   std::string Version() const override {
@@ -487,6 +508,8 @@ class NcclAdapter final : public CclAdapter {
   DeviceBuffer barrier_;
   cudaStream_t stream_ = nullptr;
   ncclComm_t comm_ = nullptr;
+  std::vector<std::pair<std::string, std::string>> knobs_;  // ApplyNcclEnv's, at Init
+  bool rails_told_ = false;  // NCCL's interfaces are the rails' (NcclRailEnv in force)
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <string>
 
 namespace faultline::runner {
@@ -33,6 +34,7 @@ WorkerHeader SampleHeader() {
   h.seed = 7;
   h.rails_used = std::vector<int>{0};
   h.ccl_version = "0.1.0";
+  h.ccl_knobs = {{"NCCL_IB_HCA", "=mlx5_0:1"}, {"NCCL_IB_TIMEOUT", ""}};
   return h;
 }
 
@@ -90,6 +92,8 @@ TEST(WorkerLogTest, EveryLineTypeRoundTrips) {
   EXPECT_EQ(h.seed, 7u);
   EXPECT_EQ(h.rails_used, std::vector<int>{0});
   EXPECT_EQ(h.ccl_version, "0.1.0");
+  EXPECT_EQ(h.ccl_knobs, (std::map<std::string, std::string>{{"NCCL_IB_HCA", "=mlx5_0:1"},
+                                                             {"NCCL_IB_TIMEOUT", ""}}));
   ASSERT_EQ(log->syncs.size(), 1u);
   EXPECT_EQ(log->syncs[0].rank, 2);
   EXPECT_EQ(log->syncs[0].after_index, 1);
