@@ -128,6 +128,8 @@ nlohmann::json TrainJson(const History& h, const TrainingMetrics& t, const nlohm
           {"goodput_ratio", t.goodput_ratio ? json(*t.goodput_ratio) : json()},
           {"twin", twin},
           {"restarts", std::move(restarts)},
+          {"restarts_given_up",
+           h.restarts_given_up.empty() ? json() : json(h.restarts_given_up)},
           {"checkpoints", {{"written", h.checkpoints.size()},
                            {"newest_step", newest},
                            {"write_ms_p50", pct(write_ms, 0.5)},
@@ -229,6 +231,11 @@ class Run final {
   // How long before its time an action is prepared: arming a fault fsyncs the journal.
   static constexpr int64_t kArmLeadNs = 30'000'000;
   static constexpr size_t kMaxRestarts = 8;  // then the job's failure stands
+  // Restarts in a row whose ranks never reached a step (every rank's start failed: the fault
+  // is in the way of the job's start, e.g. a NIC port gone for good): then no more.
+  static constexpr int kMaxFruitlessRestarts = 2;
+  int fruitless_restarts_ = 0;
+  std::string restarts_given_up_;  // why the runner stopped restarting; "" while it has not
   std::string timeline_scheduling_;
   int64_t t0_ = 0;
   int64_t execute_start_ns_ = 0;
@@ -638,6 +645,22 @@ void Run::MaybeRestart() {
            st->ToString() + (asked ? " (stopped for a restart)" : "");
   }
   if (!trigger) return;
+  bool stepped = incarnation_ == 0;
+  for (size_t g = 0; g < handles_.size() && !stepped; ++g) {
+    auto log = LoadWorkerLog(RankLogPath(static_cast<int>(g), incarnation_));
+    stepped = log.ok() && !log->ops.empty();
+  }
+  fruitless_restarts_ = stepped ? 0 : fruitless_restarts_ + 1;
+  if (fruitless_restarts_ >= kMaxFruitlessRestarts) {
+    if (restarts_given_up_.empty()) {
+      restarts_given_up_ = "the last " + std::to_string(fruitless_restarts_) +
+                           " restarts in place never reached a step (" + why +
+                           "): the fault is in the way of the job's start";
+      std::printf("faultline run: no more restarts: %s\n", restarts_given_up_.c_str());
+      std::fflush(stdout);
+    }
+    return;
+  }
   RestartRecord r;
   r.incarnation = incarnation_ + 1;
   r.detected_ns = MonoNow();
@@ -937,6 +960,7 @@ int Run::Finish() {
   h.run_end_ns = run_end_ns_;
   h.watchdog_fired = watchdog_fired_;
   std::set<std::string> ccl_versions;  // one, unless hosts run different builds
+  std::map<std::string, std::string> ccl_knobs;  // rank 0's (WorkerHeader::ccl_knobs)
   for (int g = 0; g < static_cast<int>(handles_.size()); ++g) {
     RankEnd end;
     end.rank = g;
@@ -974,6 +998,7 @@ int Run::Finish() {
       }
       if (g == 0) h.rails_used = log->header.rails_used;
       if (!log->header.ccl_version.empty()) ccl_versions.insert(log->header.ccl_version);
+      if (g == 0 && k == 0) ccl_knobs = log->header.ccl_knobs;
     }
     if (killed_by_fault_.count(g) && es.state == ExitStatus::State::kSignaled) {
       end.exit = RankExit::kKilled;
@@ -1003,6 +1028,7 @@ int Run::Finish() {
     }
     h.restarts.push_back(std::move(r));
   }
+  h.restarts_given_up = restarts_given_up_;
 
   RunMetrics m = ComputeMetrics(h, MetricsOptionsFor(sc_, h.rails_used));
   // A replay on the library the incident's `reproduce:` names is judged by it: did it
@@ -1131,6 +1157,13 @@ int Run::Finish() {
     ccl_version = ccl_version ? *ccl_version + ", " + v : v;
   }
   in.environment = Environment(sc_, o_, run_id_, ccl_version);
+  // The library's own settings in force (NCCL's interface choice and resiliency knobs), as
+  // rank 0 read them; null for unset.
+  if (!ccl_knobs.empty()) {
+    nlohmann::json ck = nlohmann::json::object();
+    for (const auto& [k, v] : ccl_knobs) ck[k] = v.empty() ? nlohmann::json() : nlohmann::json(v);
+    in.environment["knobs"]["ccl"] = std::move(ck);
+  }
   in.environment["topology"] = topo_ ? topo_->ToJson() : nlohmann::json();
   in.environment["launcher"] = cluster_ ? "slurm" : "local";
   // From `faultline run` (its start) to the last rank ready (joined, prepared): null unless
