@@ -632,3 +632,63 @@ def test_train_rank_kill_fail_stop_restarts_and_adaptive_decides(fl):
         f.write(json.dumps(bad) + "\n")
     v = fl.faultline("validate", "--decisions", events)
     assert v.returncode == 2 and "events.jsonl:" in v.stderr, v.stdout + v.stderr
+
+
+def test_train_link_down_wait_holds_and_adaptive_decides_on_the_path(fl):
+    """The training workload under a transient link outage: wait holds every rank at a step
+    boundary until the path is back; adaptive decides on the path fault (trigger path_down,
+    the shrink set one host's ranks) and every decision line validates. Neither loses a
+    sample unless it shrank: the final parameters are the fault-free twin's."""
+    sc = os.path.join(POLICY_SCENARIOS, "train_link_down.yaml")
+    r = fl.run(sc, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    reps = {}
+    for p in ("wait", "adaptive"):
+        with open(os.path.join(fl.out, f"policy={p}", "report.json")) as f:
+            reps[p] = json.load(f)
+    [twin_dir] = os.listdir(os.path.join(fl.out, "twins"))
+    with open(os.path.join(fl.out, "twins", twin_dir, "report.json")) as f:
+        twin = json.load(f)
+    twin_sha = twin["metrics"]["param_sha256"]
+    assert twin_sha is not None and twin["train"]["useful_samples"] == 100 * 4 * 4
+
+    wt = reps["wait"]
+    assert wt["policy"] == "wait" and wt["outcome"] == "survived", r.stdout
+    assert wt["correctness"]["wrong"] == 0 and wt["restarts"] == 0
+    [fault] = wt["faults"]
+    holds = wt["train"]["holds"]
+    assert holds, wt["train"]
+    first = holds[0]
+    # Held after the fault, at most the bound (plus a step and the agreement's rounds), and the
+    # path came back within it (600 ms < 2 s).
+    assert first["t_s"] >= fault["applied_s"], (first, fault)
+    assert first["returned"] is True, holds
+    assert 0 < first["duration_ms"] < 2000 + 500, holds
+    assert first["t_s"] * 1000 + first["duration_ms"] >= fault["reverted_s"] * 1000 - 250, (first, fault)
+    assert wt["metrics"]["param_sha256"] == twin_sha
+    assert wt["train"]["useful_samples"] == 100 * 4 * 4
+
+    ad = reps["adaptive"]
+    assert ad["policy"] == "adaptive" and ad["outcome"] == "survived", r.stdout
+    assert ad["correctness"]["wrong"] == 0 and ad["restarts"] == 0
+    events = os.path.join(fl.out, "policy=adaptive", "events.jsonl")
+    with open(events) as f:
+        lines = [e for e in map(json.loads, f) if e.get("kind") == "policy_decision"]
+    assert lines, "no decision on a 600 ms link outage"
+    v = fl.faultline("validate", "--decisions", events)
+    assert v.returncode == 0 and f"{len(lines)} policy_decision line" in v.stdout, v.stdout + v.stderr
+    [ad_fault] = ad["faults"]
+    first = lines[0]
+    assert first["trigger"] == "path_down" and first["inputs"]["fault_class"] == "link", first
+    assert first["t_s"] >= ad_fault["applied_s"], (first, ad_fault)
+    # A shrink would drop the ranks of one host (both see the rail down), and the model was
+    # told so; its estimate of the survivors' step is a positive time.
+    assert sorted(first["shrink_set"]) in ([0, 1], [2, 3]), first
+    assert first["inputs"]["shrink_ranks"] == 2
+    assert first["inputs"]["shrunk_step_time_s"] is None or first["inputs"]["shrunk_step_time_s"] > 0
+    chosen = [d["chosen"] for d in ad["train"]["decisions"]]
+    assert "fail_stop" not in chosen, chosen  # a restart in place cannot beat a 600 ms outage
+    if "shrink" not in chosen:
+        assert ad["metrics"]["param_sha256"] == twin_sha
+    for rep in list(reps.values()) + [twin]:
+        fl.assert_nothing_left(rep["environment"]["run_id"])
