@@ -519,37 +519,6 @@ namespace {
 // A shrink that must drop every rank of a host (its rail is down for both of its ranks) loses
 // two GPUs' work for the horizon, not one: where dropping one rank would beat failing over,
 // dropping the two that the fault needs does not.
-TEST(CostModel, ShrinkChargesEveryRankItMustDrop) {
-  PolicyState s;
-  s.fault_class = FaultClassKind::kLink;
-  s.world_size = 4;
-  s.steps_remaining = 107;
-  s.step_time_s = 0.0576;
-  s.comm_fraction = 0.473;
-  s.surviving_bandwidth_fraction = 0.51;
-  s.expected_outage_s.reset();  // no history: permanent
-  s.checkpoint_age_s = 1.0;
-  s.restart_cost_s = 0.34;
-  s.shrink_cost_s = 0.05;
-  s.wait_bound_s = 3;
-  s.shrink_ranks = 1;
-  const PolicyDecision one = Decide(s);
-  ExpectConsistent(s, one);
-  EXPECT_EQ(one.chosen, RecoveryPolicy::kShrink);
-  s.shrink_ranks = 2;
-  const PolicyDecision two = Decide(s);
-  ExpectConsistent(s, two);
-  EXPECT_EQ(two.chosen, RecoveryPolicy::kFailover);
-  const double horizon = 107 * 0.0576;
-  EXPECT_NEAR(Of(two, RecoveryPolicy::kShrink).capacity_loss_gpu_s, 2 * horizon, 1e-9);
-  EXPECT_NEAR(Of(one, RecoveryPolicy::kShrink).capacity_loss_gpu_s, horizon, 1e-9);
-  // The line carries it, and a line without it is not one of this schema.
-  nlohmann::json line = DecisionToJson(s, two);
-  EXPECT_EQ(line["inputs"]["shrink_ranks"], 2);
-  line["inputs"].erase("shrink_ranks");
-  EXPECT_FALSE(ValidateDecisionJson(line).ok());
-}
-
 // The mix's permanent port drop as the selector measures it: 4 ranks on 2 hosts, a 57 ms step
 // that is 47% allreduce, half the bandwidth left. A shrink drops one host (k = 2); the two
 // survivors' allreduce runs inside their host.
@@ -568,6 +537,27 @@ PolicyState PortDropOfACommBoundJob() {
   s.wait_bound_s = 3;
   s.shrink_ranks = 2;
   return s;
+}
+
+TEST(CostModel, ShrinkChargesEveryRankItMustDrop) {
+  PolicyState s = PortDropOfACommBoundJob();
+  s.restart_cost_s = 0.34;
+  s.shrink_ranks = 1;
+  const PolicyDecision one = Decide(s);
+  ExpectConsistent(s, one);
+  EXPECT_EQ(one.chosen, RecoveryPolicy::kShrink);
+  s.shrink_ranks = 2;
+  const PolicyDecision two = Decide(s);
+  ExpectConsistent(s, two);
+  EXPECT_EQ(two.chosen, RecoveryPolicy::kFailover);
+  const double horizon = 107 * 0.0576;
+  EXPECT_NEAR(Of(two, RecoveryPolicy::kShrink).capacity_loss_gpu_s, 2 * horizon, 1e-9);
+  EXPECT_NEAR(Of(one, RecoveryPolicy::kShrink).capacity_loss_gpu_s, horizon, 1e-9);
+  // The line carries it, and a line without it is not one of this schema.
+  nlohmann::json line = DecisionToJson(s, two);
+  EXPECT_EQ(line["inputs"]["shrink_ranks"], 2);
+  line["inputs"].erase("shrink_ranks");
+  EXPECT_FALSE(ValidateDecisionJson(line).ok());
 }
 
 TEST(CostModel, ShrinkToSurvivorsThatStepFasterChargesOnlyTheRateItLoses) {
