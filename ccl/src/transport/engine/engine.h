@@ -451,6 +451,7 @@ class Engine final : public Transport, public FaultTarget {
       st_dups_{0}, st_ooo_{0}, st_acks_{0}, st_nacks_{0}, st_staged_{0};
   std::unique_ptr<std::atomic<uint64_t>[]> st_rail_bytes_;
   std::unique_ptr<std::atomic<double>[]> st_peer_rate_;  // by rank (CommStats)
+  std::vector<PathLoad> leave_scratch_;  // LeaveChunk's, kept to spare an allocation per chunk
 
   std::mutex events_mu_;
   std::vector<Event> events_;

@@ -137,7 +137,8 @@ bool Engine::LeaveChunk(int ci) {
   if (c.relay || c.health.suspect) return false;  // they carry only when nothing else can
   const Clock::time_point now = Clock::now();
   if (now < c.probe_until) return false;
-  std::vector<PathLoad> others;
+  std::vector<PathLoad>& others = leave_scratch_;  // reused: this runs at every chunk pulled
+  others.clear();
   for (int cj : peers_[c.peer].conns) {
     const Conn& o = conns_[cj];
     if (cj == ci || !o.alive || o.relay || o.health.suspect) continue;
