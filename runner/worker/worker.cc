@@ -585,7 +585,9 @@ class Worker final {
   // wait and adaptive carry one more f32 after the gradients in each step's allreduce: each
   // rank's "I have something for the step boundary" (0 or 1), summed. The boundary's own
   // agreement then runs only when some rank needs it, instead of at every step.
-  bool Flagged() const { return o_.policy == "wait" || o_.policy == "adaptive"; }
+  bool Flagged() const {
+    return o_.policy == "wait" || o_.policy == "adaptive" || o_.policy == "shrink";
+  }
   uint64_t Elements() const { return Params() + (Flagged() ? 1 : 0); }
 
   WorkerHeader TrainHeaderOf() const {
@@ -939,7 +941,24 @@ class Worker final {
       return kWorkerExitOk;
     }
     if (o_.policy == "adaptive") return AdaptiveBoundary();
+    if (o_.policy == "shrink") return ShrinkBoundary();
     return kWorkerExitOk;
+  }
+
+  // Policy shrink at a step boundary: while any member sees a path down, the group goes on
+  // without the ranks behind the down paths (AffectedCover), whatever the fault: shrink is the
+  // alternative to rerouting, not an addition to it (a lost rank shrinks in AfterFailedCall).
+  // A fault already over by the boundary leaves nobody to drop.
+  int ShrinkBoundary() {
+    std::vector<int64_t> v(kSlots + static_cast<size_t>(o_.size) +
+                               (HasMatrix() ? static_cast<size_t>(kBlocks * o_.size * o_.size) : 0),
+                           0);
+    LocalFaultState(&v);
+    fault_news_ = false;
+    const Status st = Control(&v, "step boundary");
+    if (!st.ok()) return AfterFailedCall("step boundary", NowNs(), st);
+    if (v[kDown] == 0 || group_size_ < 2) return kWorkerExitOk;
+    return ShrinkAffected(v, "the shrink policy");
   }
 
   // Every rank of the group holds until no rank sees a path down or the wait bound has passed
@@ -1129,7 +1148,7 @@ class Worker final {
       case policy::RecoveryPolicy::kWait:
         return Hold();
       case policy::RecoveryPolicy::kShrink:
-        return ShrinkAffected(v);
+        return ShrinkAffected(v, "the adaptive policy");
       case policy::RecoveryPolicy::kFailStop:
         return FailStop("the adaptive policy chose fail_stop", first_fault_ns_.value_or(NowNs()));
       default:
@@ -1301,22 +1320,20 @@ class Worker final {
     return kWorkerExitOk;
   }
 
-  // Adaptive chose shrink for a link / nic fault: the group goes on without the rank whose
-  // path is affected (the highest score, then the lowest world rank, never the coordinator).
-  int ShrinkAffected(const std::vector<int64_t>& v) {
+  // A shrink for a link / nic fault (adaptive's choice, or policy shrink): the group goes on
+  // without the ranks whose paths are affected (AffectedCover). `by` names who shrank.
+  int ShrinkAffected(const std::vector<int64_t>& v, const std::string& by) {
     const std::vector<int> cover = AffectedCover(v);
     if (cover.empty()) return kWorkerExitOk;  // only the coordinator is affected: go on
     if (std::find(cover.begin(), cover.end(), o_.rank) != cover.end()) {
-      const std::string why =
-          "left out by the adaptive policy's shrink (a path of this rank "
-          "is affected)";
+      const std::string why = "left out by " + by + "'s shrink (a path of this rank is affected)";
       Guarded("abort", o_.timeout, std::nullopt, [&] {
         adapter_->Abort(why);
         return Status::Ok();
       }).IgnoreError();
       return Fail(why, first_fault_ns_.value_or(NowNs()));
     }
-    const int code = ShrinkWithout(cover, "adaptive shrink", NowNs(), Status::Ok());
+    const int code = ShrinkWithout(cover, by + " (a path fault)", NowNs(), Status::Ok());
     if (code != kWorkerExitOk) return code;
     const Status st =
         Guarded("prepare", o_.timeout, std::nullopt, [&] { return adapter_->Prepare(args_); });

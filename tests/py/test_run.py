@@ -638,12 +638,14 @@ def test_train_link_down_wait_holds_and_adaptive_decides_on_the_path(fl):
     """The training workload under a transient link outage: wait holds every rank at a step
     boundary until the path is back; adaptive decides on the path fault (trigger path_down,
     the shrink set one host's ranks) and every decision line validates. Neither loses a
-    sample unless it shrank: the final parameters are the fault-free twin's."""
+    sample unless it shrank: the final parameters are the fault-free twin's. Fixed shrink
+    does not reroute: it drops one host's ranks at the first boundary after the fault, and
+    the survivors finish exactly with fewer samples than the twin."""
     sc = os.path.join(POLICY_SCENARIOS, "train_link_down.yaml")
     r = fl.run(sc, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     reps = {}
-    for p in ("wait", "adaptive"):
+    for p in ("wait", "adaptive", "shrink"):
         with open(os.path.join(fl.out, f"policy={p}", "report.json")) as f:
             reps[p] = json.load(f)
     [twin_dir] = os.listdir(os.path.join(fl.out, "twins"))
@@ -690,5 +692,20 @@ def test_train_link_down_wait_holds_and_adaptive_decides_on_the_path(fl):
     assert "fail_stop" not in chosen, chosen  # a restart in place cannot beat a 600 ms outage
     if "shrink" not in chosen:
         assert ad["metrics"]["param_sha256"] == twin_sha
+
+    sh = reps["shrink"]
+    assert sh["policy"] == "shrink" and sh["outcome"] == "survived", r.stdout
+    assert sh["correctness"]["wrong"] == 0 and sh["restarts"] == 0
+    [sh_fault] = sh["faults"]
+    with open(os.path.join(fl.out, "policy=shrink", "events.jsonl")) as f:
+        sh_events = [json.loads(line) for line in f]
+    assert not [e for e in sh_events if e.get("kind") == "policy_decision"]  # a fixed policy
+    shrinks = [e for e in sh_events if e.get("type") == "shrink"]
+    assert shrinks and all(e["ok"] and e["group"] == 2 for e in shrinks), shrinks
+    assert {tuple(sorted(e["excluded"])) for e in shrinks} in ({(0, 1)}, {(2, 3)}), shrinks
+    # At the first boundary after the detection: well before the path came back.
+    assert all(sh_fault["applied_s"] <= e["t_s"] < sh_fault["reverted_s"] for e in shrinks), (
+        shrinks, sh_fault)
+    assert sh["train"]["useful_samples"] < 100 * 4 * 4, sh["train"]
     for rep in list(reps.values()) + [twin]:
         fl.assert_nothing_left(rep["environment"]["run_id"])
