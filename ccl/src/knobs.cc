@@ -45,6 +45,7 @@ Status ApplyEnvOverrides(CommOptions* o) {
   FTCCL_RETURN_IF_ERROR(Override("FTCCL_SLICE_BYTES", 1024, 1ull << 30, &o->slice_bytes));
   FTCCL_RETURN_IF_ERROR(Override("FTCCL_SOCKET_BUFFER_BYTES", 0, 1ull << 30, &o->socket_buffer_bytes));
   FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_INIT_TIMEOUT_MS", 1, 3600000, &o->init_timeout));
+  FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_INIT_PATH_GRACE_MS", 0, 3600000, &o->init_path_grace));
   FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_OP_TIMEOUT_MS", 1, 86400000, &o->op_timeout));
   FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_SUSPECT_FLOOR_MS", 1, 3600000, &o->suspect_floor));
   FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_SUSPECT_CEILING_MS", 1, 3600000, &o->suspect_ceiling));
@@ -83,6 +84,7 @@ std::vector<std::pair<std::string, std::string>> EffectiveKnobs(const CommOption
       {"slice_bytes", std::to_string(o.slice_bytes)},
       {"socket_buffer_bytes", std::to_string(o.socket_buffer_bytes)},
       {"init_timeout_ms", std::to_string(o.init_timeout.count())},
+      {"init_path_grace_ms", std::to_string(o.init_path_grace.count())},
       {"op_timeout_ms", std::to_string(o.op_timeout.count())},
       {"suspect_floor_ms", std::to_string(o.suspect_floor.count())},
       {"suspect_ceiling_ms", std::to_string(o.suspect_ceiling.count())},

@@ -65,6 +65,10 @@ struct CommOptions {
   size_t slice_bytes = 1024 * 1024;           // FTCCL_SLICE_BYTES: pipelining unit of ring steps
   int socket_buffer_bytes = 4 * 1024 * 1024;  // FTCCL_SOCKET_BUFFER_BYTES: SO_SNDBUF/SO_RCVBUF, 0 = kernel
   Millis init_timeout{30000};                 // FTCCL_INIT_TIMEOUT_MS: bootstrap + connection setup
+  // TCP: once every peer has a connection, the others get this much longer at init; a path
+  // still missing then (a rail down at start) starts down and is set up when it works, as a
+  // broken one is. 0: init waits for every connection (up to init_timeout), as verbs does.
+  Millis init_path_grace{1000};               // FTCCL_INIT_PATH_GRACE_MS
   Millis op_timeout{60000};                   // FTCCL_OP_TIMEOUT_MS: default deadline of a collective
   // A path with something outstanding (a chunk not yet acknowledged, a probe not answered) that
   // shows no progress for its timeout is suspect: it carries no new data, its chunks move to the
@@ -190,7 +194,8 @@ using RequestPtr = std::shared_ptr<Request>;
 
 class Communicator final {
  public:
-  // Bootstraps and connects. Blocks until every rank is connected or init_timeout passes.
+  // Bootstraps and connects. Blocks until every rank is connected (every path, or over TCP at
+  // least one to each peer plus init_path_grace) or init_timeout passes.
   static Result<std::unique_ptr<Communicator>> Create(CommOptions options);
   ~Communicator();
 

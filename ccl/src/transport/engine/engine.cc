@@ -52,6 +52,7 @@ Engine::Engine(const CommOptions& options, const BootstrapTable& table,
     c.rail = ic.rail;
     c.channel = ic.channel;
     c.conn_port = ic.conn_port;
+    c.alive = c.link != nullptr;
     peers_[c.peer].conns.push_back(static_cast<int>(conns_.size()));
     conns_.push_back(std::move(c));
   }
@@ -94,12 +95,23 @@ Status Engine::Start() {
   }
   const auto start = Clock::now();
   for (size_t i = 0; i < conns_.size(); ++i) {
-    conns_[i].health.Restart(start);
-    if (!conns_[i].alive) continue;  // a relay slot, unused so far
+    Conn& c = conns_[i];
+    c.health.Restart(start);
+    if (!c.alive && !c.relay) {
+      // Not connected at init (a rail down at start): down from the start, and set up by the
+      // higher rank of the pair as a broken connection is (CheckTimers, OnHello).
+      c.health.RecordDown(start, health_params_);
+      c.health.up_since_down = false;
+      c.reconnect = rank_ > c.peer;
+      c.next_connect = start;
+      Emit(EventKind::kPathDown, c.peer, c.rail, c.channel, "not connected at init");
+      continue;
+    }
+    if (!c.alive) continue;  // a relay slot, unused so far
     epoll_event e{};
     e.events = EPOLLIN | EPOLLRDHUP;
     e.data.u64 = i;
-    if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, conns_[i].link->fd(), &e) != 0) {
+    if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, c.link->fd(), &e) != 0) {
       return ErrnoStatus("epoll_ctl(conn)", errno);
     }
   }

@@ -61,7 +61,7 @@ namespace ftccl::transport::engine {
 
 // A connection of the initial mesh, handed to the engine by the factory.
 struct InitialConn {
-  std::unique_ptr<Link> link;
+  std::unique_ptr<Link> link;  // null: not connected at init; starts down, set up when it works
   int peer = -1;
   int rail = 0;
   int channel = 0;
@@ -70,8 +70,9 @@ struct InitialConn {
 
 class Engine final : public Transport, public FaultTarget {
  public:
-  // REQUIRES: `conns` hold every connection of the mesh; `rail_ips` are this rank's rail
-  // addresses (network byte order), by rail.
+  // REQUIRES: `conns` hold every path of the mesh (those not connected at init with a null
+  // link, only with a backend that redials); `rail_ips` are this rank's rail addresses
+  // (network byte order), by rail.
   Engine(const CommOptions& options, const BootstrapTable& table, std::unique_ptr<Backend> backend,
          std::vector<InitialConn> conns, std::vector<uint32_t> rail_ips);
   ~Engine() override;

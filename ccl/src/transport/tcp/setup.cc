@@ -2,13 +2,16 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "log.h"
 #include "transport/tcp/link.h"
@@ -20,6 +23,12 @@ namespace {
 constexpr size_t kHdr = sizeof(wire::FrameHeader);
 // An accepted connection that has not sent its hello within this is dropped.
 constexpr auto kHelloTimeout = std::chrono::seconds(1);
+// Initial mesh: a connect unanswered for this long is dialled afresh (a SYN lost while a link
+// was down is otherwise retransmitted only after the kernel's 1 s, then 3 s...); one that
+// failed (no route, refused) is tried again after kDialRetry; the loop wakes every kSetupTick.
+constexpr auto kDialAttempt = std::chrono::milliseconds(500);
+constexpr auto kDialRetry = std::chrono::milliseconds(50);
+constexpr auto kSetupTick = std::chrono::milliseconds(20);
 // Ids in the backend's epoll.
 constexpr uint64_t kDialId = 1ull << 32;     // + slot: a dial in progress
 constexpr uint64_t kListenId = 2ull << 32;   // + rail: the rail's listener
@@ -70,9 +79,18 @@ Result<std::vector<MeshConn>> ConnectMesh(const CommOptions& options, const Boot
                                           const std::vector<net::Fd>& listeners,
                                           const std::vector<uint32_t>& rail_ips,
                                           Clock::time_point deadline) {
-  std::vector<MeshConn> out;
   const int rank = options.rank;
+  const int size = options.size;
+  const int nr = table.num_rails;
   const int nch = options.channels_per_rail;
+  auto slot = [&](int peer, int rail, int ch) {
+    return (static_cast<size_t>(peer) * static_cast<size_t>(nr) + static_cast<size_t>(rail)) *
+               static_cast<size_t>(nch) +
+           static_cast<size_t>(ch);
+  };
+  std::vector<std::optional<MeshConn>> done(static_cast<size_t>(size) * nr * nch);
+  const size_t need = static_cast<size_t>(size - 1) * nr * nch;
+  size_t have = 0;
   auto add = [&](net::Fd fd, int peer, int rail, int channel) -> Status {
     FTCCL_RETURN_IF_ERROR(ApplySocketOptions(fd.get(), options));
     FTCCL_RETURN_IF_ERROR(net::SetNonBlocking(fd.get()));
@@ -82,46 +100,206 @@ Result<std::vector<MeshConn>> ConnectMesh(const CommOptions& options, const Boot
     c.peer = peer;
     c.rail = rail;
     c.channel = channel;
-    out.push_back(std::move(c));
+    std::optional<MeshConn>& d = done[slot(peer, rail, channel)];
+    if (!d) ++have;
+    d = std::move(c);  // a second connection for the same path replaces the first
     return Status::Ok();
   };
-  // Outgoing: to every lower rank.
+  // Outgoing: to every lower rank, every rail and channel, all dialled at once.
+  struct Dial {
+    int peer = -1, rail = 0, ch = 0;
+    net::Fd fd;                       // a connect in progress
+    Clock::time_point attempt_end{};  // given up and dialled afresh then
+    Clock::time_point next_try{};     // after a failed attempt
+    std::string last_error = "no answer";
+  };
+  std::vector<Dial> dials;
   for (int peer = 0; peer < rank; ++peer) {
-    for (int rail = 0; rail < table.num_rails; ++rail) {
+    for (int rail = 0; rail < nr; ++rail) {
       for (int ch = 0; ch < nch; ++ch) {
-        const net::Endpoint& to = table.rails[peer][rail];
-        auto fd = net::Connect(to, rail_ips[rail], deadline);
-        if (!fd.ok()) return fd.status().WithContext("connecting to " + ConnLabel(peer, rail, ch));
-        wire::FrameHeader h = wire::MakeHeader(wire::FrameType::kHello, table.comm_id);
-        h.root = rank;
-        h.tag = static_cast<uint32_t>(rail << 16 | ch);
-        wire::Seal(&h, nullptr);
-        FTCCL_RETURN_IF_ERROR(net::WriteFull(fd->get(), &h, sizeof(h), deadline));
-        FTCCL_RETURN_IF_ERROR(add(std::move(fd.value()), peer, rail, ch));
+        Dial d;
+        d.peer = peer;
+        d.rail = rail;
+        d.ch = ch;
+        dials.push_back(std::move(d));
       }
     }
   }
-  // Incoming: from every higher rank, on each rail's listener.
-  const int expected_per_rail = (options.size - 1 - rank) * nch;
-  for (int rail = 0; rail < table.num_rails; ++rail) {
-    for (int i = 0; i < expected_per_rail; ++i) {
-      auto fd = net::Accept(listeners[rail].get(), deadline);
-      if (!fd.ok()) {
-        return fd.status().WithContext("waiting for connections from higher ranks on rail " +
-                                       std::to_string(rail));
+  // Incoming: accepted on a rail's listener, until its hello names the path.
+  struct Pending {
+    net::Fd fd;
+    int rail = 0;
+    wire::FrameHeader hello{};
+    size_t got = 0;
+    Clock::time_point deadline{};
+  };
+  std::vector<Pending> pending;
+  // A rail down at start (a NIC port, a cable) must not keep the job from starting on the
+  // others: once every peer has a connection, the rest get init_path_grace more, then the engine
+  // sets them up when it can (the higher rank redials, as after any failure). Verbs upgrades
+  // every connection of the mesh at once and never redials: it waits for all of them.
+  const bool tolerate = options.init_path_grace.count() > 0 && options.transport == "tcp";
+  std::optional<Clock::time_point> grace_end;
+  auto every_peer_has_one = [&] {
+    for (int peer = 0; peer < size; ++peer) {
+      if (peer == rank) continue;
+      bool any = false;
+      for (int rail = 0; rail < nr && !any; ++rail) {
+        for (int ch = 0; ch < nch && !any; ++ch) any = done[slot(peer, rail, ch)].has_value();
       }
-      wire::FrameHeader h;
-      Status st = net::ReadFull(fd->get(), &h, sizeof(h), deadline);
-      if (!st.ok()) return st.WithContext("reading the hello of a data connection");
-      if (!wire::HeaderValid(h) || h.type != static_cast<uint8_t>(wire::FrameType::kHello) ||
-          h.comm_id != table.comm_id || h.root <= rank || h.root >= options.size ||
-          static_cast<int>(h.tag >> 16) != rail) {
-        return Corrupt("unexpected hello on rail " + std::to_string(rail) +
-                       " (foreign communicator or corrupt frame)");
-      }
-      FTCCL_RETURN_IF_ERROR(
-          add(std::move(fd.value()), h.root, rail, static_cast<int>(h.tag & 0xFFFF)));
+      if (!any) return false;
     }
+    return true;
+  };
+  std::vector<pollfd> pfds;
+  std::vector<std::pair<int, size_t>> who;  // per pollfd: 0 dial, 1 listener, 2 pending; index
+  for (;;) {
+    auto now = Clock::now();
+    if (have == need) break;
+    if (tolerate && !grace_end && every_peer_has_one()) {
+      grace_end = now + std::chrono::duration_cast<Clock::duration>(options.init_path_grace);
+    }
+    if (grace_end && now >= *grace_end) break;
+    if (now >= deadline) {
+      // The first path missing names the failure, as a serial setup would have.
+      for (const Dial& d : dials) {
+        if (!done[slot(d.peer, d.rail, d.ch)]) {
+          return Timeout("connecting to " + ConnLabel(d.peer, d.rail, d.ch) + ": " + d.last_error +
+                         ": deadline passed");
+        }
+      }
+      for (int rail = 0; rail < nr; ++rail) {
+        for (int peer = rank + 1; peer < size; ++peer) {
+          for (int ch = 0; ch < nch; ++ch) {
+            if (done[slot(peer, rail, ch)]) continue;
+            return Timeout("waiting for connections from higher ranks on rail " +
+                           std::to_string(rail) + " (" + ConnLabel(peer, rail, ch) +
+                           "): accept: deadline passed");
+          }
+        }
+      }
+      return Timeout("connection setup: deadline passed");
+    }
+    for (Dial& d : dials) {
+      if (done[slot(d.peer, d.rail, d.ch)] || d.fd.valid() || now < d.next_try) continue;
+      auto fd = net::StartConnect(table.rails[d.peer][d.rail], rail_ips[d.rail]);
+      if (!fd.ok()) {
+        d.last_error = fd.status().ToString();  // e.g. no route while the link is down
+        d.next_try = now + kDialRetry;
+        continue;
+      }
+      d.fd = std::move(fd.value());
+      d.attempt_end = now + kDialAttempt;
+    }
+    pfds.clear();
+    who.clear();
+    for (size_t i = 0; i < dials.size(); ++i) {
+      if (!dials[i].fd.valid()) continue;
+      pfds.push_back({dials[i].fd.get(), POLLOUT, 0});
+      who.emplace_back(0, i);
+    }
+    for (size_t r = 0; r < listeners.size() && rank + 1 < size; ++r) {
+      pfds.push_back({listeners[r].get(), POLLIN, 0});
+      who.emplace_back(1, r);
+    }
+    for (size_t i = 0; i < pending.size(); ++i) {
+      pfds.push_back({pending[i].fd.get(), POLLIN, 0});
+      who.emplace_back(2, i);
+    }
+    const int rc = ::poll(pfds.data(), pfds.size(), static_cast<int>(kSetupTick.count()));
+    if (rc < 0 && errno != EINTR) return ErrnoStatus("connection setup: poll", errno);
+    now = Clock::now();
+    for (size_t k = 0; rc > 0 && k < pfds.size(); ++k) {
+      if (pfds[k].revents == 0) continue;
+      const auto [kind, i] = who[k];
+      if (kind == 0) {
+        Dial& d = dials[i];
+        int err = 0;
+        socklen_t len = sizeof(err);
+        getsockopt(d.fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+        wire::FrameHeader h = wire::MakeHeader(wire::FrameType::kHello, table.comm_id);
+        h.root = rank;
+        h.tag = static_cast<uint32_t>(d.rail << 16 | d.ch);
+        wire::Seal(&h, nullptr);
+        // A fresh socket's send buffer takes the hello at once.
+        if (err == 0 && send(d.fd.get(), &h, sizeof(h), MSG_NOSIGNAL | MSG_DONTWAIT) !=
+                            static_cast<ssize_t>(sizeof(h))) {
+          err = errno != 0 ? errno : EIO;
+        }
+        if (err == ECONNREFUSED) {
+          // Its listener is open as long as its communicator: the peer's process is gone.
+          return ErrnoStatus("connecting to " + ConnLabel(d.peer, d.rail, d.ch) + ": connect " +
+                                 table.rails[d.peer][d.rail].ToString(),
+                             err);
+        }
+        if (err != 0) {
+          d.last_error =
+              ErrnoStatus("connect " + table.rails[d.peer][d.rail].ToString(), err).ToString();
+          d.fd.Reset();
+          d.next_try = now + kDialRetry;
+          continue;
+        }
+        net::Fd fd = std::move(d.fd);
+        FTCCL_RETURN_IF_ERROR(add(std::move(fd), d.peer, d.rail, d.ch));
+      } else if (kind == 1) {
+        // One per readiness: the listener blocks (the next round's poll reports any other).
+        const int fd = accept4(listeners[i].get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0) {
+          pending.push_back(Pending{net::Fd(fd), static_cast<int>(i), {}, 0, now + kHelloTimeout});
+        }
+      } else {
+        Pending& pd = pending[i];
+        const ssize_t n = recv(pd.fd.get(), reinterpret_cast<uint8_t*>(&pd.hello) + pd.got,
+                               kHdr - pd.got, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+        if (n <= 0) {
+          pd.fd.Reset();  // closed before its hello: the dialer tries again
+          continue;
+        }
+        pd.got += static_cast<size_t>(n);
+        if (pd.got < kHdr) continue;
+        const wire::FrameHeader& h = pd.hello;
+        if (!wire::HeaderValid(h) || h.type != static_cast<uint8_t>(wire::FrameType::kHello) ||
+            h.comm_id != table.comm_id || h.root <= rank || h.root >= size ||
+            static_cast<int>(h.tag >> 16) != pd.rail || static_cast<int>(h.tag & 0xFFFF) >= nch) {
+          return Corrupt("unexpected hello on rail " + std::to_string(pd.rail) +
+                         " (foreign communicator or corrupt frame)");
+        }
+        net::Fd fd = std::move(pd.fd);
+        FTCCL_RETURN_IF_ERROR(
+            add(std::move(fd), h.root, pd.rail, static_cast<int>(h.tag & 0xFFFF)));
+      }
+    }
+    for (Dial& d : dials) {
+      if (d.fd.valid() && now >= d.attempt_end) {
+        d.last_error = "connect " + table.rails[d.peer][d.rail].ToString() + ": no answer";
+        d.fd.Reset();  // a SYN lost in a dead link: a fresh one at once
+      }
+    }
+    pending.erase(
+        std::remove_if(pending.begin(), pending.end(),
+                       [&](const Pending& pd) { return !pd.fd.valid() || now >= pd.deadline; }),
+        pending.end());
+  }
+  std::vector<MeshConn> out;
+  for (auto& d : done) {
+    if (d) out.push_back(std::move(*d));
+  }
+  if (out.size() < need) {
+    std::string missing;
+    for (int peer = 0; peer < size; ++peer) {
+      for (int rail = 0; rail < nr && peer != rank; ++rail) {
+        for (int ch = 0; ch < nch; ++ch) {
+          if (done[slot(peer, rail, ch)]) continue;
+          missing += (missing.empty() ? "" : ", ") + ConnLabel(peer, rail, ch);
+        }
+      }
+    }
+    LOG_WARN("NET/TCP",
+             "starting without %zu of %zu connections after a grace of %ld ms (%s): "
+             "set up when their paths work",
+             need - out.size(), need, static_cast<long>(options.init_path_grace.count()),
+             missing.c_str());
   }
   return out;
 }

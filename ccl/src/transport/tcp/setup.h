@@ -42,9 +42,13 @@ struct MeshConn {
   uint16_t conn_port = 0;
 };
 
-// Establishes every connection of the mesh before `deadline`: this rank connects to every
-// lower rank on every rail and channel, from its own rail address, and accepts the connections
-// of every higher rank on `listeners` (by rail). Fails on a foreign or corrupt hello.
+// Establishes the connections of the mesh before `deadline`: this rank connects to every lower
+// rank on every rail and channel, from its own rail address, and accepts the connections of
+// every higher rank on `listeners` (by rail), all at once. Returns when all are up or, with
+// options.init_path_grace > 0 over TCP, once every peer has at least one and the grace has
+// passed since (a rail down at start): the paths missing from the result are the engine's to
+// set up when they work. Fails at `deadline` naming a missing connection, and at once on a
+// refused connection (the peer's process is gone) or a foreign or corrupt hello.
 Result<std::vector<MeshConn>> ConnectMesh(const CommOptions& options, const BootstrapTable& table,
                                           const std::vector<net::Fd>& listeners,
                                           const std::vector<uint32_t>& rail_ips,
