@@ -642,6 +642,16 @@ class Worker final {
     if (o_.policy == "wait" || o_.policy == "adaptive") init.peer_loss_timeout = o_.wait_bound;
     const int joined = JoinGroup(init);
     if (joined != kWorkerExitOk) return joined;
+    // Paths the library could not set up at init (a rail down at start: ftccl starts on the
+    // others) are the state this incarnation starts in, logged and followed like any path
+    // event. fail_stop restarts for a fault of the run, not for them: a restart would meet the
+    // same rail.
+    DrainEvents();
+    if (o_.policy == "fail_stop") {
+      fault_news_ = false;
+      first_fault_ns_.reset();
+      news_since_ns_.reset();
+    }
     if (o_.resume) {
       const int code = AgreeOnResume();
       if (code != kWorkerExitOk) return code;
@@ -826,6 +836,7 @@ class Worker final {
       for (uint64_t i = 0; i < Params(); ++i) params_[i] -= total[i];
       // Not a number (a result never written, a lying peer) asks for the boundary too.
       if (Flagged()) attention_ = !(total[Params()] == 0.0f);
+      prev_base_ = base_;
       base_ += g * batch;
       if (!log_.Write(WorkerOpLine(op))) return InternalFailure("cannot write the log");
       ++step_;
@@ -899,6 +910,8 @@ class Worker final {
     const Status st =
         Guarded("prepare", o_.timeout, std::nullopt, [&] { return adapter_->Prepare(args_); });
     if (!st.ok()) return Fail("prepare after the shrink: " + st.ToString(), NowNs());
+    code = AgreeOnStep();
+    if (code != kWorkerExitOk) return code;
     if (o_.policy == "shrink") return kWorkerExitOk;
     // adaptive, a rank fault: the survivors have shrunk (the only working path among them);
     // the new group's rank 0 decides whether to go on so or to restart every rank.
@@ -923,6 +936,35 @@ class Worker final {
           failed_ns);
     }
     return kWorkerExitOk;  // shrink (or no decision): go on in the smaller group
+  }
+
+  // After a shrink for a lost rank. A ring allreduce can complete on some members before the
+  // rank died and fail on the others, so the survivors may be one step apart (a member that
+  // completed step k goes on with k + 1, one that did not redoes k): they agree on the earliest
+  // step, and a member ahead undoes its last step exactly (the update was the step's block sum,
+  // recomputed from its samples) to redo it with the others. More than one step apart is not
+  // possible (every step is a collective of all of them) and fails the rank.
+  int AgreeOnStep() {
+    std::vector<int64_t> v = {-step_, step_};
+    const Status st = Control(&v, "step agreement");
+    if (!st.ok()) return AfterFailedCall("step agreement", NowNs(), st);
+    const int64_t earliest = -v[0], latest = v[1];
+    if (latest - earliest > 1 || step_ - earliest > 1) {
+      return EndWith(kWorkerExitInternal,
+                     "after the shrink the group is at steps " + std::to_string(earliest) + ".." +
+                         std::to_string(latest) + ", more than one apart");
+    }
+    if (step_ == earliest) return kWorkerExitOk;
+    std::vector<float> block(Params());
+    train::FillGradient(prev_base_, base_ - prev_base_, o_.seed, block.data(), Params());
+    for (uint64_t i = 0; i < Params(); ++i) params_[i] += block[i];  // exact (train_model.h)
+    std::fprintf(stderr,
+                 "faultline-worker: rank %d: step %lld completed here but not on every survivor: "
+                 "undone, redone in the smaller group\n",
+                 o_.rank, static_cast<long long>(earliest));
+    base_ = prev_base_;
+    step_ = earliest;
+    return kWorkerExitOk;
   }
 
   // The policy's work between two steps (wait, adaptive). kWorkerExitOk to run the next step.
@@ -1499,6 +1541,7 @@ class Worker final {
   bool relay_on_ = false;
   bool fault_news_ = false;     // a fault event since the last step boundary
   bool news_deferred_ = false;  // adaptive: news gathered, decided after one measured step
+  uint64_t prev_base_ = 0;      // base_ before the last step (AgreeOnStep undoes that step)
   bool attention_ = true;       // wait, adaptive: some rank flagged the boundary in the last step
   int64_t boundary_from_step_ = -1;  // the boundary agrees at least at the step after this
   std::optional<int64_t> news_since_ns_;
