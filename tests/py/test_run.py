@@ -634,6 +634,41 @@ def test_train_rank_kill_fail_stop_restarts_and_adaptive_decides(fl):
     assert v.returncode == 2 and "events.jsonl:" in v.stderr, v.stdout + v.stderr
 
 
+def test_fail_stop_restarts_into_a_link_still_down_and_starts_on_the_other_rail(fl):
+    """fail_stop's restart lands while rail 0 of host 1 is still down: the restarted ranks'
+    init starts on rail 1 after its grace instead of waiting out init_timeout (30 s), the
+    missing rail-0 paths are reported down from the start and come up once the link is back,
+    and the job finishes after one restart with the fault-free twin's parameters."""
+    sc = os.path.join(POLICY_SCENARIOS, "train_restart_rail_down.yaml")
+    r = fl.run(sc, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    with open(os.path.join(fl.out, "report.json")) as f:
+        rep = json.load(f)
+    with open(rep["train"]["twin"]["report"]) as f:
+        twin = json.load(f)
+    assert rep["outcome"] == "survived" and rep["correctness"]["wrong"] == 0, r.stdout
+    [fault] = rep["faults"]
+    [restart] = rep["train"]["restarts"]  # one restart: the restarted job did not fail again
+    assert rep["train"]["restarts_given_up"] is None
+    # Restarted while the link was down, and running again before it came back: the init did
+    # not wait for the missing rail (its timeout is 30 s; the outage 3 s).
+    assert fault["applied_s"] < restart["t_s"] < fault["reverted_s"], (restart, fault)
+    assert restart["cost_ms"] is not None and restart["cost_ms"] < 5000, restart
+    assert restart["t_s"] + restart["cost_ms"] / 1000 < fault["reverted_s"] + 0.5, (restart, fault)
+    with open(os.path.join(fl.out, "events.jsonl")) as f:
+        events = [e for e in map(json.loads, f) if e["type"] == "ccl_event"]
+    at_init = [e for e in events if e["kind"] == "path_down" and "not connected at init" in e["reason"]]
+    # Host 1's two ranks miss their rail-0 path to every other rank, host 0's to host 1's.
+    assert {e["rank"] for e in at_init} == {0, 1, 2, 3}, at_init
+    assert all(e["path"] == 0 and restart["t_s"] < e["t_s"] for e in at_init), at_init
+    ups = [e for e in events if e["kind"] == "path_up" and e["path"] == 0 and e["t_s"] > fault["reverted_s"]]
+    assert {e["rank"] for e in ups} == {0, 1, 2, 3}, ups
+    assert rep["train"]["useful_samples"] == 100 * 4 * 4
+    assert rep["metrics"]["param_sha256"] == twin["metrics"]["param_sha256"] is not None
+    for rp in (rep, twin):
+        fl.assert_nothing_left(rp["environment"]["run_id"])
+
+
 def test_train_link_down_wait_holds_and_adaptive_decides_on_the_path(fl):
     """The training workload under a transient link outage: wait holds every rank at a step
     boundary until the path is back; adaptive decides on the path fault (trigger path_down,
