@@ -949,6 +949,9 @@ class Worker final {
     const Status st = Control(&v, "step agreement");
     if (!st.ok()) return AfterFailedCall("step agreement", NowNs(), st);
     const int64_t earliest = -v[0], latest = v[1];
+    // The first boundary of the new group runs on every member (StepBoundary): at the step
+    // they agree on, not at the one each shrank at.
+    boundary_from_step_ = earliest;
     if (latest - earliest > 1 || step_ - earliest > 1) {
       return EndWith(kWorkerExitInternal,
                      "after the shrink the group is at steps " + std::to_string(earliest) + ".." +
