@@ -995,12 +995,8 @@ class Worker final {
   // alternative to rerouting, not an addition to it (a lost rank shrinks in AfterFailedCall).
   // A fault already over by the boundary leaves nobody to drop.
   int ShrinkBoundary() {
-    std::vector<int64_t> v(kSlots + static_cast<size_t>(o_.size) +
-                               (HasMatrix() ? static_cast<size_t>(kBlocks * o_.size * o_.size) : 0),
-                           0);
-    LocalFaultState(&v);
-    fault_news_ = false;
-    const Status st = Control(&v, "step boundary");
+    std::vector<int64_t> v;
+    const Status st = GatherFaultState(&v);
     if (!st.ok()) return AfterFailedCall("step boundary", NowNs(), st);
     if (v[kDown] == 0 || group_size_ < 2) return kWorkerExitOk;
     return ShrinkAffected(v, "the shrink policy");
@@ -1119,13 +1115,20 @@ class Worker final {
     return cover;
   }
 
-  int AdaptiveBoundary() {
-    std::vector<int64_t> v(kSlots + static_cast<size_t>(o_.size) +
-                               (HasMatrix() ? static_cast<size_t>(kBlocks * o_.size * o_.size) : 0),
-                           0);
-    LocalFaultState(&v);
+  // The group's fault state at a step boundary: every member's slots (LocalFaultState),
+  // gathered in one small allreduce; this rank's news is handed over with it.
+  Status GatherFaultState(std::vector<int64_t>* v) {
+    v->assign(kSlots + static_cast<size_t>(o_.size) +
+                  (HasMatrix() ? static_cast<size_t>(kBlocks * o_.size * o_.size) : 0),
+              0);
+    LocalFaultState(v);
     fault_news_ = false;
-    const Status st = Control(&v, "step boundary");
+    return Control(v, "step boundary");
+  }
+
+  int AdaptiveBoundary() {
+    std::vector<int64_t> v;
+    const Status st = GatherFaultState(&v);
     if (!st.ok()) return AfterFailedCall("step boundary", NowNs(), st);
     // News of a path fault is decided on one step later: the library has failed over by then,
     // and that step's allreduce measures the bandwidth that survived (the step that held the
