@@ -953,9 +953,9 @@ class Worker final {
     // they agree on, not at the one each shrank at.
     boundary_from_step_ = earliest;
     if (latest - earliest > 1 || step_ - earliest > 1) {
-      return EndWith(kWorkerExitInternal,
-                     "after the shrink the group is at steps " + std::to_string(earliest) + ".." +
-                         std::to_string(latest) + ", more than one apart");
+      return EndWith(kWorkerExitInternal, "after the shrink the group is at steps " +
+                                              std::to_string(earliest) + ".." +
+                                              std::to_string(latest) + ", more than one apart");
     }
     if (step_ == earliest) return kWorkerExitOk;
     std::vector<float> block(Params());
