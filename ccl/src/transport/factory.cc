@@ -39,25 +39,12 @@ Result<std::unique_ptr<engine::Engine>> Connect(
     }
     backend = std::make_unique<verbs::VerbsBackend>();
   } else {
-    // Every path of the mesh, those not connected at init without a link (ConnectMesh's grace):
-    // the engine starts them down and sets them up when they work.
-    std::vector<bool> have(static_cast<size_t>(options.size) * table.num_rails *
-                           options.channels_per_rail);
-    auto slot = [&](int peer, int rail, int ch) {
-      return (static_cast<size_t>(peer) * table.num_rails + rail) * options.channels_per_rail + ch;
-    };
+    // A path not connected at init (ConnectMesh's grace) has no link: the engine starts it
+    // down and sets it up when it works.
     for (tcp::MeshConn& c : mesh.value()) {
-      have[slot(c.peer, c.rail, c.channel)] = true;
-      conns.push_back(
-          {std::make_unique<tcp::SocketLink>(std::move(c.fd)), c.peer, c.rail, c.channel,
-           c.conn_port});
-    }
-    for (int peer = 0; peer < options.size; ++peer) {
-      for (int rail = 0; rail < table.num_rails && peer != options.rank; ++rail) {
-        for (int ch = 0; ch < options.channels_per_rail; ++ch) {
-          if (!have[slot(peer, rail, ch)]) conns.push_back({nullptr, peer, rail, ch, 0});
-        }
-      }
+      std::unique_ptr<Link> link;
+      if (c.fd.valid()) link = std::make_unique<tcp::SocketLink>(std::move(c.fd));
+      conns.push_back({std::move(link), c.peer, c.rail, c.channel, c.conn_port});
     }
     // The listeners stay open: a higher rank whose connection broke connects again.
     auto b = tcp::TcpBackend::Create(options, table, std::move(listen_fds), rail_ips);

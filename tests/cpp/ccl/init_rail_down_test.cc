@@ -102,16 +102,21 @@ TEST(InitRailDownTest, StartsOnTheRailsThatWorkAndTakesTheRailUpWhenItWorks) {
     Rail1View v;
     Note(comm, &v);
     rep.Value("down_at_init", v.down_at_init);
-    // Exact over rail 0 while rail 1 of rank 1 is cut.
+    // Four checked allreduces of `base` + i elements.
     int ops = 0;
-    for (int i = 0; i < 4; ++i, ++ops) {
-      CollCase c;
-      c.count = (size_t{1} << 18) + static_cast<size_t>(i);
-      c.salt = 100 + static_cast<uint64_t>(i);
-      bool correct = false;
-      rep.Progress("collective " + std::to_string(i) + " with rail 1 cut");
-      FTCCL_RETURN_IF_ERROR(RunAndCheck(comm, c, rep, &correct));
-    }
+    auto four = [&](size_t base, uint64_t salt, const std::string& when) -> Status {
+      for (int i = 0; i < 4; ++i, ++ops) {
+        CollCase c;
+        c.count = base + static_cast<size_t>(i);
+        c.salt = salt + static_cast<uint64_t>(i);
+        bool correct = false;
+        rep.Progress("collective " + std::to_string(i) + " " + when);
+        FTCCL_RETURN_IF_ERROR(RunAndCheck(comm, c, rep, &correct));
+      }
+      return Status::Ok();
+    };
+    // Exact over rail 0 while rail 1 of rank 1 is cut.
+    FTCCL_RETURN_IF_ERROR(four(size_t{1} << 18, 100, "with rail 1 cut"));
     if (comm.rank() == 0) {
       const std::string err = table.Delete();
       if (!err.empty()) rep.Fail("deleting the table: " + err);
@@ -133,14 +138,7 @@ TEST(InitRailDownTest, StartsOnTheRailsThatWorkAndTakesTheRailUpWhenItWorks) {
       return s.payload_bytes_sent_per_rail.size() > 1 ? s.payload_bytes_sent_per_rail[1] : 0;
     };
     const uint64_t rail1_before = rail1();
-    for (int i = 0; i < 4; ++i, ++ops) {
-      CollCase c;
-      c.count = (size_t{1} << 20) + static_cast<size_t>(i);
-      c.salt = 200 + static_cast<uint64_t>(i);
-      bool correct = false;
-      rep.Progress("collective " + std::to_string(i) + " with rail 1 back");
-      FTCCL_RETURN_IF_ERROR(RunAndCheck(comm, c, rep, &correct));
-    }
+    FTCCL_RETURN_IF_ERROR(four(size_t{1} << 20, 200, "with rail 1 back"));
     const uint64_t rail1_after = rail1();
     rep.Value("rail1_bytes_after", static_cast<int64_t>(rail1_after - rail1_before));
     rep.Value("ops", ops);

@@ -281,24 +281,31 @@ Result<std::vector<MeshConn>> ConnectMesh(const CommOptions& options, const Boot
                        [&](const Pending& pd) { return !pd.fd.valid() || now >= pd.deadline; }),
         pending.end());
   }
+  // Every path, in (peer, rail, channel) order; one not connected has no fd.
   std::vector<MeshConn> out;
-  for (auto& d : done) {
-    if (d) out.push_back(std::move(*d));
-  }
-  if (out.size() < need) {
-    std::string missing;
-    for (int peer = 0; peer < size; ++peer) {
-      for (int rail = 0; rail < nr && peer != rank; ++rail) {
-        for (int ch = 0; ch < nch; ++ch) {
-          if (done[slot(peer, rail, ch)]) continue;
-          missing += (missing.empty() ? "" : ", ") + ConnLabel(peer, rail, ch);
+  std::string missing;
+  for (int peer = 0; peer < size; ++peer) {
+    for (int rail = 0; rail < nr && peer != rank; ++rail) {
+      for (int ch = 0; ch < nch; ++ch) {
+        std::optional<MeshConn>& d = done[slot(peer, rail, ch)];
+        if (d) {
+          out.push_back(std::move(*d));
+          continue;
         }
+        MeshConn c;
+        c.peer = peer;
+        c.rail = rail;
+        c.channel = ch;
+        out.push_back(std::move(c));
+        missing += (missing.empty() ? "" : ", ") + ConnLabel(peer, rail, ch);
       }
     }
+  }
+  if (have < need) {
     LOG_WARN("NET/TCP",
              "starting without %zu of %zu connections after a grace of %ld ms (%s): "
              "set up when their paths work",
-             need - out.size(), need, static_cast<long>(options.init_path_grace.count()),
+             need - have, need, static_cast<long>(options.init_path_grace.count()),
              missing.c_str());
   }
   return out;

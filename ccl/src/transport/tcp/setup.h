@@ -33,9 +33,9 @@ uint16_t ConnectorPort(int fd, bool i_connected);
 Result<std::vector<std::pair<net::Fd, net::Endpoint>>> OpenListeners(
     const std::vector<uint32_t>& rail_ips);
 
-// An established data connection of the initial mesh.
+// A data connection of the initial mesh.
 struct MeshConn {
-  net::Fd fd;  // connected, non-blocking, socket options applied
+  net::Fd fd;  // connected, non-blocking, socket options applied; invalid: not connected
   int peer = -1;
   int rail = 0;
   int channel = 0;
@@ -46,9 +46,9 @@ struct MeshConn {
 // rank on every rail and channel, from its own rail address, and accepts the connections of
 // every higher rank on `listeners` (by rail), all at once. Returns when all are up or, with
 // options.init_path_grace > 0 over TCP, once every peer has at least one and the grace has
-// passed since (a rail down at start): the paths missing from the result are the engine's to
-// set up when they work. Fails at `deadline` naming a missing connection, and at once on a
-// refused connection (the peer's process is gone) or a foreign or corrupt hello.
+// passed since (a rail down at start). Returns every path; those not connected (no fd) are the
+// engine's to set up when they work. Fails at `deadline` naming a missing connection, and at once
+// on a refused connection (the peer's process is gone) or a foreign or corrupt hello.
 Result<std::vector<MeshConn>> ConnectMesh(const CommOptions& options, const BootstrapTable& table,
                                           const std::vector<net::Fd>& listeners,
                                           const std::vector<uint32_t>& rail_ips,
