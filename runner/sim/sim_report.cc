@@ -161,7 +161,10 @@ nlohmann::json SimulationJson(const SimConfig& c, const std::vector<ScaleResult>
     nlohmann::json es = nlohmann::json::array();
     for (const auto& e : cal->entries) {
       if (e.ccl != c.ccl) continue;
-      es.push_back({{"kind", e.kind}, {"faults", e.samples.size()}, {"survived", e.Survived()}});
+      es.push_back({{"kind", e.kind},
+                    {"policy", e.policy},
+                    {"faults", e.samples.size()},
+                    {"survived", e.Survived()}});
     }
     out["calibration"] = {{"file", cal_file},
                           {"ccl", c.ccl},
@@ -258,8 +261,10 @@ std::string SimulationMarkdown(const nlohmann::json& sim) {
     md += "\nCalibration `" + reports::MarkdownCell(sim["calibration"]["file"].get<std::string>()) +
           "` (" + reports::MarkdownCell(sim["calibration"]["ccl"].get<std::string>()) + "): ";
     for (const auto& e : sim["calibration"]["entries"]) {
-      md += reports::MarkdownCell(e["kind"].get<std::string>()) + " " + std::to_string(e["survived"].get<int>()) + "/" +
-            std::to_string(e["faults"].get<int>()) + " survived; ";
+      md += reports::MarkdownCell(e["kind"].get<std::string>()) + " under " +
+            reports::MarkdownCell(e.value("policy", "failover")) + " " +
+            std::to_string(e["survived"].get<int>()) + "/" + std::to_string(e["faults"].get<int>()) +
+            " survived; ";
     }
     md += "\n";
   }

@@ -75,7 +75,8 @@ std::vector<Arrival> Arrivals(const SimConfig& c, uint64_t seed) {
 struct FailoverCost {
   bool restart = true;
   double stall_s = 0;
-  double ratio = 1;  // throughput while degraded / healthy
+  double ratio = 1;    // bandwidth while degraded / healthy
+  double compute = 1;  // the job's compute while degraded / healthy (a shrink drops a host)
 };
 
 class Pricer {
@@ -134,20 +135,40 @@ class Pricer {
     return f;
   }
 
-  // The failure as the selector of measured adaptive training runs of this kind handled it: a
-  // drawn run that restarted (the selector chose fail_stop) or did not survive restarts;
-  // otherwise its measured stall and degraded ratio. nullopt without such runs (the model).
-  std::optional<FailoverCost> Adaptive(const Arrival& a) const {
+  // The failure as the selector of measured adaptive training runs of this kind handled it.
+  // The drawn run gives the action its selector ended on; the action is priced by the same
+  // rule as the fixed policy that takes it, at this job's scale (a run's own ratio is of its
+  // few ranks' steps, which would not carry over):
+  //   restarted (fail_stop chosen, or a run that did not survive): a restart;
+  //   shrink: the run's measured stall, then the job without the failed part's host (compute
+  //           (hosts - 1) / hosts, full bandwidth among the rest) until the part works again,
+  //           when the host rejoins;
+  //   wait (last): held for the whole outage;
+  //   failover, or no decision (the library's own recovery): failover's drawn cost.
+  // nullopt without such runs (the model).
+  std::optional<FailoverCost> Adaptive(const Arrival& a, double degraded_s) const {
     const std::vector<const FaultSample*> samples = Samples(a.cls, a.transient, "adaptive");
     if (samples.empty()) return std::nullopt;
     const size_t i = std::min(samples.size() - 1,
                               static_cast<size_t>(a.draw * static_cast<double>(samples.size())));
     const FaultSample& s = *samples[i];
+    const std::string last = s.decisions.empty() ? "" : s.decisions.back();
     FailoverCost f;
-    f.restart = !s.survived || s.restarts > 0;
-    f.stall_s = s.stall_ms.value_or(0) / 1000.0;
-    f.ratio = std::min(1.0, s.degraded_ratio.value_or(CapacityRatio()));
-    return f;
+    if (!s.survived || s.restarts > 0 || last == "fail_stop") return f;  // restart
+    if (last == "shrink") {
+      const double hosts = static_cast<double>(c_.Hosts());
+      f.restart = hosts <= 1;
+      f.stall_s = s.stall_ms.value_or(0) / 1000.0;
+      f.ratio = 1;
+      f.compute = hosts > 1 ? (hosts - 1) / hosts : 0;
+      return f;
+    }
+    if (last == "wait") {
+      f.restart = false;
+      f.stall_s = degraded_s;
+      return f;
+    }
+    return Failover(a);
   }
 
   // Probability that failover survives a failure of `cls` (for the restart rate).
@@ -189,6 +210,7 @@ struct Window {
   double end = 0;
   double ratio = 1;
   int cls = 0;
+  double compute = 1;  // a shrink's: the job's compute left
 };
 
 Outcome RunPolicy(const SimConfig& c, const Pricer& pricer, Policy policy, double tau,
@@ -201,11 +223,17 @@ Outcome RunPolicy(const SimConfig& c, const Pricer& pricer, Policy policy, doubl
   double t = 0, committed = 0, pending = 0, ckpt_left = 0, restart_until = -1;
   std::vector<Window> windows;  // active degraded windows
 
-  // Overlapping losses compound: each window removes (1 - ratio) of the bandwidth.
+  // Overlapping losses compound: each window removes (1 - ratio) of the bandwidth, and a
+  // shrink's window multiplies the compute left.
   auto combined_ratio = [&] {
     double lost = 0;
     for (const Window& w : windows) lost += 1 - w.ratio;
     return std::max(0.0, 1 - lost);
+  };
+  auto compute_left = [&] {
+    double c = 1;
+    for (const Window& w : windows) c *= w.compute;
+    return c;
   };
   auto advance = [&](double to) {
     to = std::min(to, horizon);
@@ -215,7 +243,8 @@ Outcome RunPolicy(const SimConfig& c, const Pricer& pricer, Policy policy, doubl
                     windows.end());
       double limit = to;
       for (const Window& w : windows) limit = std::min(limit, w.end);
-      const double speed = windows.empty() ? 1.0 : pricer.Speed(combined_ratio());
+      const double bandwidth_speed = windows.empty() ? 1.0 : pricer.Speed(combined_ratio());
+      const double speed = bandwidth_speed * compute_left();
       if (ckpt_left > 0) {
         const double dt = std::min(ckpt_left, limit - t);
         t += dt;
@@ -235,11 +264,18 @@ Outcome RunPolicy(const SimConfig& c, const Pricer& pricer, Policy policy, doubl
       const double work = dt * speed;
       (continuous ? committed : pending) += work;
       if (!windows.empty() && speed < 1) {
-        // The slowdown, shared among the windows by the bandwidth each one took.
-        double share_sum = 0;
-        for (const Window& w : windows) share_sum += 1 - w.ratio;
+        // The slowdown, shared among the windows: the bandwidth part by the bandwidth each
+        // took, and each shrink by the compute it took.
+        double share_sum = 0, compute_sum = 0;
         for (const Window& w : windows) {
-          o.lost_s[w.cls] += dt * (1 - speed) * (share_sum > 0 ? (1 - w.ratio) / share_sum : 0);
+          share_sum += 1 - w.ratio;
+          compute_sum += 1 - w.compute;
+        }
+        const double weight = (1 - bandwidth_speed) + compute_sum;
+        for (const Window& w : windows) {
+          const double part = (share_sum > 0 ? (1 - bandwidth_speed) * (1 - w.ratio) / share_sum : 0) +
+                              (1 - w.compute);
+          o.lost_s[w.cls] += dt * (1 - speed) * (weight > 0 ? part / weight : 0);
         }
       }
       t += dt;
@@ -270,11 +306,11 @@ Outcome RunPolicy(const SimConfig& c, const Pricer& pricer, Policy policy, doubl
       restart(cls);
       continue;
     }
-    const std::optional<FailoverCost> measured =
-        policy == Policy::kAdaptive ? pricer.Adaptive(a) : std::nullopt;
-    const FailoverCost f = measured ? *measured : pricer.Failover(a);
     const double degraded_s = a.transient ? a.outage_s : c.repair_s;
-    if (f.restart || f.ratio <= 0) {
+    const std::optional<FailoverCost> measured =
+        policy == Policy::kAdaptive ? pricer.Adaptive(a, degraded_s) : std::nullopt;
+    const FailoverCost f = measured ? *measured : pricer.Failover(a);
+    if (f.restart || f.ratio <= 0 || f.compute <= 0) {
       restart(cls);
       continue;
     }
@@ -292,7 +328,7 @@ Outcome RunPolicy(const SimConfig& c, const Pricer& pricer, Policy policy, doubl
     const double s = std::min(f.stall_s, horizon - t);
     t += s;
     o.lost_s[cls] += s;
-    windows.push_back({t + degraded_s, f.ratio, cls});
+    windows.push_back({t + degraded_s, f.ratio, cls, f.compute});
   }
   advance(horizon);
   o.useful_s = committed + pending;
@@ -700,10 +736,11 @@ ScaleResult Simulate(const SimConfig& c, const Calibration* cal, int seeds, uint
     if (pr.policy == Policy::kAdaptive) {
       for (const auto& m : adaptive_measured) {
         pr.notes.push_back(m + " of " + c.ccl +
-                           " under policy adaptive: each failure costs what a drawn run's "
-                           "selector did (its restart, or its measured stall and degraded "
-                           "ratio; a shrink's dropped replicas are not priced, the ratio is "
-                           "of steps)");
+                           " under policy adaptive: each failure takes the action a drawn "
+                           "run's selector ended on, priced by the rule of the policy that "
+                           "takes it (a restart; failover's drawn cost; a shrink: the run's "
+                           "stall, then the job without that host, (hosts - 1) / hosts of its "
+                           "compute, until the part works again and the host rejoins)");
       }
       for (const auto& m : adaptive_modelled) {
         pr.notes.push_back(

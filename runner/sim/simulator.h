@@ -20,13 +20,17 @@
 //    Without a calibration entry, the config's model (survive, stall model_stall_s, ratio
 //    (rails - 1) / rails) is used, and so is that ratio where a surviving run measured none;
 //    the output says so. A ratio above 1 (noise) counts as 1. adaptive: where the calibration
-//    has training runs of the kind under policy adaptive, a drawn run's (its selector restarted:
-//    a restart; else its measured stall and degraded ratio); elsewhere a model, not a
-//    measurement: the cheaper of failover's drawn cost and a restart, as an idealised greedy
-//    selector with exact estimates of that failure's costs would choose. Either is said.
+//    has training runs of the kind under policy adaptive, the action a drawn run's selector
+//    ended on, priced by the rule of the policy that takes it: a restart; failover's drawn
+//    cost; a shrink: the run's stall, then the job without the failed part's host ((hosts - 1)
+//    / hosts of its compute) until the part works again and the host rejoins; a wait: held for
+//    the outage. Elsewhere a model, not a measurement: the cheaper of failover's drawn cost and
+//    a restart, as an idealised greedy selector with exact estimates of that failure's costs
+//    would choose. Either is said.
 //  - A degraded network slows the communication share of a step: speed = 1 / (comm_fraction /
 //    ratio + 1 - comm_fraction); overlapping losses compound (ratio = 1 - the sum of what each
-//    took), and the slowdown is charged to each window's class by its share.
+//    took), a shrink multiplies the speed by the compute left, and the slowdown is charged to
+//    each window's class by its share.
 //  - A run's outcome stands for each of its faults (calibration.h); "hung" is priced as a
 //    restart, without the watchdog's wait.
 //  - The checkpoint interval is fixed (>= 1 s) or Young/Daly's first order, sqrt(2 x M x C)

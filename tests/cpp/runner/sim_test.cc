@@ -320,9 +320,60 @@ TEST(Simulator, AdaptiveCostsWhatItsCalibratedRunsMeasured) {
             Of(measured, Policy::kFailover).gpu_hours_lost.mean);
   bool said_measured = false;
   for (const auto& n : Of(measured, Policy::kAdaptive).notes) {
-    said_measured |= n.find("under policy adaptive: each failure costs") != std::string::npos;
+    said_measured |= n.find("under policy adaptive: each failure takes the action") != std::string::npos;
   }
   EXPECT_TRUE(said_measured);
+}
+
+// Adaptive runs whose selector ended on shrink (at a few ranks their steps then ran faster:
+// a ratio above 1): the job goes on without the failed part's host until the part works again,
+// so each failure costs its stall plus its degraded time over the hosts, not nothing. A run
+// that ended holding (wait) costs the whole outage.
+TEST(Simulator, AdaptiveShrinkCostsAHostUntilThePartWorks) {
+  SimConfig c = NetworkOnly();
+  const double stall_s = 0.05;
+  auto with_last = [&](const char* last) {
+    Calibration cal;
+    for (const char* kind : {"link_down", "port_drop"}) {
+      EXPECT_TRUE(AddReport(Report("ftccl", kind, "survived", 50, 0.875), "fo", &cal).ok());
+      nlohmann::json ad = Report("ftccl", kind, "survived", stall_s * 1000, 1.2);
+      ad["policy"] = "adaptive";
+      ad["train"] = {{"restarts", nlohmann::json::array()},
+                     {"decisions", {{{"chosen", "failover"}}, {{"chosen", last}}}}};
+      EXPECT_TRUE(AddReport(ad, "ad", &cal).ok());
+    }
+    return cal;
+  };
+  const double hosts = static_cast<double>(c.Hosts());
+  const ClassModel* net = nullptr;
+  for (const auto& m : c.classes) {
+    if (m.cls == FaultClass::kNetwork) net = &m;
+  }
+  ASSERT_NE(net, nullptr);
+  // Expected degraded time of one failure: a transient outage or the repair.
+  const double degraded =
+      net->transient_fraction * c.transient_outage_s + (1 - net->transient_fraction) * c.repair_s;
+  auto network_h = [](const PolicyResult& p) {
+    for (const auto& [cause, h] : p.breakdown) {
+      if (cause == "network") return h;
+    }
+    return -1.0;
+  };
+  const Calibration shrink = with_last("shrink");
+  ScaleResult r = Simulate(c, &shrink, 40);
+  const PolicyResult& a = Of(r, Policy::kAdaptive);
+  EXPECT_EQ(a.restarts_mean, 0);
+  const double expect_h = a.failures_mean * (stall_s + degraded / hosts) * c.gpus / 3600.0;
+  EXPECT_NEAR(network_h(a), expect_h, 0.05 * expect_h);
+  // One host of 128 costs less than 1/8 of every link's bandwidth for the same time.
+  EXPECT_LT(a.gpu_hours_lost.mean, Of(r, Policy::kFailover).gpu_hours_lost.mean);
+
+  const Calibration wait = with_last("wait");
+  ScaleResult w = Simulate(c, &wait, 40);
+  const PolicyResult& aw = Of(w, Policy::kAdaptive);
+  EXPECT_EQ(aw.restarts_mean, 0);
+  const double hold_h = aw.failures_mean * degraded * c.gpus / 3600.0;
+  EXPECT_NEAR(network_h(aw), hold_h, 0.05 * hold_h);
 }
 
 TEST(Simulator, AdaptiveRestartsWhenDegradedRunningCostsMore) {
