@@ -4,7 +4,8 @@
 // from the kernel's byte counters of each rail port, not from the CCL. Pure; thread-compatible.
 //
 // Direction is the port's own (the host's or the rank's NIC's): tx = bytes sent out of it.
-// A rate is taken over the interval between two consecutive samples. A counter that went
+// A rate is taken over the interval between two consecutive samples (of that port's own times,
+// RailSeries::T). A counter that went
 // backwards was reset (the device was re-created, or a driver cleared it): that interval has
 // no rate (an empty cell / excluded from windows), never a made-up one. Counters narrower than
 // 64 bits (RailSeries::counter_bits) wrap instead: a decrease is read modulo 2^bits.
@@ -55,8 +56,14 @@ struct RailSeries {
   std::vector<RailCounters> net;   // interface counters (rtnetlink stats64)
   std::vector<RailCounters> rdma;  // RDMA port counters in bytes; empty when no port has one
   int counter_bits = 64;           // width of the counters (wrap modulo 2^bits below 64)
+  // Where the ports were sampled at different times (hosts merged by MergeRailSeries): each
+  // port's own time of sample i at [i * ports.size() + p]; empty: every port at t_ns[i].
+  std::vector<int64_t> port_t_ns;
 
   size_t samples() const { return t_ns.size(); }
+  int64_t T(size_t i, size_t p) const {
+    return port_t_ns.empty() ? t_ns[i] : port_t_ns[i * ports.size() + p];
+  }
   const RailCounters& Net(size_t i, size_t p) const { return net[i * ports.size() + p]; }
   const RailCounters* Rdma(size_t i, size_t p) const {
     return rdma.empty() ? nullptr : &rdma[i * ports.size() + p];
@@ -111,5 +118,32 @@ struct FaultRails {
 // windows. Uses the interface counters (RDMA counters are in rails.csv only).
 std::vector<FaultRails> RailWindows(const RailSeries& s, const std::vector<FaultRecord>& faults,
                                     const RailWindowOptions& options);
+
+// Fleet runs: each host's agent samples its own ports (runner/exec/agent.h, `rails_start` /
+// `rails_stop`) on its own clock and sends the series in this form:
+//   {"ports": [{"host", "rail", "rank"?, "rdma"}], "counter_bits": 64, "t_ns": [...],
+//    "net": [[tx, rx] or null, ...], "rdma": [...]? }
+// with `net` (and `rdma`, present when a port has an RDMA device) row by row: sample i, port p
+// at [i * ports + p]; null where the read failed.
+nlohmann::json RailSeriesToJson(const RailSeries& s);
+// The inverse; nullopt with `*error` saying what is wrong for anything that is not such an
+// object (wrong types, lengths that do not match, times that go backwards): a lying or broken
+// agent costs its host's columns, never a made-up rate.
+std::optional<RailSeries> RailSeriesFromJson(const nlohmann::json& j, std::string* error);
+
+struct MergedRails {
+  RailSeries series;
+  int64_t max_spread_ns = 0;  // largest spread between the hosts' own times at one tick
+  size_t unmatched = 0;       // samples on no tick (over half a period off, or a second one)
+};
+
+// One series from the hosts' series (disjoint ports, times already mapped to one clock), all
+// sampled on the grid start_ns + k * period_ns: each sample goes to its nearest tick when it is
+// within half a period of it; a tick where some host has a sample becomes a row whose time is
+// the mean of the matched samples' times, with invalid counters for the hosts that have none
+// there. The ports are the parts' in order, and each keeps its own host's sample times
+// (port_t_ns): a rate is always over one host's own interval. REQUIRES: period_ns > 0.
+MergedRails MergeRailSeries(const std::vector<RailSeries>& parts, int64_t start_ns,
+                            int64_t period_ns);
 
 }  // namespace faultline::runner

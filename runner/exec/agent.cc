@@ -28,12 +28,14 @@
 #include "injector/policy.h"
 #include "injector/realtime_scope.h"
 #include "injector/registry.h"
+#include "runner/exec/rail_sampler.h"
 
 namespace faultline::runner {
 namespace fs = std::filesystem;
 namespace {
 
 std::atomic<bool> g_agent_stop{false};
+constexpr size_t kMaxRequestBytes = 1 << 20;
 void OnStop(int) { g_agent_stop = true; }
 
 std::string Env(const char* n) {
@@ -106,6 +108,9 @@ class Agent {
  private:
   nlohmann::json Handle(const nlohmann::json& req);
   Status CheckTarget(nlohmann::json* params);
+  Status CheckPort(const std::string& netns, const std::string& dev) const;
+  nlohmann::json StartRails(const nlohmann::json& req);
+  nlohmann::json StopRails();
   int HealAll();
   AgentOptions o_;
   std::unique_ptr<Journal> journal_;
@@ -115,6 +120,7 @@ class Agent {
   int healed_at_start_ = 0;
   bool bye_ = false;
   std::map<std::string, std::unique_ptr<Injection>> injections_;
+  std::unique_ptr<RailSampler> rails_;  // between rails_start and rails_stop
 };
 
 Status Agent::CheckTarget(nlohmann::json* params) {
@@ -137,8 +143,10 @@ Status Agent::CheckTarget(nlohmann::json* params) {
     }
     return Status::Ok();
   }
-  const std::string netns = p.value("netns", "");
-  const std::string dev = p.value("dev", "");
+  return CheckPort(p.value("netns", ""), p.value("dev", ""));
+}
+
+Status Agent::CheckPort(const std::string& netns, const std::string& dev) const {
   for (const std::string& a : o_.allow) {
     const auto slash = a.find('/');
     const std::string ans = a.substr(0, slash), adev = slash == std::string::npos ? "" : a.substr(slash + 1);
@@ -147,6 +155,74 @@ Status Agent::CheckTarget(nlohmann::json* params) {
   }
   return PermissionDenied("this agent's allowlist does not name " + netns + "/" +
                           (dev.empty() ? "*" : dev));
+}
+
+// rails_start {ports: [{host, rail, rank?, netns, dev, rdma?: {device, port}}], period_ns,
+// start_at_ns, reserve}: samples those ports of this host (only ports of the allowlist) from
+// start_at_ns on this host's clock until rails_stop.
+nlohmann::json Agent::StartRails(const nlohmann::json& req) {
+  auto fail = [](const std::string& e) { return nlohmann::json{{"ok", false}, {"error", e}}; };
+  if (rails_) return fail("this agent is already sampling its rails");
+  const nlohmann::json ports = req.value("ports", nlohmann::json());
+  if (!ports.is_array() || ports.empty() || ports.size() > 4096) {
+    return fail("rails_start needs ports: a list of 1..4096 ports");
+  }
+  std::vector<RailSamplerPort> sp;
+  for (const nlohmann::json& p : ports) {
+    if (!p.is_object() || !p.value("host", nlohmann::json()).is_number_integer() ||
+        !p.value("rail", nlohmann::json()).is_number_integer() ||
+        !p.value("netns", nlohmann::json()).is_string() ||
+        !p.value("dev", nlohmann::json()).is_string() || p.value("dev", "").empty()) {
+      return fail("a port is not {host, rail, rank?, netns, dev, rdma?}");
+    }
+    RailSamplerPort q;
+    q.port.host = p["host"].get<int>();
+    q.port.rail = p["rail"].get<int>();
+    if (p.contains("rank")) {
+      if (!p["rank"].is_number_integer()) return fail("a port's rank must be an integer");
+      q.port.rank = p["rank"].get<int>();
+    }
+    q.netns = p["netns"].get<std::string>();
+    q.dev = p["dev"].get<std::string>();
+    if (Status st = CheckPort(q.netns, q.dev); !st.ok()) return fail(st.ToString());
+    if (p.contains("rdma")) {
+      const nlohmann::json& r = p["rdma"];
+      if (!r.is_object() || !r.value("device", nlohmann::json()).is_string() ||
+          !r.value("port", nlohmann::json()).is_number_integer()) {
+        return fail("a port's rdma is not {device, port}");
+      }
+      q.rdma = RdmaPortRef{r["device"].get<std::string>(), r["port"].get<int>()};
+      q.port.rdma = true;
+    }
+    sp.push_back(std::move(q));
+  }
+  RailSamplerOptions o;
+  const nlohmann::json period = req.value("period_ns", nlohmann::json()),
+                       start = req.value("start_at_ns", nlohmann::json(0)),
+                       reserve = req.value("reserve", nlohmann::json(0));
+  if (!period.is_number_integer() || !start.is_number_integer() || !reserve.is_number_unsigned() ||
+      reserve.get<uint64_t>() > 1'000'000) {
+    return fail("rails_start needs period_ns, start_at_ns and reserve (0..1000000) as integers");
+  }
+  o.period_ns = period.get<int64_t>();
+  o.start_at_ns = start.get<int64_t>();
+  o.reserve_samples = reserve.get<size_t>();
+  auto s = RailSampler::Start(std::move(sp), o);
+  if (!s.ok()) return fail(s.status().ToString());
+  rails_ = std::move(s).value();
+  return {{"ok", true}};
+}
+
+// rails_stop -> {series (RailSeriesToJson, this host's clock), errors, late_samples}.
+nlohmann::json Agent::StopRails() {
+  if (!rails_) return {{"ok", false}, {"error", "this agent is not sampling its rails"}};
+  rails_->Stop();
+  nlohmann::json r = {{"ok", true},
+                      {"series", RailSeriesToJson(rails_->series())},
+                      {"errors", rails_->errors()},
+                      {"late_samples", rails_->late_samples()}};
+  rails_.reset();
+  return r;
 }
 
 int Agent::HealAll() {
@@ -171,6 +247,8 @@ nlohmann::json Agent::Handle(const nlohmann::json& req) {
   }
   if (op == "clock") return {{"ok", true}, {"t2", 0}, {"t3", 0}};  // filled by Serve
   if (op == "renew") return {{"ok", true}};
+  if (op == "rails_start") return StartRails(req);
+  if (op == "rails_stop") return StopRails();
   if (op == "bye") {
     bye_ = true;
     return {{"ok", true}, {"healed", HealAll()}};
@@ -244,6 +322,13 @@ int Agent::Serve(int listen_fd, int healed_at_start) {
         continue;
       }
       buf.append(chunk, got);
+      if (buf.size() > kMaxRequestBytes && buf.find('\n') == std::string::npos) {
+        // No request is this long: a caller that sends an endless line is dropped.
+        std::fprintf(stderr, "faultline agent %s: a request line over %zu bytes: closed\n",
+                     node_.c_str(), kMaxRequestBytes);
+        client.Reset();
+        continue;
+      }
       for (size_t nl; (nl = buf.find('\n')) != std::string::npos;) {
         const std::string line = buf.substr(0, nl);
         buf.erase(0, nl + 1);

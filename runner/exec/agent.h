@@ -12,6 +12,10 @@
 //   apply  {id, kind, params, at_ns}          -> {timing, error}   (the injector's StepTiming)
 //   revert {id, at_ns}                        -> {timing, error}
 //   renew                                     -> {}                (the lease)
+//   rails_start {ports, period_ns, start_at_ns, reserve} -> {}    (samples these rail ports)
+//   rails_stop                                -> {series, errors, late_samples}
+//     (the ports' byte counters from start_at_ns on, on this host's clock: rail_sampler.h,
+//      in the form of RailSeriesToJson, runner/core/rails.h)
 //   bye                                       -> {healed}          (heals everything, exits)
 // A rank fault names the rank by {"procid": N}; the agent finds that task's process on its
 // host (the Slurm task whose SLURM_PROCID, SLURM_JOB_ID and SLURM_STEP_ID match) itself.
@@ -19,7 +23,8 @@
 // Security: it listens only on the address it is given; a request without the token (from
 // FAULTLINE_AGENT_TOKEN, handed over through the Slurm step's environment, never argv) is
 // refused and the connection closed; it acts only on the interfaces of its allowlist
-// (NETNS/DEV entries) and on fault-hook sockets under its allowed directory. Lease: when no
+// (NETNS/DEV entries; also the only ports it samples) and on fault-hook sockets under its
+// allowed directory; a request line over 1 MiB closes the connection. Lease: when no
 // request arrives for `lease_ms`, the runner is gone: the agent heals everything and exits,
 // as it does on SIGTERM/SIGINT. On start it undoes whatever its journal still holds (a killed
 // predecessor's faults), so a fresh agent step is also the repair.

@@ -24,6 +24,9 @@
 namespace faultline::runner {
 namespace {
 
+// No answer of an agent is this long (a long run's rail series is a few MiB).
+constexpr size_t kMaxResponseBytes = size_t{64} << 20;
+
 constexpr int kClockRounds = 8;
 
 std::string RandomToken() {
@@ -223,6 +226,11 @@ Result<nlohmann::json> AgentFleet::CallLocked(int host, const nlohmann::json& re
       return Unavailable("agent of " + o_.nodes[host] + " lost (its connection closed)");
     }
     buf.append(chunk, static_cast<size_t>(got));
+    if (buf.size() > kMaxResponseBytes) {
+      conns_[host].Reset();
+      return Internal("agent of " + o_.nodes[host] + " sent a line over " +
+                      std::to_string(kMaxResponseBytes >> 20) + " MiB: dropped");
+    }
   }
 }
 

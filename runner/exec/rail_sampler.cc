@@ -4,6 +4,8 @@
 #include <linux/if_link.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -101,6 +103,10 @@ Result<std::unique_ptr<RailSampler>> RailSampler::Start(std::vector<RailSamplerP
   std::future<void> ready = opened.get_future();
   RailSampler* self = s.get();
   s->thread_ = std::thread([self, &opened] {
+    // A thread inherits its creator's policy: one started from a realtime thread (the fault
+    // agent's) would compete with the fault timing it must never delay.
+    const sched_param normal{};
+    pthread_setschedparam(pthread_self(), SCHED_OTHER, &normal);
     self->Open();
     opened.set_value();
     self->Loop();

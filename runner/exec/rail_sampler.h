@@ -2,15 +2,15 @@
 // (DESIGN.md, "Metrics"), into a RailSeries (runner/core/rails.h) that becomes rails.csv and
 // per_fault[].rails.
 //
-// One background thread at normal priority (the timeline thread, at realtime priority, is
-// never delayed by it). At start the thread enters each port's namespace in turn (setns on
-// itself) and opens one NETLINK_ROUTE socket there, which stays bound to that namespace; then,
-// every `period_ns` on CLOCK_MONOTONIC from `start_at_ns`, it sends one RTM_GETLINK dump per
-// namespace and reads IFLA_STATS64 (the 64-bit rtnl_link_stats64: tx_bytes, rx_bytes) of the
-// ports by name. This is rtnetlink parsed in place, not libnl's object cache: a sample costs
-// no allocation (a receive buffer and the series are allocated up front; the series grows
-// only past its reserved length). Counters are the port's own view: tx = bytes the host (or
-// the rank's NIC) sent out of that port.
+// One background thread at normal priority (SCHED_OTHER whatever its creator's policy: the
+// timeline thread and the fault agent, at realtime priority, are never delayed by it). At start the
+// thread enters each port's namespace in turn (setns on itself) and opens one NETLINK_ROUTE socket
+// there, which stays bound to that namespace; then, every `period_ns` on CLOCK_MONOTONIC from
+// `start_at_ns`, it sends one RTM_GETLINK dump per namespace and reads IFLA_STATS64 (the 64-bit
+// rtnl_link_stats64: tx_bytes, rx_bytes) of the ports by name. This is rtnetlink parsed in place,
+// not libnl's object cache: a sample costs no allocation (a receive buffer and the series are
+// allocated up front; the series grows only past its reserved length). Counters are the port's own
+// view: tx = bytes the host (or the rank's NIC) sent out of that port.
 //
 // Where an RDMA device backs a port (RailSamplerPort::rdma), its port counters
 // `<sysfs_root>/<dev>/ports/<p>/counters/port_xmit_data` and `port_rcv_data` (4-byte units)

@@ -245,8 +245,13 @@ class Run final {
   std::map<int, bool> killed_by_fault_;  // global rank -> killed by rank_kill
   std::vector<std::string> harness_errors_;
   // Every rail port's counters from just before t0 until the ranks have exited
-  // (rail_sampler.h); rails_note_ says how, and what failed.
+  // (rail_sampler.h): sampled here, or in a fleet run by each host's agent (which alone can
+  // read its host's ports) and merged on this clock; rails_note_ says how, and what failed.
   std::unique_ptr<RailSampler> rail_sampler_;
+  std::optional<RailSeries> rail_series_;                // after StopRailSampler
+  std::vector<std::vector<RailPort>> agent_rail_ports_;  // by host: what its agent samples
+  void StartAgentRails(std::vector<RailSamplerPort> ports, const RailSamplerOptions& o);
+  void StopAgentRails();
   nlohmann::json rails_note_ = nlohmann::json::object();
   static constexpr int64_t kRailPeriodNs = 20'000'000;
   static constexpr int64_t kRailLeadNs = 200'000'000;  // first sample before t0
@@ -336,6 +341,10 @@ Status Run::StartAgents() {
     // Each agent acts only on its own host's rail ports.
     for (const std::string& dev : topo_->host(h).rail_devs)
       ao.allow.push_back(std::to_string(h) + "=" + topo_->host(h).netns + "/" + dev);
+    for (const auto& nic : topo_->host(h).rank_rail_devs) {  // per-rank NICs
+      for (const std::string& dev : nic)
+        ao.allow.push_back(std::to_string(h) + "=" + topo_->host(h).netns + "/" + dev);
+    }
   }
   for (const std::string& hp : hook_paths_) {
     if (!hp.empty()) ao.hook_dir = fs::path(hp).parent_path().string();
@@ -864,6 +873,10 @@ void Run::StartRailSampler() {
   o.start_at_ns = t0_ - kRailLeadNs;
   o.reserve_samples = static_cast<size_t>(
       (kRailLeadNs + w.duration_ns.value_or(30'000'000'000LL) + 10'000'000'000LL) / kRailPeriodNs);
+  if (fleet_) {
+    StartAgentRails(std::move(ports), o);
+    return;
+  }
   // Started before DriveTimeline raises its own thread (only that thread) to realtime
   // priority: the sampler keeps the normal policy and never delays a fault.
   auto s = RailSampler::Start(std::move(ports), o);
@@ -875,7 +888,83 @@ void Run::StartRailSampler() {
 }
 
 void Run::StopRailSampler() {
-  if (rail_sampler_) rail_sampler_->Stop();
+  if (fleet_) {
+    StopAgentRails();
+    return;
+  }
+  if (!rail_sampler_) return;
+  rail_sampler_->Stop();
+  rail_series_ = rail_sampler_->series();
+  std::vector<std::string> errors = rail_sampler_->errors();
+  rails_note_["late_samples"] = rail_sampler_->late_samples();
+  if (!errors.empty()) rails_note_["errors"] = errors;
+}
+
+// A fleet run: each host's agent samples that host's ports on the same grid of this clock
+// (mapped to its own with the offset measured at the start).
+void Run::StartAgentRails(std::vector<RailSamplerPort> ports, const RailSamplerOptions& o) {
+  rails_note_["source"] =
+      "rtnetlink IFLA_STATS64 of each rail port (host side), read by the host's agent on its "
+      "own clock and mapped to the runner's with the measured offset";
+  agent_rail_ports_.assign(topo_->hosts(), {});
+  nlohmann::json errors = nlohmann::json::array();
+  for (int h = 0; h < topo_->hosts(); ++h) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const RailSamplerPort& p : ports) {
+      if (p.port.host != h) continue;
+      agent_rail_ports_[h].push_back(p.port);
+      nlohmann::json e = {{"host", h}, {"rail", p.port.rail}, {"netns", p.netns}, {"dev", p.dev}};
+      if (p.port.rank) e["rank"] = *p.port.rank;
+      list.push_back(e);
+    }
+    auto r = fleet_->Call(h, {{"op", "rails_start"},
+                              {"ports", list},
+                              {"period_ns", o.period_ns},
+                              {"start_at_ns", fleet_->ToAgent(h, o.start_at_ns)},
+                              {"reserve", o.reserve_samples}});
+    if (!r.ok()) errors.push_back("host " + std::to_string(h) + ": " + r.status().ToString());
+  }
+  if (!errors.empty()) rails_note_["errors"] = errors;
+}
+
+void Run::StopAgentRails() {
+  if (agent_rail_ports_.empty()) return;
+  std::vector<RailSeries> parts;
+  nlohmann::json errors = rails_note_.value("errors", nlohmann::json::array());
+  size_t late = 0;
+  for (int h = 0; h < static_cast<int>(agent_rail_ports_.size()); ++h) {
+    RailSeries part;
+    part.ports = agent_rail_ports_[h];  // a host whose samples are lost keeps empty columns
+    auto r = fleet_->Call(h, {{"op", "rails_stop"}});
+    std::string why;
+    std::optional<RailSeries> got;
+    if (!r.ok()) {
+      why = r.status().ToString();
+    } else if (!(got = RailSeriesFromJson(r->value("series", nlohmann::json()), &why))) {
+      why = "its series: " + why;
+    } else if (got->ports.size() != part.ports.size()) {
+      why = "its series has " + std::to_string(got->ports.size()) + " ports, not " +
+            std::to_string(part.ports.size());
+    } else {
+      for (int64_t& t : got->t_ns) t = fleet_->FromAgent(h, t);
+      part = std::move(*got);
+      late += r->value("late_samples", size_t{0});
+      for (const auto& e : r->value("errors", nlohmann::json::array())) {
+        if (e.is_string())
+          errors.push_back("host " + std::to_string(h) + ": " + e.get<std::string>());
+      }
+    }
+    if (!why.empty()) {
+      errors.push_back("host " + std::to_string(h) + ": no samples (" + why + ")");
+    }
+    parts.push_back(std::move(part));
+  }
+  MergedRails m = MergeRailSeries(parts, t0_ - kRailLeadNs, kRailPeriodNs);
+  rails_note_["late_samples"] = late;
+  rails_note_["hosts_max_spread_us"] = m.max_spread_ns / 1e3;
+  rails_note_["unmatched_samples"] = m.unmatched;
+  if (!errors.empty()) rails_note_["errors"] = errors;
+  rail_series_ = std::move(m.series);
 }
 
 void Run::DriveTimeline() {
@@ -1126,12 +1215,9 @@ int Run::Finish() {
   }
   // Per-rail throughput from the sampled counters.
   std::vector<FaultRails> fault_rails;
-  if (rail_sampler_) {
-    const RailSeries& rs = rail_sampler_->series();
-    std::vector<std::string> errors = rail_sampler_->errors();
+  if (rail_series_) {
+    const RailSeries& rs = *rail_series_;
     rails_note_["samples"] = rs.samples();
-    rails_note_["late_samples"] = rail_sampler_->late_samples();
-    if (!errors.empty()) rails_note_["errors"] = errors;
     if (rs.samples() >= 2) {
       std::ofstream(out_ + "/rails.csv") << RailsCsv(rs, t0_);
       files.rails = "rails.csv";

@@ -219,6 +219,27 @@ def test_demo_under_slurm_gives_the_local_verdict(box, tmp_path):
         assert started["node"] == f"h{g // 2}"
         with open(os.path.join(out_s, "ranks", "tasks", f"task{g}.status")) as f:
             assert json.load(f) == {"state": "exited", "code": 0}
+    # The rail counters came from each host's agent (on a real cluster the runner cannot read
+    # another host's ports), mapped to the runner's clock: the per-fault windows read the same
+    # story as the local run's, where the runner samples every namespace itself.
+    with open(os.path.join(out_l, "report.json")) as f:
+        local = json.load(f)
+    rails = rep["rails"]
+    assert "agent" in rails["source"] and "agent" not in local["rails"]["source"]
+    assert rails["sampled"] and not rails.get("errors"), rails
+    assert rails["samples"] >= 0.9 * local["rails"]["samples"], (rails, local["rails"])
+    assert rails["unmatched_samples"] <= 2, rails
+    for r in (rep, local):
+        # "down": host 0's rail 0 down for 2 s; during it that port carries nothing while its
+        # rail-1 port carries the traffic.
+        [down] = [pf for pf in r["per_fault"] if pf["id"] == "down"]
+        by = {(w["host"], w["rail"]): w for w in down["rails"]}
+        assert by[(0, 0)]["during_gbps"] < 0.02, by
+        assert by[(0, 1)]["during_gbps"] > 0.05, by
+        assert by[(0, 0)]["before_gbps"] > 0.05, by
+    with open(os.path.join(out_s, "rails.csv")) as f:
+        header = f.readline().strip().split(",")
+    assert header[0] == "t_s" and {"h0_r0_tx_gbps", "h1_r1_rx_gbps"} <= set(header), header
     r = sh(FAULTLINE, "compare", os.path.join(out_l, "report.json"),
            os.path.join(out_s, "report.json"), "--tolerance", "50%", env=box, check=False)
     assert "REGRESSION" not in r.stdout, r.stdout

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "runner/core/report_json.h"
@@ -241,6 +242,136 @@ TEST(RailsTest, ReportJsonCarriesPerFaultRailsAndTheFile) {
   EXPECT_NEAR(r["per_fault"][0]["rails"][0]["during_gbps"].get<double>(), 16.0, 1e-6);
   EXPECT_NEAR(r["per_fault"][1]["rails"][0]["during_gbps"].get<double>(), 8.0, 1e-6);
   EXPECT_EQ(r["per_fault"][1]["rails"][1]["during_gbps"].get<double>(), 0.0);
+}
+
+// A host's series as its agent sends it comes back whole; what is not such a series is refused
+// with a reason, never read as counters.
+TEST(RailsTest, AgentSeriesRoundTripsAndLiesAreRefused) {
+  RailSeries s = Build(2, 0, 100 * kMs, 20 * kMs, [](int, int64_t) { return 1.0; });
+  s.ports[1].rank = 3;
+  s.ports[1].rdma = true;
+  s.rdma.assign(s.net.size(), RailCounters{7, 9, true});
+  s.net[3].valid = false;
+  std::string why;
+  auto back = RailSeriesFromJson(nlohmann::json::parse(RailSeriesToJson(s).dump()), &why);
+  ASSERT_TRUE(back) << why;
+  ASSERT_EQ(back->samples(), s.samples());
+  EXPECT_EQ(back->t_ns, s.t_ns);
+  EXPECT_EQ(back->ports[1].rank, 3);
+  EXPECT_TRUE(back->ports[1].rdma);
+  EXPECT_FALSE(back->ports[0].rank);
+  for (size_t i = 0; i < s.net.size(); ++i) {
+    EXPECT_EQ(back->net[i].valid, s.net[i].valid) << i;
+    if (s.net[i].valid) {
+      EXPECT_EQ(back->net[i].tx_bytes, s.net[i].tx_bytes) << i;
+    }
+  }
+  EXPECT_EQ(back->rdma[0].rx_bytes, 9u);
+
+  auto refused = [](nlohmann::json j) {
+    std::string e;
+    const bool ok = RailSeriesFromJson(j, &e).has_value();
+    return !ok && !e.empty();
+  };
+  const nlohmann::json good = RailSeriesToJson(s);
+  EXPECT_TRUE(refused(nlohmann::json::array()));
+  EXPECT_TRUE(refused({{"ports", 1}, {"t_ns", {}}}));
+  nlohmann::json j = good;
+  j["net"].erase(0);  // one entry short
+  EXPECT_TRUE(refused(j));
+  j = good;
+  j["net"][0] = {1, -2};  // a negative counter
+  EXPECT_TRUE(refused(j));
+  j = good;
+  j["net"][0] = "lots";
+  EXPECT_TRUE(refused(j));
+  j = good;
+  j["t_ns"][2] = 0;  // time goes backwards
+  EXPECT_TRUE(refused(j));
+  j = good;
+  j["ports"][0]["host"] = -1;
+  EXPECT_TRUE(refused(j));
+  j = good;
+  j["counter_bits"] = 65;
+  EXPECT_TRUE(refused(j));
+  j = good;
+  j["rdma"].push_back(nullptr);
+  EXPECT_TRUE(refused(j));
+}
+
+// Two hosts sample on one 20 ms grid of the runner's clock, each a little off it (their clock
+// offsets), one skipping ticks (a stalled host) and taking a last sample at the stop: rows go by
+// tick, a host without a sample at a tick has invalid counters there, and a rate over a row pair
+// is each host's own.
+TEST(RailsTest, HostsSeriesMergeByTickOfTheGrid) {
+  const int64_t start = 1 * kS, period = 20 * kMs;
+  // Host 0: 2 bytes/ns, samples 30 us late; host 1: 1 byte/ns, 40 us early, and no samples at
+  // ticks 3 and 4; both at ticks 0..9, host 1 also at 195 ms (its stop, nearest tick 10).
+  auto part = [&](int host, double rate, int64_t skew, std::vector<int> skip) {
+    RailSeries s;
+    s.ports.push_back({host, 0, std::nullopt, false});
+    for (int k = 0; k < 10; ++k) {
+      if (std::find(skip.begin(), skip.end(), k) != skip.end()) continue;
+      const int64_t t = start + k * period + skew;
+      const auto b = static_cast<uint64_t>(rate * static_cast<double>(t - start + 10 * kMs));
+      s.t_ns.push_back(t);
+      s.net.push_back({b, b, true});
+    }
+    return s;
+  };
+  RailSeries h0 = part(0, 2.0, 30'000, {});
+  RailSeries h1 = part(1, 1.0, -40'000, {3, 4});
+  h1.t_ns.push_back(start + 195 * kMs);
+  h1.net.push_back({205 * kMs, 205 * kMs, true});
+  // Host 0's stop sample comes 4 ms before host 1's: the same tick, far apart.
+  h0.t_ns.push_back(start + 191 * kMs);
+  h0.net.push_back({2 * 201 * kMs, 2 * 201 * kMs, true});
+  // A sample before the grid starts by more than half a period matches no tick.
+  h1.t_ns.insert(h1.t_ns.begin(), start - 15 * kMs);
+  h1.net.insert(h1.net.begin(), RailCounters{0, 0, true});
+
+  MergedRails m = MergeRailSeries({h0, h1}, start, period);
+  const RailSeries& s = m.series;
+  ASSERT_EQ(s.ports.size(), 2u);
+  EXPECT_EQ(s.ports[1].host, 1);
+  ASSERT_EQ(s.samples(), 11u);  // ticks 0..10
+  EXPECT_EQ(m.unmatched, 1u);
+  EXPECT_EQ(m.max_spread_ns, 4 * kMs);
+  EXPECT_EQ(s.t_ns[0], start - 5'000);                // the mean of +30 us and -40 us
+  EXPECT_EQ(s.t_ns[3], start + 3 * period + 30'000);  // host 0 alone
+  EXPECT_EQ(s.t_ns[10], start + 193 * kMs);
+  EXPECT_TRUE(s.Net(3, 0).valid);
+  EXPECT_FALSE(s.Net(3, 1).valid);
+  EXPECT_TRUE(s.Net(10, 0).valid);
+  EXPECT_TRUE(s.Net(10, 1).valid);
+  // Each port's rate is over its own host's interval: host 0's 16 Gbit/s and host 1's 8
+  // exactly, also over the last row, where the hosts' times are 4 ms apart.
+  for (size_t i : {1, 2, 4, 6, 9, 10}) {
+    auto r0 = RateAt(s, s.net, i, 0);
+    ASSERT_TRUE(r0) << i;
+    EXPECT_NEAR(r0->tx_gbps, 16.0, 1e-9) << i;
+  }
+  for (size_t i : {1, 2, 6, 9, 10}) {
+    auto r1 = RateAt(s, s.net, i, 1);
+    ASSERT_TRUE(r1) << i;
+    EXPECT_NEAR(r1->tx_gbps, 8.0, 1e-9) << i;
+  }
+  // Windows read the same: host 1 over ticks 5..10 at 8 Gbit/s.
+  std::vector<FaultRecord> faults = {Fault("f", start + 95 * kMs, start + 150 * kMs)};
+  RailWindowOptions wo{start, start + 200 * kMs, 0};
+  auto w = RailWindows(s, faults, wo);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NEAR(*w[0].rails[1].during.tx_gbps, 8.0, 1e-9);
+  EXPECT_NEAR(*w[0].rails[0].after.tx_gbps, 16.0, 1e-9);
+  EXPECT_FALSE(RateAt(s, s.net, 4, 1));  // host 1 has no sample at tick 3 or 4
+  EXPECT_FALSE(RateAt(s, s.net, 5, 1));
+  EXPECT_TRUE(RateAt(s, s.net, 4, 0));
+  // A host whose samples were lost keeps its columns, all empty.
+  RailSeries lost;
+  lost.ports.push_back({1, 0, std::nullopt, false});
+  MergedRails m2 = MergeRailSeries({h0, lost}, start, period);
+  ASSERT_EQ(m2.series.samples(), 11u);
+  for (size_t i = 0; i < 11; ++i) EXPECT_FALSE(m2.series.Net(i, 1).valid);
 }
 
 }  // namespace

@@ -1,0 +1,197 @@
+"""The per-host fault agent (`faultline agent`, runner/exec/agent.h) started by hand, as on a
+host outside Slurm: its protocol's gatekeeping (the run's token, a bounded request line, the
+allowlist) and its rail sampling, read against traffic the test sends itself. The namespaces
+and the journal are the test's own and are gone after it."""
+import json
+import os
+import secrets
+import socket
+import subprocess
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.environ.get("FAULTLINE_BUILD", os.path.join(ROOT, "build"))
+FAULTLINE = os.path.join(BUILD, "bin", "faultline")
+
+
+def sh(*args, check=True):
+    return subprocess.run(args, check=check, capture_output=True, text=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def agent(tmp_path):
+    if not os.path.exists(FAULTLINE):
+        pytest.skip(f"{FAULTLINE} is not built")
+    tag = f"fl-ag{os.getpid()}-{time.monotonic_ns() % 100000}"
+    a, b = tag + "a", tag + "b"
+    if sh("ip", "netns", "add", a, check=False).returncode != 0:
+        pytest.skip("cannot create network namespaces here")
+    proc = None
+    try:
+        sh("ip", "netns", "add", b)
+        # One link between two namespaces: h0 in a (198.19.250.1), s0 in b (198.19.250.2).
+        sh("ip", "-n", a, "link", "add", "h0", "type", "veth", "peer", "name", "s0", "netns", b)
+        sh("ip", "-n", a, "addr", "add", "198.19.250.1/30", "dev", "h0")
+        sh("ip", "-n", b, "addr", "add", "198.19.250.2/30", "dev", "s0")
+        sh("ip", "-n", a, "link", "set", "h0", "up")
+        sh("ip", "-n", b, "link", "set", "s0", "up")
+        token = secrets.token_hex(16)
+        port = free_port()
+        journal = tmp_path / "journal"
+        env = dict(os.environ, FAULTLINE_AGENT_TOKEN=token)
+        proc = subprocess.Popen(
+            [FAULTLINE, "agent", "--listen", "127.0.0.1", "--port", str(port),
+             "--allow", f"{a}/h0", "--journal", str(journal), "--lease-ms", "5000"],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert proc.poll() is None, proc.stderr.read()
+                assert time.monotonic() < deadline, "the agent never listened"
+                time.sleep(0.05)
+        yield {"proc": proc, "port": port, "token": token, "a": a, "b": b, "journal": journal}
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        sh("ip", "netns", "del", a, check=False)
+        sh("ip", "netns", "del", b, check=False)
+
+
+class Conn:
+    def __init__(self, ag):
+        self.s = socket.create_connection(("127.0.0.1", ag["port"]), timeout=10)
+        self.buf = b""
+        self.token = ag["token"]
+
+    def send_raw(self, data):
+        self.s.sendall(data)
+
+    def call(self, req, token=True):
+        if token:
+            req = dict(req, token=self.token)
+        self.s.sendall(json.dumps(req).encode() + b"\n")
+        return self.read()
+
+    def read(self):
+        while b"\n" not in self.buf:
+            got = self.s.recv(1 << 20)
+            if not got:
+                return None  # closed by the agent
+            self.buf += got
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def closed_by_peer(self):
+        # Within 2 s, well inside the agent's 5 s lease (which would also close it).
+        self.s.settimeout(2)
+        try:
+            return self.s.recv(1) == b""
+        except ConnectionResetError:
+            return True
+        except TimeoutError:
+            return False
+
+    def close(self):
+        self.s.close()
+
+
+def tx_bytes(ns, dev):
+    out = json.loads(sh("ip", "-n", ns, "-s", "-j", "link", "show", "dev", dev).stdout)[0]
+    return out["stats64"]["tx"]["bytes"]
+
+
+def test_agent_samples_only_its_allowlisted_ports_on_its_own_clock(agent):
+    c = Conn(agent)
+    a, b = agent["a"], agent["b"]
+    period = 20_000_000
+    start = time.monotonic_ns() + 50_000_000  # CLOCK_MONOTONIC, the agent's clock here
+    port = {"host": 0, "rail": 0, "netns": a, "dev": "h0"}
+    # Ports its allowlist does not name are refused, whatever else the request holds.
+    for bad in ({"netns": b, "dev": "s0"}, {"netns": a, "dev": "lo"}):
+        r = c.call({"op": "rails_start", "ports": [port, dict(port, rail=1, **bad)],
+                    "period_ns": period, "start_at_ns": start, "reserve": 100})
+        assert r["ok"] is False and "allowlist" in r["error"], r
+    r = c.call({"op": "rails_start", "ports": [port], "period_ns": period,
+                "start_at_ns": start, "reserve": 100})
+    assert r["ok"], r
+    r = c.call({"op": "rails_start", "ports": [port], "period_ns": period,
+                "start_at_ns": start, "reserve": 100})
+    assert r["ok"] is False and "already" in r["error"], r
+    before = tx_bytes(a, "h0")
+    # 20 datagrams of 1000 bytes out of h0, 20 ms apart, while the agent samples it.
+    sh("ip", "netns", "exec", a, "python3", "-c",
+       "import socket, time\n"
+       "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+       "for _ in range(20):\n"
+       "    s.sendto(b'x' * 1000, ('198.19.250.2', 9))\n"
+       "    time.sleep(0.02)\n")
+    time.sleep(0.1)
+    after = tx_bytes(a, "h0")
+    r = c.call({"op": "rails_stop"})
+    assert r["ok"], r
+    s = r["series"]
+    assert s["ports"] == [{"host": 0, "rail": 0, "rdma": False}]
+    t = s["t_ns"]
+    assert len(t) >= 15 and len(s["net"]) == len(t)
+    # Its own clock, on the grid asked for: the first sample at the start, then 20 ms apart
+    # (a tick can be skipped on a loaded machine; the last one is taken at the stop).
+    assert abs(t[0] - start) < 5_000_000, (t[0], start)
+    steps = [y - x for x, y in zip(t, t[1:-1])]
+    off_grid = [min(d % period, period - d % period) for d in steps]
+    assert steps and max(off_grid) < 5_000_000, steps
+    valid = [n for n in s["net"] if n is not None]
+    assert len(valid) >= len(t) - 2
+    # The counters are h0's: they moved by what was sent (20 x 1042 bytes on the wire, plus
+    # ARP), and never past what iproute2 reads after.
+    first, last = valid[0][0], valid[-1][0]
+    assert first >= before - 200 and last <= after
+    assert last - first >= 20 * 1000, (first, last, before, after)
+    r = c.call({"op": "rails_stop"})
+    assert r["ok"] is False and "not sampling" in r["error"]
+    r = c.call({"op": "bye"})
+    assert r["ok"], r
+    assert agent["proc"].wait(timeout=10) == 0
+    # Nothing left: its journal directory went with it.
+    assert not agent["journal"].exists()
+
+
+def test_agent_drops_callers_without_the_token_or_with_endless_lines(agent):
+    c = Conn(agent)
+    assert c.call({"op": "bye"}, token=False) is None  # closed: nothing was done
+    c.close()
+    c = Conn(agent)
+    assert c.call({"op": "hello", "token": "x" * 32}, token=False) is None
+    c.close()
+    # A line that never ends: dropped at 1 MiB, not buffered for ever.
+    c = Conn(agent)
+    try:
+        for _ in range(4):
+            c.send_raw(b"x" * (1 << 19))
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    assert c.closed_by_peer()
+    c.close()
+    assert agent["proc"].poll() is None, "the agent died of a hostile caller"
+    c = Conn(agent)
+    r = c.call({"op": "hello"})
+    assert r["ok"] and r["pid"] == agent["proc"].pid
+    r = c.call({"op": "rails_start", "ports": "all", "period_ns": 1, "start_at_ns": 0,
+                "reserve": 0})
+    assert r["ok"] is False and "ports" in r["error"]
+    r = c.call({"op": "bye"})
+    assert r["ok"]
+    assert agent["proc"].wait(timeout=10) == 0
+    err = agent["proc"].stderr.read()
+    assert "without the run's token" in err and "over 1048576 bytes" in err, err
