@@ -242,8 +242,12 @@ nlohmann::json Agent::Handle(const nlohmann::json& req) {
   auto fail = [](const std::string& e) { return nlohmann::json{{"ok", false}, {"error", e}}; };
   const std::string op = req.value("op", "");
   if (op == "hello") {
-    return {{"ok", true}, {"node", node_}, {"node_id", std::atoi(Env("SLURM_NODEID").c_str())},
-            {"pid", ::getpid()}, {"healed", healed_at_start_}};
+    return {{"ok", true},
+            {"node", node_},
+            {"node_id", std::atoi(Env("SLURM_NODEID").c_str())},
+            {"job_id", Env("SLURM_JOB_ID")},
+            {"pid", ::getpid()},
+            {"healed", healed_at_start_}};
   }
   if (op == "clock") return {{"ok", true}, {"t2", 0}, {"t3", 0}};  // filled by Serve
   if (op == "renew") return {{"ok", true}};

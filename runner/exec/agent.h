@@ -7,7 +7,8 @@
 // Protocol: one TCP connection from the runner; newline-delimited JSON requests, one JSON
 // response line each ({"ok": true, ...} or {"ok": false, "error": "..."}). Every request
 // carries the run's token. Ops:
-//   hello  -> {node, node_id, pid, healed}   (healed: journal entries of an earlier agent undone)
+//   hello  -> {node, node_id, job_id, pid, healed}   (job_id: its Slurm job, "" by hand;
+//                                             healed: journal entries of an earlier agent undone)
 //   clock  -> {t2, t3}                        (receive and send times: a 4-timestamp exchange)
 //   apply  {id, kind, params, at_ns}          -> {timing, error}   (the injector's StepTiming)
 //   revert {id, at_ns}                        -> {timing, error}

@@ -67,9 +67,11 @@ Result<std::unique_ptr<AgentFleet>> AgentFleet::Start(AgentFleetOptions o) {
   const int n = static_cast<int>(f->o_.nodes.size());
   f->conns_.resize(n);
   f->bufs_.resize(n);
+  for (int h = 0; h < n; ++h) f->host_mu_.push_back(std::make_unique<std::mutex>());
   f->before_.resize(n);
   f->after_.resize(n);
   f->pids_.assign(n, 0);
+  f->repairing_.assign(n, 0);
   f->generation_.assign(n, 0);
   f->replaced_at_.assign(n, 0);
   std::vector<int> all;
@@ -97,6 +99,14 @@ Status AgentFleet::StartStep(const std::vector<int>& hosts) {
       "--kill-on-bad-exit=0", "--input=none", "--output=/dev/null",
       "--error=" + o_.log_dir + "/agents-%j.%s-%t.err", "--open-mode=append"};
   if (!o_.partition.empty()) argv.push_back("--partition=" + o_.partition);
+  std::string job;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    job = job_id_;
+  }
+  // A replacement is a new step of the agents' job, sharing its resources with the step of the
+  // lost one (which lives on while the other hosts' agents do): a new job would wait for them.
+  if (!job.empty()) argv.insert(argv.begin() + 1, {"--jobid=" + job, "--overlap"});
   argv.insert(argv.end(), {"--", o_.task_exe, "agent", "--port", std::to_string(o_.port),
                            "--lease-ms", std::to_string(o_.lease_ms), "--hook-dir", o_.hook_dir});
   // A replacement runs on one node, whose SLURM_NODEID is 0: it gets only its own address.
@@ -122,7 +132,11 @@ Status AgentFleet::StartStep(const std::vector<int>& hosts) {
     if (!fd.ok()) return fd.status();
     ns = std::move(fd).value();
   }
-  const std::string log = o_.log_dir + "/agents-srun" + std::to_string(steps_.size()) + ".err";
+  std::string log;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    log = o_.log_dir + "/agents-srun" + std::to_string(steps_.size()) + ".err";
+  }
   const ExecArgs exec(argv, env);
   const pid_t pid = ::fork();
   if (pid < 0) return ErrnoStatus("fork", errno);
@@ -138,6 +152,7 @@ Status AgentFleet::StartStep(const std::vector<int>& hosts) {
     ::execvpe(exec.argv()[0], exec.argv(), exec.envp());
     ::_exit(127);
   }
+  std::lock_guard<std::mutex> lock(mu_);
   steps_.push_back(pid);
   return Status::Ok();
 }
@@ -169,7 +184,9 @@ Status AgentFleet::Connect(int host, int64_t deadline_ns) {
       bufs_[host].clear();
       auto hello = CallLocked(host, {{"op", "hello"}}, 5'000'000'000);
       if (!hello.ok()) return hello.status();
+      std::lock_guard<std::mutex> lock(mu_);
       pids_[host] = hello->value("pid", 0);
+      if (job_id_.empty()) job_id_ = hello->value("job_id", "");
       const int healed = hello->value("healed", 0);
       if (healed > 0) {
         events_.push_back("agent of " + o_.nodes[host] + " undid " + std::to_string(healed) +
@@ -235,24 +252,34 @@ Result<nlohmann::json> AgentFleet::CallLocked(int host, const nlohmann::json& re
 }
 
 Result<nlohmann::json> AgentFleet::Call(int host, nlohmann::json req, int64_t timeout_ns) {
-  std::lock_guard<std::mutex> lock(mu_);
+  if (host < 0 || host >= hosts())
+    return InvalidArgument("no agent for host " + std::to_string(host));
+  // Only this host's exchange waits: the others' requests and lease renewals go on while its
+  // agent is replaced (or they would lapse and heal their hosts' faults early).
+  std::lock_guard<std::mutex> host_lock(*host_mu_[host]);
   auto r = CallLocked(host, req, timeout_ns);
   if (r.ok() || conns_[host].valid() || stopped_) return r;
   // The agent is gone (killed, its node failed): a fresh one on that node heals on start what
   // the lost one left in force. The request itself is not replayed.
-  events_.push_back("agent of " + o_.nodes[host] + " lost (" + r.status().message() + ")");
+  AddEvent("agent of " + o_.nodes[host] + " lost (" + r.status().message() + ")");
   Status st = StartStep({host});
   if (st.ok()) st = Connect(host, MonoNow() + 15'000'000'000);
   if (st.ok()) {
     auto off = Measure(host);
+    std::lock_guard<std::mutex> lock(mu_);
     if (off.ok()) before_[host] = *off;
     events_.push_back("agent of " + o_.nodes[host] + " replaced");
     ++generation_[host];
     replaced_at_[host] = MonoNow();
   } else {
-    events_.push_back("agent of " + o_.nodes[host] + " could not be replaced: " + st.ToString());
+    AddEvent("agent of " + o_.nodes[host] + " could not be replaced: " + st.ToString());
   }
   return r;
+}
+
+void AgentFleet::AddEvent(std::string e) {
+  std::lock_guard<std::mutex> lock(mu_);
+  events_.push_back(std::move(e));
 }
 
 Result<ClockOffset> AgentFleet::Measure(int host) {
@@ -292,11 +319,21 @@ void AgentFleet::RenewLoop() {
     for (int h = 0; h < hosts() && !stop_; ++h) {
       // A request in flight renews the lease as well: never wait behind it (the timeline's
       // thread runs at realtime priority, this one does not).
-      std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+      std::unique_lock<std::mutex> lock(*host_mu_[h], std::try_to_lock);
       if (!lock.owns_lock()) continue;
       auto r = CallLocked(h, {{"op", "renew"}}, 2'000'000'000);
       lock.unlock();
-      if (!r.ok() && !stop_) (void)Call(h, {{"op", "renew"}}, 2'000'000'000);  // replaces a lost one
+      if (r.ok() || stop_) continue;
+      // A lost one is replaced on a thread of its own: replacing it takes seconds, in which
+      // this loop goes on renewing the others.
+      std::lock_guard<std::mutex> g(mu_);
+      if (repairing_[h]) continue;
+      repairing_[h] = 1;
+      repairs_.emplace_back([this, h] {
+        (void)Call(h, {{"op", "renew"}}, 2'000'000'000);
+        std::lock_guard<std::mutex> done(mu_);
+        repairing_[h] = 0;
+      });
     }
     while (!stop_ && MonoNow() < next) ::usleep(10'000);
   }
@@ -306,17 +343,28 @@ Status AgentFleet::Stop() {
   if (stopped_) return Status::Ok();
   stop_ = true;
   if (renew_.joinable()) renew_.join();
-  std::lock_guard<std::mutex> lock(mu_);
+  // No new repair starts now; one under way ends within its connect deadline.
+  std::vector<std::thread> repairs;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    repairs.swap(repairs_);
+  }
+  for (std::thread& t : repairs) t.join();
   stopped_ = true;
   Status first;
   for (int h = 0; h < hosts(); ++h) {
+    std::lock_guard<std::mutex> host_lock(*host_mu_[h]);
     if (!conns_[h].valid()) continue;
     auto off = Measure(h);
-    if (off.ok()) after_[h] = *off;
+    if (off.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      after_[h] = *off;
+    }
     auto bye = CallLocked(h, {{"op", "bye"}}, 10'000'000'000);
     if (!bye.ok() && first.ok()) first = bye.status();
     conns_[h].Reset();
   }
+  std::lock_guard<std::mutex> lock(mu_);
   // The agents exit after bye; their steps end with them.
   for (pid_t s : steps_) {
     const int64_t deadline = MonoNow() + 10'000'000'000;

@@ -54,7 +54,8 @@ class AgentFleet {
 
   // One request to host h's agent (the token is added); the response's "ok" is checked. A lost
   // agent (connection closed) is replaced once by a fresh one on that node, which heals what
-  // the lost one left; the request fails then. Thread-safe.
+  // the lost one left; the request fails then. Thread-safe; only host h's requests wait for
+  // it (the other hosts' leases are renewed meanwhile).
   Result<nlohmann::json> Call(int host, nlohmann::json req, int64_t timeout_ns = 10'000'000'000);
   // Runner clock -> host h's agent clock and back.
   int64_t ToAgent(int host, int64_t runner_ns) const;
@@ -81,23 +82,30 @@ class AgentFleet {
   Result<nlohmann::json> CallLocked(int host, const nlohmann::json& req, int64_t timeout_ns);
   Result<ClockOffset> Measure(int host);
   void RenewLoop();
+  void AddEvent(std::string e);
   AgentFleetOptions o_;
   std::string token_;
   // The agents' srun processes: children of this process but not tied to its life (no
   // PDEATHSIG, their own session), so that a runner killed with SIGKILL does not take the
   // agents' step down with it: the agents must outlive it to heal when their leases lapse.
   std::vector<pid_t> steps_;
-  mutable std::mutex mu_;
+  // Lock order: a host's mutex, then mu_. host_mu_[h] guards the exchange with host h's agent
+  // (conns_[h], bufs_[h], its replacement); mu_ guards everything else below.
+  std::vector<std::unique_ptr<std::mutex>> host_mu_;
   std::vector<UniqueFd> conns_;
   std::vector<std::string> bufs_;
+  mutable std::mutex mu_;
   std::vector<ClockOffset> before_, after_;
   std::vector<int> pids_;
+  std::string job_id_;  // the agents' Slurm job (its first step's), once known
   std::vector<int> generation_;
   std::vector<int64_t> replaced_at_;
   std::vector<std::string> events_;
+  std::vector<char> repairing_;       // by host: a repair thread is replacing its agent
+  std::vector<std::thread> repairs_;  // joined by Stop
   std::atomic<bool> stop_{false};
   std::thread renew_;
-  bool stopped_ = false;
+  std::atomic<bool> stopped_{false};
 };
 
 }  // namespace faultline::runner

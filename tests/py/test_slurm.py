@@ -339,6 +339,17 @@ def test_agent_killed_mid_fault_is_replaced_and_heals(box, tmp_path):
     events = " | ".join(rep["environment"]["agents"]["events"])
     assert "agent of h0 lost" in events and "agent of h0 replaced" in events, events
     assert "undid 1 journal entry on start" in events, events
+    # Only that host's agent was lost: the other's lease was renewed while it was replaced.
+    assert "agent of h1" not in events, events
+    # h0's rail samples went with its agent; h1's agent kept sampling to the end.
+    rails = rep["rails"]
+    assert len(rails["errors"]) == 1 and rails["errors"][0].startswith("host 0: no samples"), rails
+    with open(os.path.join(out, "rails.csv")) as f:
+        rows = [line.rstrip("\n").split(",") for line in f]
+    col = rows[0].index("h1_r1_tx_gbps")
+    assert sum(1 for r in rows[1:] if r[col] != "") > 0.8 * (len(rows) - 1), rows[:3]
+    col0 = rows[0].index("h0_r1_tx_gbps")
+    assert all(r[col0] == "" for r in rows[1:])
     sh(FAULTLINE, "cluster", "down", env=box)
     assert_nothing_left(box, [info["run_id"]])
     assert agent_pids(out) == []
