@@ -72,6 +72,7 @@ Result<std::unique_ptr<AgentFleet>> AgentFleet::Start(AgentFleetOptions o) {
   f->after_.resize(n);
   f->pids_.assign(n, 0);
   f->repairing_.assign(n, 0);
+  f->gone_.assign(n, 0);
   f->generation_.assign(n, 0);
   f->replaced_at_.assign(n, 0);
   std::vector<int> all;
@@ -97,7 +98,8 @@ Status AgentFleet::StartStep(const std::vector<int>& hosts) {
       "srun", "--job-name=" + o_.job_name, "--nodes=" + std::to_string(n),
       "--ntasks=" + std::to_string(n), "--ntasks-per-node=1", "--nodelist=" + list,
       "--kill-on-bad-exit=0", "--input=none", "--output=/dev/null",
-      "--error=" + o_.log_dir + "/agents-%j.%s-%t.err", "--open-mode=append"};
+      // One node failing leaves the other agents (and their hosts' faults and samples) be.
+      "--no-kill", "--error=" + o_.log_dir + "/agents-%j.%s-%t.err", "--open-mode=append"};
   if (!o_.partition.empty()) argv.push_back("--partition=" + o_.partition);
   std::string job;
   {
@@ -157,7 +159,7 @@ Status AgentFleet::StartStep(const std::vector<int>& hosts) {
   return Status::Ok();
 }
 
-Status AgentFleet::Connect(int host, int64_t deadline_ns) {
+Status AgentFleet::Connect(int host, int64_t deadline_ns, pid_t step) {
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
   sa.sin_port = htons(static_cast<uint16_t>(o_.port));
@@ -195,6 +197,13 @@ Status AgentFleet::Connect(int host, int64_t deadline_ns) {
       return Status::Ok();
     }
     last = std::strerror(errno);
+    // The step that should run it ended: srun could not start it there (its node is down).
+    if (step > 0 && ::waitpid(step, nullptr, WNOHANG) == step) {
+      std::lock_guard<std::mutex> lock(mu_);
+      steps_.erase(std::remove(steps_.begin(), steps_.end(), step), steps_.end());
+      return Status(Code::kUnavailable, "its srun step ended before it listened (see " +
+                                            o_.log_dir + "/agents-srun*.err)");
+    }
     ::usleep(50'000);
   }
   return Status(Code::kUnavailable, "no agent listening on " + o_.addrs[host] + ":" +
@@ -259,11 +268,21 @@ Result<nlohmann::json> AgentFleet::Call(int host, nlohmann::json req, int64_t ti
   std::lock_guard<std::mutex> host_lock(*host_mu_[host]);
   auto r = CallLocked(host, req, timeout_ns);
   if (r.ok() || conns_[host].valid() || stopped_) return r;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Its node is gone (a replacement could not start there): no more tries this run.
+    if (gone_[host]) return r;
+  }
   // The agent is gone (killed, its node failed): a fresh one on that node heals on start what
   // the lost one left in force. The request itself is not replayed.
   AddEvent("agent of " + o_.nodes[host] + " lost (" + r.status().message() + ")");
   Status st = StartStep({host});
-  if (st.ok()) st = Connect(host, MonoNow() + 15'000'000'000);
+  pid_t step = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (st.ok() && !steps_.empty()) step = steps_.back();
+  }
+  if (st.ok()) st = Connect(host, MonoNow() + 15'000'000'000, step);
   if (st.ok()) {
     auto off = Measure(host);
     std::lock_guard<std::mutex> lock(mu_);
@@ -272,7 +291,10 @@ Result<nlohmann::json> AgentFleet::Call(int host, nlohmann::json req, int64_t ti
     ++generation_[host];
     replaced_at_[host] = MonoNow();
   } else {
-    AddEvent("agent of " + o_.nodes[host] + " could not be replaced: " + st.ToString());
+    std::lock_guard<std::mutex> lock(mu_);
+    gone_[host] = 1;
+    events_.push_back("agent of " + o_.nodes[host] + " could not be replaced: " + st.ToString() +
+                      "; none is tried again this run");
   }
   return r;
 }

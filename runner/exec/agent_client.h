@@ -78,7 +78,9 @@ class AgentFleet {
  private:
   explicit AgentFleet(AgentFleetOptions o) : o_(std::move(o)) {}
   Status StartStep(const std::vector<int>& hosts);
-  Status Connect(int host, int64_t deadline_ns);
+  // Connects to host's agent by the deadline; gives up early when `step` (its srun, if > 0)
+  // has exited.
+  Status Connect(int host, int64_t deadline_ns, pid_t step = 0);
   Result<nlohmann::json> CallLocked(int host, const nlohmann::json& req, int64_t timeout_ns);
   Result<ClockOffset> Measure(int host);
   void RenewLoop();
@@ -102,6 +104,7 @@ class AgentFleet {
   std::vector<int64_t> replaced_at_;
   std::vector<std::string> events_;
   std::vector<char> repairing_;       // by host: a repair thread is replacing its agent
+  std::vector<char> gone_;            // by host: its agent could not be replaced
   std::vector<std::thread> repairs_;  // joined by Stop
   std::atomic<bool> stop_{false};
   std::thread renew_;

@@ -273,12 +273,33 @@ Result<ClusterInfo> LoadCluster(const std::string& dir) {
 }
 
 Status ClusterDown(const ClusterInfo& info) {
-  FL_ASSIGN_OR_RETURN(auto journal, Journal::Open(info.journal_dir.empty() ? Journal::DefaultDir()
-                                                                           : info.journal_dir));
+  const std::string jdir = info.journal_dir.empty() ? Journal::DefaultDir() : info.journal_dir;
+  FL_ASSIGN_OR_RETURN(auto journal, Journal::Open(jdir));
   // cluster.json first: a cluster half taken down is not "up" any more.
   std::error_code ec;
   fs::remove(info.dir + "/" + kClusterFile, ec);
-  return UndoIds(*journal, info.journal_ids);
+  // The fault agents' journals of its nodes, while their namespaces still exist: an agent that
+  // died with its node (or was killed) leaves its directory, and maybe faults in force.
+  std::vector<std::string> errors;
+  for (const std::string& node : info.nodes) {
+    const std::string d = jdir + "/agent-" + node;
+    if (!fs::is_directory(d, ec)) continue;
+    auto aj = Journal::Open(d);
+    if (!aj.ok()) {
+      errors.push_back(aj.status().ToString());
+      continue;
+    }
+    const CleanupReport r = CleanupJournal(**aj);
+    for (const auto& e : r.errors) errors.push_back(d + ": " + e);
+    if (r.failed == 0) fs::remove(d, ec);  // only an empty directory goes
+  }
+  Status st = UndoIds(*journal, info.journal_ids);
+  if (st.ok() && !errors.empty()) {
+    std::string all;
+    for (const auto& e : errors) all += (all.empty() ? "" : "; ") + e;
+    return Internal("the fault agents' journals: " + all);
+  }
+  return st;
 }
 
 Result<ClusterInfo> ClusterUp(const ClusterOptions& o) {

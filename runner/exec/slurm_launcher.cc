@@ -130,7 +130,9 @@ Result<std::vector<int>> SlurmLauncher::StartWorld(const std::vector<LaunchSpec>
       "srun", "--job-name=" + o_.job_name, "--nodes=" + std::to_string(hosts),
       "--ntasks=" + std::to_string(world), "--ntasks-per-node=" + std::to_string(per_host),
       "--distribution=block", "--kill-on-bad-exit=0", "--input=none",
-      "--output=/dev/null", "--error=" + TaskDir() + "/task%t.err"};
+      // A failed node does not end the step: the other ranks live on and the CCL decides
+      // their fate, as it does when a host's ranks die under the local launcher.
+      "--no-kill", "--output=/dev/null", "--error=" + TaskDir() + "/task%t.err"};
   if (!o_.nodes.empty()) {
     std::string list;
     for (int h = 0; h < hosts; ++h) list += (h ? "," : "") + o_.nodes[h];

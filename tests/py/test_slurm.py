@@ -403,3 +403,101 @@ def test_rank_killed_through_its_hosts_agent(box, tmp_path):
         assert json.load(f)["state"] == "exited"
     sh(FAULTLINE, "cluster", "down", env=box)
     assert_nothing_left(box, [info["run_id"]])
+
+
+NODE_FAIL = """name: node-fail
+seed: 3
+topology: {hosts: 2, ranks_per_host: 1, rails: 2, rail_gbps: 1}
+ccl: ftccl
+workload: {op: allreduce, bytes: 256KiB, duration: 10s, warmup: 500ms, check: true}
+faults:
+  - {id: down, at: 1s, type: link_down, target: {host: 0, rail: 0}, for: 5s}
+"""
+
+
+def run_and_kill(argv, env, fault_applied, kill):
+    """Starts `faultline run`, calls `kill` once `fault_applied()` holds, returns (seconds the
+    run took after the kill, its exit code, its output)."""
+    run = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True)
+    try:
+        assert wait_for(fault_applied, 30), "the fault was never applied"
+        kill()
+        killed_at = time.time()
+        stdout, _ = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.communicate()
+    return time.time() - killed_at, run.returncode, stdout
+
+
+def test_node_failure_ends_as_a_crashed_host_and_spares_the_other_hosts(box, tmp_path):
+    """A failed node, emulated by SIGKILL of everything in its namespace (slurmd, step daemons,
+    its agent, its ranks) mid-run. Slurm marks it down; the step goes on (--no-kill) and the
+    CCL decides about the survivors, so the outcome is the local launcher's when that host's
+    rank is killed from outside. The other host's agent is untouched: it heals its fault and
+    keeps sampling; the lost agent is given up after one failed replacement, not retried."""
+    info = up(box, "--hosts", "2", "--ranks-per-host", "1", "--rails", "2")
+    sc = tmp_path / "node-fail.yaml"
+    sc.write_text(NODE_FAIL)
+    h0, h1 = info["host_netns"]
+
+    def kill_node():
+        pids = sh("ip", "netns", "pids", h1).stdout.split()
+        assert pids
+        for p in pids:
+            try:
+                os.kill(int(p), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    out = str(tmp_path / "slurm")
+    took, code, stdout = run_and_kill(
+        [FAULTLINE, "run", str(sc), "--launcher", "slurm", "--out", out], box,
+        lambda: not link_up(h0, "r0"), kill_node)
+    assert took < 40, (took, stdout)
+    with open(os.path.join(out, "report.json")) as f:
+        rep = json.load(f)
+    assert code == 0 and rep["outcome"] == "crashed", stdout
+    events = rep["environment"]["agents"]["events"]
+    assert not any("agent of h0" in e for e in events), events
+    assert sum("agent of h1 could not be replaced" in e for e in events) == 1, events
+    assert not rep.get("harness_errors"), rep.get("harness_errors")
+    [fault] = rep["faults"]
+    assert fault["reverted_s"] is not None and not fault.get("error"), fault
+    assert link_up(h0, "r0")
+    rails = rep["rails"]
+    assert [e.split(":")[0] for e in rails["errors"]] == ["host 1"], rails
+    with open(os.path.join(out, "ranks", "srun.err")) as f:
+        assert "Node failure on h1" in f.read()
+    # The same event under the local launcher: host 1's rank killed from outside.
+    out_l = str(tmp_path / "local")
+    lrep_path = os.path.join(out_l, "report.json")
+
+    def local_fault_applied():
+        # The local run's own host 0 (not the cluster's) has its rail 0 down.
+        for n in netns_names() - {h0}:
+            if not n.endswith("-h0"):
+                continue
+            try:
+                if not link_up(n, "r0"):
+                    return True
+            except (subprocess.CalledProcessError, ValueError, IndexError):
+                pass  # the run is still building it
+        return False
+
+    def kill_rank1():
+        [(pid, _)] = [(p, c) for p, c in live_processes_mentioning(out_l)
+                      if "faultline-worker" in c and "--rank 1 " in c]
+        os.kill(pid, signal.SIGKILL)
+
+    _, code_l, stdout_l = run_and_kill([FAULTLINE, "run", str(sc), "--out", out_l], box,
+                                       local_fault_applied, kill_rank1)
+    with open(lrep_path) as f:
+        lrep = json.load(f)
+    assert (code_l, lrep["outcome"]) == (code, rep["outcome"]), stdout_l
+    assert "rank 1" in stdout and "rank 1" in stdout_l
+    sh(FAULTLINE, "cluster", "down", env=box)
+    assert_nothing_left(box, [info["run_id"]])
+    assert live_processes_mentioning(out) == [] and live_processes_mentioning("srun ") == []
