@@ -163,4 +163,9 @@ Result<WorkerLog> ParseWorkerLog(std::string_view text, const std::string& name)
 // Reads and parses the file at `path` (kNotFound when it cannot be read).
 Result<WorkerLog> LoadWorkerLog(const std::string& path);
 
+// Moves every point in time of `log` (not its durations) from the rank's host clock to the
+// runner's, where host clock = runner clock + offset_ns (a fleet run: the offset its host's
+// agent measured, runner/exec/agent_client.h). The header's own fields are left as written.
+void MapWorkerLogToRunnerClock(WorkerLog* log, int64_t offset_ns);
+
 }  // namespace faultline::runner

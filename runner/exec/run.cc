@@ -251,6 +251,18 @@ class Run final {
   std::optional<RailSeries> rail_series_;                // after StopRailSampler
   std::vector<std::vector<RailPort>> agent_rail_ports_;  // by host: what its agent samples
   void StartAgentRails(std::vector<RailSamplerPort> ports, const RailSamplerOptions& o);
+  // Rank g's clock against this one: rank clock = runner clock + offset. The offset its host's
+  // agent measured before the run (a host's ranks and agent share its clock); 0 when the ranks
+  // run on this machine.
+  int64_t RankClockOffsetNs(int g) const {
+    return fleet_ ? fleet_->ToAgent(g / sc_.topology.ranks_per_host, 0) : 0;
+  }
+  // Rank g's log of `incarnation`, its times on this clock.
+  Result<WorkerLog> LoadRankLog(int g, int incarnation) const {
+    auto log = LoadWorkerLog(RankLogPath(g, incarnation));
+    if (log.ok()) MapWorkerLogToRunnerClock(&*log, RankClockOffsetNs(g));
+    return log;
+  }
   void StopAgentRails();
   nlohmann::json rails_note_ = nlohmann::json::object();
   static constexpr int64_t kRailPeriodNs = 20'000'000;
@@ -458,7 +470,10 @@ std::vector<LaunchSpec> Run::RankSpecs(int incarnation, const std::string& worke
       argv.insert(argv.end(), group.begin(), group.end());
       // Every rank of the first incarnation starts its workload at t0; a restarted one as
       // soon as its group has met (the restart's cost is what it takes).
-      if (incarnation == 0) argv.insert(argv.end(), {"--start-at", std::to_string(t0_)});
+      // On the rank's own clock: its host's in a fleet run.
+      if (incarnation == 0) {
+        argv.insert(argv.end(), {"--start-at", std::to_string(t0_ + RankClockOffsetNs(g))});
+      }
       if (!train) argv.insert(argv.end(), {"--warmup", std::to_string(w.warmup_iters)});
       if (train) {
         const std::string dir = fs::absolute(out_ + "/checkpoints").string();
@@ -656,7 +671,7 @@ void Run::MaybeRestart() {
   if (!trigger) return;
   bool stepped = incarnation_ == 0;
   for (size_t g = 0; g < handles_.size() && !stepped; ++g) {
-    auto log = LoadWorkerLog(RankLogPath(static_cast<int>(g), incarnation_));
+    auto log = LoadRankLog(static_cast<int>(g), incarnation_);
     stepped = log.ok() && !log->ops.empty();
   }
   fruitless_restarts_ = stepped ? 0 : fruitless_restarts_ + 1;
@@ -681,7 +696,7 @@ void Run::MaybeRestart() {
   if (!restarts_.empty()) {
     std::optional<int64_t> first_step;
     for (size_t g = 0; g < handles_.size(); ++g) {
-      auto log = LoadWorkerLog(RankLogPath(static_cast<int>(g), incarnation_));
+      auto log = LoadRankLog(static_cast<int>(g), incarnation_);
       if (!log.ok() || log->ops.empty()) continue;
       first_step = std::min(first_step.value_or(INT64_MAX), log->ops.front().start_ns);
     }
@@ -1058,7 +1073,7 @@ int Run::Finish() {
     // Every incarnation's log (a restarted training job); the rank's end is its last one's.
     Result<WorkerLog> log = Status(Code::kNotFound, "no log");
     for (int k = 0; k <= incarnation_; ++k) {
-      log = LoadWorkerLog(RankLogPath(g, k));
+      log = LoadRankLog(g, k);
       if (!log.ok()) continue;
       for (OpRecord op : log->ops) {
         op.incarnation = k;

@@ -449,5 +449,79 @@ TEST(WorkerLogTest, MalformedTrainLinesAreErrors) {
             std::string::npos);
 }
 
+// A fleet run's rank writes its host's clock; the runner moves every point in time of its log
+// onto its own clock by the host's measured offset, and leaves durations alone.
+TEST(WorkerLogTest, MapToRunnerClockMovesEveryTimeAndNoDuration) {
+  WorkerHeader h = SampleHeader();
+  h.workload = "train";
+  TrainHeader t;
+  t.steps = 30;
+  t.batch = 8;
+  t.policy = "adaptive";
+  h.train = t;
+  WorkerOp op = Op(20, 100, 200, 0);
+  op.compute_ns = 20000000;
+  CclEvent e;
+  e.time_ns = 150;
+  e.kind = EventKind::kPathDown;
+  e.path = 0;
+  SyncRecord sync;
+  sync.after_index = 20;
+  sync.start_ns = 205;
+  sync.end_ns = 209;
+  ShrinkRecord sh;
+  sh.start_ns = 410;
+  sh.end_ns = 430;
+  sh.excluded = {1};
+  sh.group = 3;
+  CheckpointRecord c{0, 25, 600, 300, 350, 4152};
+  ResumeRecord r{0, 20, 480, 10, 90};
+  HoldRecord hold{0, 210, 290, true};
+  DecisionRecord d;
+  d.t_ns = 295;
+  d.latency_ns = 1234;
+  d.decision = {{"kind", "policy_decision"}, {"chosen", "wait"}};
+  WorkerEnd end;
+  end.ok = false;
+  end.message = "x";
+  end.t_ns = 500;
+  end.first_error_ns = 480;
+  const std::string text = WorkerHeaderLine(h) + WorkerReadyLine(5) + WorkerResumeLine(r) +
+                           WorkerOpLine(op) + WorkerEventLine(e) + WorkerSyncLine(sync) +
+                           WorkerHoldLine(hold) + WorkerDecisionLine(d) + WorkerShrinkLine(sh) +
+                           WorkerCheckpointLine(c) + WorkerEndLine(end);
+  auto log = ParseWorkerLog(text, "r.log");
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  WorkerLog m = *log;
+  const int64_t off = 1'000'000'000'000;  // the host's clock is 1000 s ahead
+  MapWorkerLogToRunnerClock(&m, off);
+  EXPECT_EQ(*m.ready_ns, 5 - off);
+  EXPECT_EQ(m.ops[0].start_ns, 100 - off);
+  EXPECT_EQ(m.ops[0].end_ns, 200 - off);
+  EXPECT_EQ(m.events[0].time_ns, 150 - off);
+  EXPECT_EQ(m.syncs[0].start_ns, 205 - off);
+  EXPECT_EQ(m.syncs[0].end_ns, 209 - off);
+  EXPECT_EQ(m.shrinks[0].start_ns, 410 - off);
+  EXPECT_EQ(m.shrinks[0].end_ns, 430 - off);
+  EXPECT_EQ(m.checkpoints[0].start_ns, 300 - off);
+  EXPECT_EQ(m.checkpoints[0].end_ns, 350 - off);
+  EXPECT_EQ(m.resumes[0].start_ns, 10 - off);
+  EXPECT_EQ(m.resumes[0].end_ns, 90 - off);
+  EXPECT_EQ(m.holds[0].start_ns, 210 - off);
+  EXPECT_EQ(m.holds[0].end_ns, 290 - off);
+  EXPECT_EQ(m.decisions[0].t_ns, 295 - off);
+  ASSERT_TRUE(m.end.has_value());
+  EXPECT_EQ(m.end->end_ns, 500 - off);
+  EXPECT_EQ(*m.end->first_error_ns, 480 - off);
+  // Durations, counts and positions stay.
+  EXPECT_EQ(m.decisions[0].latency_ns, 1234);
+  EXPECT_EQ(m.ops[0].index, log->ops[0].index);
+  EXPECT_EQ(m.checkpoints[0].samples, log->checkpoints[0].samples);
+  // And back: the same log.
+  MapWorkerLogToRunnerClock(&m, -off);
+  EXPECT_EQ(m.ops[0].start_ns, log->ops[0].start_ns);
+  EXPECT_EQ(*m.ready_ns, *log->ready_ns);
+}
+
 }  // namespace
 }  // namespace faultline::runner
