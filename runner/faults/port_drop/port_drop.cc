@@ -14,6 +14,18 @@ void Parse(FaultYaml& y, FaultSpec* f, bool* ok) {
     f->params.remove = *v;
   } else {
     *ok = false;
+    return;
+  }
+  // The namespace topology's port is a veth it built, which it can delete and re-create. A real
+  // NIC's netdev cannot be deleted: only its PCI function can be unbound from the driver, which
+  // takes every port of that NIC (both rails of a dual-port card) and needs a rebind, which
+  // may fail, to heal. The runner does not do that to a host it does not own.
+  if (f->params.remove && y.scenario.topology.is_inventory()) {
+    y.reader.Error(n["remove"], "remove: true does not apply to an inventory host",
+                   "a real NIC's netdev cannot be deleted (only its PCI function unbound, which "
+                   "takes every port of the card); drop 'remove' to take the port down for the "
+                   "rest of the run");
+    *ok = false;
   }
 }
 

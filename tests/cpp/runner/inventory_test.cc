@@ -382,6 +382,15 @@ TEST(InventoryTargets, MustExistInTheInventory) {
                       "  - {id: f, at: 1s, type: link_down, target: {host: 0, rail: 0, side: "
                       "switch}}\n",
                   13, "switch", "side: switch does not apply to an inventory host");
+  // A real NIC's netdev cannot be deleted: port_drop keeps it and takes the port down.
+  EXPECT_ERROR_AT(base +
+                      "  - {id: f, at: 1s, type: port_drop, target: {host: 0, rail: 1}, remove: "
+                      "true}\n",
+                  13, "true", "remove: true does not apply to an inventory host");
+  EXPECT_TRUE(ParseScenario(base + "  - {id: f, at: 1s, type: port_drop, target: {host: 0, rail: "
+                                   "1}, remove: false}\n",
+                            "t.yaml")
+                  .ok());
   ParseOutcome named = ParseScenario(
       base + "  - {id: f, at: 1s, type: link_down, target: {host: node02, rail: 0}, for: 1s}\n",
       "t.yaml");
