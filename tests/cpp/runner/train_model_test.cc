@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <vector>
 
 namespace faultline::runner::train {
 namespace {
@@ -50,6 +52,33 @@ TEST(TrainModelTest, GradientAndItsCheck) {
   EXPECT_DOUBLE_EQ(Loss({2.0f, -4.0f}), 0.5 * (4 + 16) / 2);
   EXPECT_EQ(ParamSha256({}),  // SHA-256 of nothing
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+// A survivor ahead by one step after a shrink undoes that step (worker.cc AgreeOnStep) by
+// adding back the whole step block's gradient, recomputed from its samples: exact, so its
+// parameters are bit for bit those of the members that never took the step, and of the model.
+TEST(TrainModelTest, UndoingAStepRestoresTheParametersExactly) {
+  const uint64_t seed = 7, batch = 1000, params = 257;
+  const int ranks = 3;
+  // Near the end of the exact range, where a rounding would show first.
+  uint64_t base = kMaxSamples - 20 * ranks * batch;
+  std::vector<float> p(params), g(params), sum(params);
+  for (uint64_t i = 0; i < params; ++i) p[i] = static_cast<float>(-BlockSum(0, base, i, seed));
+  const std::vector<float> before = p;
+  // The step: each rank's gradient, summed in ring order (2, 0, 1) as a reduction might.
+  std::fill(sum.begin(), sum.end(), 0.0f);
+  for (int q : {2, 0, 1}) {
+    FillGradient(base + q * batch, batch, seed, g.data(), params);
+    for (uint64_t i = 0; i < params; ++i) sum[i] += g[i];
+  }
+  for (uint64_t i = 0; i < params; ++i) p[i] -= sum[i];
+  for (uint64_t i = 0; i < params; ++i) {
+    ASSERT_EQ(p[i], static_cast<float>(-BlockSum(0, base + ranks * batch, i, seed))) << i;
+  }
+  // The undo.
+  FillGradient(base, ranks * batch, seed, g.data(), params);
+  for (uint64_t i = 0; i < params; ++i) p[i] += g[i];
+  EXPECT_EQ(std::memcmp(p.data(), before.data(), params * sizeof(float)), 0);
 }
 
 class CheckpointTest : public ::testing::Test {
