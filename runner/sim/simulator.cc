@@ -155,6 +155,8 @@ class Pricer {
     const std::string last = s.decisions.empty() ? "" : s.decisions.back();
     FailoverCost f;
     if (!s.survived || s.restarts > 0 || last == "fail_stop") return f;  // restart
+    // A lost GPU or host cannot be failed over or waited out: only a shrink keeps the job.
+    if (!Network(a.cls) && last != "shrink") return f;
     if (last == "shrink") {
       const double hosts = static_cast<double>(c_.Hosts());
       f.restart = hosts <= 1;
@@ -169,6 +171,22 @@ class Pricer {
       return f;
     }
     return Failover(a);
+  }
+
+  // Share of measured adaptive runs of a non-network class (a lost rank) whose selector did
+  // not restart the job: it shrank. 0 without such runs.
+  double AdaptiveKeepShare(FaultClass cls) const {
+    if (Network(cls)) return 0;
+    const auto samples = Samples(cls, false, "adaptive");
+    if (samples.empty()) return 0;
+    double kept = 0;
+    for (const FaultSample* s : samples) {
+      if (s->survived && s->restarts == 0 && !s->decisions.empty() &&
+          s->decisions.back() == "shrink") {
+        kept += 1;
+      }
+    }
+    return kept / static_cast<double>(samples.size());
   }
 
   // Probability that failover survives a failure of `cls` (for the restart rate).
@@ -302,7 +320,11 @@ Outcome RunPolicy(const SimConfig& c, const Pricer& pricer, Policy policy, doubl
     advance(a.t);  // one arriving during a stall is handled when the stall ends
     if (t >= horizon) break;
     const int cls = static_cast<int>(a.cls);
-    if (policy == Policy::kFailStop || !pricer.Network(a.cls)) {
+    // GPU, host and other failures restart the job, except under adaptive where its measured
+    // runs of a lost rank say what the selector did (Pricer::Adaptive).
+    const bool by_adaptive_runs = policy == Policy::kAdaptive && !pricer.Network(a.cls) &&
+                                  !pricer.Samples(a.cls, false, "adaptive").empty();
+    if (policy == Policy::kFailStop || (!pricer.Network(a.cls) && !by_adaptive_runs)) {
       restart(cls);
       continue;
     }
@@ -389,20 +411,23 @@ SimConfig SimConfig::Defaults() {
        llama + ": Faulty GPU 148 (30.1%), GPU HBM3 Memory 72 (17.2%), GPU SRAM Memory 19 "
                "(4.5%), GPU System Processor 17 (4.1%), Silent Data Corruption 6 (1.4%), GPU "
                "Thermal Interface + Sensor 6 (1.4%): 268 per 16,384 GPUs x 54 days",
-       0, "", "", ""},
+       0, "", "", "rank_kill"},
       {FaultClass::kHost, 46 / (kLlamaHosts * kLlamaHours), "host",
        llama + ": Host Maintenance 32 (7.6%), SSD 3 (0.7%), Power Supply 3 (0.7%), Server "
                "Chassis 2 (0.5%), IO Expansion Board 2 (0.5%), CPU 2 (0.5%), System Memory 2 "
                "(0.5%): 46 per 2,048 hosts (8 GPUs each) x 54 days",
-       0, "", "", ""},
+       0, "", "", "rank_kill"},
       {FaultClass::kNic, 7 / (kLlamaPorts * kLlamaHours), "NIC port",
-       llama + ": NIC 7 (1.7%), per 16,384 NIC ports (assumption: one port per GPU) x 54 days",
-       0.5, "assumption: half of NIC port failures heal by themselves (link flaps); the paper "
-            "does not say", "link_down", "port_drop"},
+       llama + ": NIC 7 (1.7%), per 16,384 NIC ports (assumption: one port per GPU) x 54 days", 0.5,
+       "assumption: half of NIC port failures heal by themselves (link flaps); the paper "
+       "does not say",
+       "link_down", "port_drop"},
       {FaultClass::kNetwork, 35 / (kLlamaPorts * kLlamaHours), "link",
        llama + ": Network Switch/Cable 35 (8.4%), per 16,384 links (one per NIC port) x 54 days",
-       0.5, "assumption: half of switch and cable failures are transient; the paper does not "
-            "say", "link_down", "port_drop"},
+       0.5,
+       "assumption: half of switch and cable failures are transient; the paper does not "
+       "say",
+       "link_down", "port_drop"},
       {FaultClass::kOther, 63 / (kLlamaGpus * kLlamaHours), "GPU",
        llama + ": Software Bug 54 (12.9%), NCCL Watchdog Timeouts 7 (1.7%), Dependency 2 "
                "(0.5%): 63 per 16,384 GPUs x 54 days; fail-stop under every policy",
@@ -414,7 +439,8 @@ SimConfig SimConfig::Defaults() {
       "checkpoint_cost: 60 s, assumption (a sharded checkpoint to a parallel file system)",
       "restart_cost: 600 s, assumption (reschedule, rendezvous, checkpoint load at scale)",
       "transient_outage: 60 s mean (exponential), assumption",
-      "repair: 4 h until a permanently failed port or link is repaired, assumption",
+      "repair: 4 h until a permanently failed port or link is repaired, or a failed GPU or host "
+      "replaced (a shrunk job takes its host back then), assumption",
       "comm_fraction: 0.3 of a step in exposed communication, assumption",
       "model_stall: 1 s, failover's stall where no calibration exists, assumption",
   };
@@ -454,8 +480,16 @@ nlohmann::json SimConfig::ToJson() const {
       j["transient_fraction"] = m.transient_fraction;
       j["transient_source"] = m.transient_source;
       j["calibration_kinds"] = {{"transient", m.transient_kind}, {"permanent", m.permanent_kind}};
+    } else if (!m.permanent_kind.empty()) {
+      j["calibration_kinds"] = {{"adaptive", m.permanent_kind}};
+      j["policy_note"] =
+          "fail-stop under fail_stop and failover; under adaptive, what the selector of its "
+          "measured " +
+          m.permanent_kind +
+          " runs did (a shrink: the job without that host "
+          "until it is replaced), fail-stop without such runs";
     } else {
-      j["policy_note"] = "fail-stop under every policy (shrink would keep it; not modelled)";
+      j["policy_note"] = "fail-stop under every policy";
     }
     cls[FaultClassName(m.cls)] = std::move(j);
   }
@@ -636,9 +670,21 @@ ScaleResult Simulate(const SimConfig& c, const Calibration* cal, int seeds, uint
   r.failures_per_day = rate * 86400;
   r.mtbf_h = rate > 0 ? 1 / rate / 3600 : kInf;
   const double horizon = c.days * 86400.0;
-  std::set<std::string> modelled, capacity_ratio, adaptive_measured, adaptive_modelled;
+  std::set<std::string> modelled, capacity_ratio, adaptive_measured, adaptive_modelled,
+      adaptive_stops;
   for (const auto& m : c.classes) {
-    if (m.transient_kind.empty()) continue;
+    if (m.transient_kind.empty()) {
+      // A lost GPU or host: adaptive's runs of a lost rank, or fail-stop.
+      if (m.permanent_kind.empty()) continue;
+      const std::string what = std::string(FaultClassName(m.cls)) + " (" + m.permanent_kind + ")";
+      const auto adaptive = pricer.Samples(m.cls, false, "adaptive");
+      if (adaptive.empty()) {
+        adaptive_stops.insert(what);
+      } else {
+        adaptive_measured.insert(what + ": " + std::to_string(adaptive.size()) + " runs");
+      }
+      continue;
+    }
     for (bool tr : {true, false}) {
       const std::string what = std::string(FaultClassName(m.cls)) + " " +
                                (tr ? "transient" : "permanent") + " (" +
@@ -672,7 +718,11 @@ ScaleResult Simulate(const SimConfig& c, const Calibration* cal, int seeds, uint
     double restart_rate = 0;
     for (const auto& m : c.classes) {
       const double cr = m.rate_per_unit_hour / 3600.0 * c.Units(m.cls) * c.rate_scale;
-      restart_rate += policy == Policy::kFailStop ? cr : cr * (1 - pricer.SurviveShare(m.cls));
+      const double kept = policy == Policy::kFailStop ? 0
+                          : policy == Policy::kAdaptive && !pricer.Network(m.cls)
+                              ? pricer.AdaptiveKeepShare(m.cls)
+                              : pricer.SurviveShare(m.cls);
+      restart_rate += cr * (1 - kept);
     }
     if (c.checkpoint_interval_s) {
       pr.checkpoint_interval_s = *c.checkpoint_interval_s;
@@ -741,6 +791,11 @@ ScaleResult Simulate(const SimConfig& c, const Calibration* cal, int seeds, uint
                            "takes it (a restart; failover's drawn cost; a shrink: the run's "
                            "stall, then the job without that host, (hosts - 1) / hosts of its "
                            "compute, until the part works again and the host rejoins)");
+      }
+      for (const auto& m : adaptive_stops) {
+        pr.notes.push_back(m + ": no runs of " + c.ccl +
+                           " under policy adaptive that lost a rank; fail-stop, as under the "
+                           "other policies");
       }
       for (const auto& m : adaptive_modelled) {
         pr.notes.push_back(

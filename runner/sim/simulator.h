@@ -26,7 +26,10 @@
 //    / hosts of its compute) until the part works again and the host rejoins; a wait: held for
 //    the outage. Elsewhere a model, not a measurement: the cheaper of failover's drawn cost and
 //    a restart, as an idealised greedy selector with exact estimates of that failure's costs
-//    would choose. Either is said.
+//    would choose. Either is said. A GPU or host failure restarts the job under fail_stop and
+//    failover; under adaptive, where the calibration has adaptive runs that lost a rank
+//    (rank_kill), a drawn run's selector decides: a shrink costs its stall and the host until
+//    it is replaced, anything else a restart.
 //  - A degraded network slows the communication share of a step: speed = 1 / (comm_fraction /
 //    ratio + 1 - comm_fraction); overlapping losses compound (ratio = 1 - the sum of what each
 //    took), a shrink multiplies the speed by the compute left, and the slowdown is charged to
@@ -69,8 +72,9 @@ struct ClassModel {
   std::string source;             // where the rate comes from, with the rows it sums
   double transient_fraction = 0;  // network classes: share that heals by itself
   std::string transient_source;
-  // Calibration kinds standing for a transient / permanent failure of this class; empty for
-  // the classes that fail-stop under every policy but shrink (gpu, host, other).
+  // Calibration kinds standing for a transient / permanent failure of this class. A class
+  // without a transient kind fails stop under fail_stop and failover; its permanent kind, where
+  // set (gpu, host: rank_kill), is the runs whose adaptive selector prices it under adaptive.
   std::string transient_kind;
   std::string permanent_kind;
 };

@@ -376,6 +376,61 @@ TEST(Simulator, AdaptiveShrinkCostsAHostUntilThePartWorks) {
   EXPECT_NEAR(network_h(aw), hold_h, 0.05 * hold_h);
 }
 
+// A lost GPU restarts the job under fail_stop and failover. Under adaptive, where the
+// calibration has adaptive runs that lost a rank, a drawn run's selector decides: one that
+// shrank keeps the job going without that host until it is replaced; one that chose fail_stop
+// restarts it. Without such runs, adaptive fail-stops too, and says so.
+TEST(Simulator, AdaptiveLostRankRunsDecideGpuFailures) {
+  SimConfig c = SimConfig::Defaults();
+  for (auto& m : c.classes) {
+    m.rate_per_unit_hour = m.cls == FaultClass::kGpu ? 1.0 / (8.0 * 1024) : 0.0;  // MTBF 8 h
+  }
+  c.gpus = 1024;
+  c.days = 60;
+  const double hosts = static_cast<double>(c.Hosts());
+  auto lost_rank_runs = [](const char* last) {
+    Calibration cal;
+    nlohmann::json ad = Report("ftccl", "rank_kill", "survived", 200, std::nullopt);
+    ad["policy"] = "adaptive";
+    ad["train"] = {
+        {"restarts", std::string(last) == "fail_stop" ? nlohmann::json{{{"cost_ms", 900.0}}}
+                                                      : nlohmann::json::array()},
+        {"decisions", {{{"chosen", last}}}}};
+    EXPECT_TRUE(AddReport(ad, "ad", &cal).ok());
+    return cal;
+  };
+  auto gpu_h = [](const PolicyResult& p) {
+    for (const auto& [cause, h] : p.breakdown) {
+      if (cause == "gpu") return h;
+    }
+    return -1.0;
+  };
+  const Calibration shrink = lost_rank_runs("shrink");
+  ScaleResult r = Simulate(c, &shrink, 40);
+  const PolicyResult& a = Of(r, Policy::kAdaptive);
+  EXPECT_EQ(a.restarts_mean, 0);
+  EXPECT_GT(Of(r, Policy::kFailover).restarts_mean, 0);
+  const double expect_h = a.failures_mean * (0.2 + c.repair_s / hosts) * c.gpus / 3600.0;
+  EXPECT_NEAR(gpu_h(a), expect_h, 0.05 * expect_h);
+  EXPECT_LT(a.gpu_hours_lost.mean, Of(r, Policy::kFailover).gpu_hours_lost.mean);
+  // Nothing restarts it, so Young/Daly's interval is unbounded (no checkpoint to pay for).
+  EXPECT_GT(a.checkpoint_interval_s, Of(r, Policy::kFailover).checkpoint_interval_s);
+
+  const Calibration stop = lost_rank_runs("fail_stop");
+  ScaleResult s2 = Simulate(c, &stop, 40);
+  EXPECT_NEAR(Of(s2, Policy::kAdaptive).gpu_hours_lost.mean,
+              Of(s2, Policy::kFailStop).gpu_hours_lost.mean, 1e-6);
+
+  ScaleResult none = Simulate(c, nullptr, 5);
+  EXPECT_NEAR(Of(none, Policy::kAdaptive).gpu_hours_lost.mean,
+              Of(none, Policy::kFailStop).gpu_hours_lost.mean, 1e-6);
+  bool said = false;
+  for (const auto& n : Of(none, Policy::kAdaptive).notes) {
+    said |= n.find("gpu (rank_kill): no runs of ftccl under policy adaptive") != std::string::npos;
+  }
+  EXPECT_TRUE(said);
+}
+
 TEST(Simulator, AdaptiveRestartsWhenDegradedRunningCostsMore) {
   // Permanent faults that leave 1 % of the bandwidth until a repair 10 days later: running
   // degraded costs more than a restart, which the adaptive model picks.
