@@ -339,6 +339,11 @@ void AgentFleet::RenewLoop() {
   while (!stop_) {
     const int64_t next = MonoNow() + every;
     for (int h = 0; h < hosts() && !stop_; ++h) {
+      {
+        // Its node is gone: nothing to renew, and no repair thread to start every round.
+        std::lock_guard<std::mutex> g(mu_);
+        if (gone_[h]) continue;
+      }
       // A request in flight renews the lease as well: never wait behind it (the timeline's
       // thread runs at realtime priority, this one does not).
       std::unique_lock<std::mutex> lock(*host_mu_[h], std::try_to_lock);
