@@ -453,31 +453,19 @@ Result<WorkerLog> LoadWorkerLog(const std::string& path) {
 void MapWorkerLogToRunnerClock(WorkerLog* log, int64_t offset_ns) {
   if (offset_ns == 0) return;
   auto at = [offset_ns](int64_t& t) { t -= offset_ns; };
-  for (OpRecord& o : log->ops) {
-    at(o.start_ns);
-    at(o.end_ns);
-  }
+  auto spans = [&](auto& records) {
+    for (auto& r : records) {
+      at(r.start_ns);
+      at(r.end_ns);
+    }
+  };
+  spans(log->ops);
+  spans(log->syncs);
+  spans(log->shrinks);
+  spans(log->checkpoints);
+  spans(log->resumes);
+  spans(log->holds);
   for (CclEvent& e : log->events) at(e.time_ns);
-  for (SyncRecord& s : log->syncs) {
-    at(s.start_ns);
-    at(s.end_ns);
-  }
-  for (ShrinkRecord& s : log->shrinks) {
-    at(s.start_ns);
-    at(s.end_ns);
-  }
-  for (CheckpointRecord& c : log->checkpoints) {
-    at(c.start_ns);
-    at(c.end_ns);
-  }
-  for (ResumeRecord& r : log->resumes) {
-    at(r.start_ns);
-    at(r.end_ns);
-  }
-  for (HoldRecord& h : log->holds) {
-    at(h.start_ns);
-    at(h.end_ns);
-  }
   for (DecisionRecord& d : log->decisions) at(d.t_ns);
   if (log->ready_ns) at(*log->ready_ns);
   if (log->end) {

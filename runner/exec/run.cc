@@ -962,6 +962,7 @@ void Run::StopAgentRails() {
             std::to_string(part.ports.size());
     } else {
       for (int64_t& t : got->t_ns) t = fleet_->FromAgent(h, t);
+      got->ports = std::move(part.ports);  // the ports are the ones asked for, not its word
       part = std::move(*got);
       late += r->value("late_samples", size_t{0});
       for (const auto& e : r->value("errors", nlohmann::json::array())) {

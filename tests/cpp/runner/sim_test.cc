@@ -24,6 +24,14 @@ SimConfig GpuOnly(double mtbf_h, int64_t gpus = 1000) {
 
 const PolicyResult& Of(const ScaleResult& r, Policy p) { return r.policies[static_cast<int>(p)]; }
 
+// GPU-hours the breakdown charges to `cause`; -1 when it has no such row.
+double CauseHours(const PolicyResult& p, const std::string& cause) {
+  for (const auto& [c, h] : p.breakdown) {
+    if (c == cause) return h;
+  }
+  return -1.0;
+}
+
 double BreakdownSum(const PolicyResult& p) {
   double s = 0;
   for (const auto& [k, v] : p.breakdown) s += v;
@@ -353,18 +361,12 @@ TEST(Simulator, AdaptiveShrinkCostsAHostUntilThePartWorks) {
   // Expected degraded time of one failure: a transient outage or the repair.
   const double degraded =
       net->transient_fraction * c.transient_outage_s + (1 - net->transient_fraction) * c.repair_s;
-  auto network_h = [](const PolicyResult& p) {
-    for (const auto& [cause, h] : p.breakdown) {
-      if (cause == "network") return h;
-    }
-    return -1.0;
-  };
   const Calibration shrink = with_last("shrink");
   ScaleResult r = Simulate(c, &shrink, 40);
   const PolicyResult& a = Of(r, Policy::kAdaptive);
   EXPECT_EQ(a.restarts_mean, 0);
   const double expect_h = a.failures_mean * (stall_s + degraded / hosts) * c.gpus / 3600.0;
-  EXPECT_NEAR(network_h(a), expect_h, 0.05 * expect_h);
+  EXPECT_NEAR(CauseHours(a, "network"), expect_h, 0.05 * expect_h);
   // One host of 128 costs less than 1/8 of every link's bandwidth for the same time.
   EXPECT_LT(a.gpu_hours_lost.mean, Of(r, Policy::kFailover).gpu_hours_lost.mean);
 
@@ -373,7 +375,7 @@ TEST(Simulator, AdaptiveShrinkCostsAHostUntilThePartWorks) {
   const PolicyResult& aw = Of(w, Policy::kAdaptive);
   EXPECT_EQ(aw.restarts_mean, 0);
   const double hold_h = aw.failures_mean * degraded * c.gpus / 3600.0;
-  EXPECT_NEAR(network_h(aw), hold_h, 0.05 * hold_h);
+  EXPECT_NEAR(CauseHours(aw, "network"), hold_h, 0.05 * hold_h);
 }
 
 // A lost GPU restarts the job under fail_stop and failover. Under adaptive, where the
@@ -399,19 +401,13 @@ TEST(Simulator, AdaptiveLostRankRunsDecideGpuFailures) {
     EXPECT_TRUE(AddReport(ad, "ad", &cal).ok());
     return cal;
   };
-  auto gpu_h = [](const PolicyResult& p) {
-    for (const auto& [cause, h] : p.breakdown) {
-      if (cause == "gpu") return h;
-    }
-    return -1.0;
-  };
   const Calibration shrink = lost_rank_runs("shrink");
   ScaleResult r = Simulate(c, &shrink, 40);
   const PolicyResult& a = Of(r, Policy::kAdaptive);
   EXPECT_EQ(a.restarts_mean, 0);
   EXPECT_GT(Of(r, Policy::kFailover).restarts_mean, 0);
   const double expect_h = a.failures_mean * (0.2 + c.repair_s / hosts) * c.gpus / 3600.0;
-  EXPECT_NEAR(gpu_h(a), expect_h, 0.05 * expect_h);
+  EXPECT_NEAR(CauseHours(a, "gpu"), expect_h, 0.05 * expect_h);
   EXPECT_LT(a.gpu_hours_lost.mean, Of(r, Policy::kFailover).gpu_hours_lost.mean);
   // Nothing restarts it, so Young/Daly's interval is unbounded (no checkpoint to pay for).
   EXPECT_GT(a.checkpoint_interval_s, Of(r, Policy::kFailover).checkpoint_interval_s);
