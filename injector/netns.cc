@@ -8,11 +8,12 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
 namespace faultline {
 
 Status ValidateNetnsName(std::string_view name) {
-  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string_view::npos ||
+  if (name.empty() || name == ".." || name.find('/') != std::string_view::npos ||
       name.size() > 200) {
     return InvalidArgument("invalid network namespace name '" + std::string(name) + "'");
   }
@@ -20,6 +21,7 @@ Status ValidateNetnsName(std::string_view name) {
 }
 
 std::string NetnsPath(std::string_view name) {
+  if (name == kOwnNetns) return "/proc/self/ns/net";
   return std::string(kNetnsRunDir) + "/" + std::string(name);
 }
 
@@ -78,12 +80,25 @@ Result<uint64_t> NetnsInode(std::string_view name) {
   return r;
 }
 
+std::string NameOfOwnNetns() {
+  auto own = InodeOf(NetnsPath(kOwnNetns));
+  if (!own.ok()) return kOwnNetns;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(kNetnsRunDir, ec)) {
+    const std::string name = e.path().filename().string();
+    auto ino = InodeOf(e.path().string());
+    if (ino.ok() && *ino == *own && ValidateNetnsName(name).ok()) return name;
+  }
+  return kOwnNetns;
+}
+
 Result<uint64_t> ProcessNetnsInode(int pid) {
   return InodeOf("/proc/" + std::to_string(pid) + "/ns/net");
 }
 
 Status CreateNetns(std::string_view name) {
   FL_RETURN_IF_ERROR(ValidateNetnsName(name));
+  if (name == kOwnNetns) return InvalidArgument("'.' is this process's own network namespace");
   FL_RETURN_IF_ERROR(PrepareRunDir());
   std::string path = NetnsPath(name);
   int fd = ::open(path.c_str(), O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
@@ -121,6 +136,7 @@ Status CreateNetns(std::string_view name) {
 
 Status DeleteNetns(std::string_view name) {
   FL_RETURN_IF_ERROR(ValidateNetnsName(name));
+  if (name == kOwnNetns) return InvalidArgument("'.' is this process's own network namespace");
   std::string path = NetnsPath(name);
   if (!NetnsExists(name)) {
     return NotFound("network namespace '" + std::string(name) + "' does not exist");

@@ -18,11 +18,21 @@ namespace faultline {
 inline constexpr const char* kNetnsRunDir = "/run/netns";
 // Namespaces the project creates carry this prefix (see injector/README.md, policy).
 inline constexpr const char* kProjectNetnsPrefix = "fl-";
+// The name "." stands for the network namespace this process runs in (that of its main
+// thread, /proc/self/ns/net): a real host's own interfaces, which have no /run/netns name
+// (fleet mode on an inventory topology). It can be opened, entered and named in an allowlist
+// ("./DEV"); it is never created or deleted.
+inline constexpr const char* kOwnNetns = ".";
 
-// Checks that `name` is a usable namespace name (non-empty, no '/', not "." or "..").
+// Checks that `name` is a usable namespace name (non-empty, no '/', not ".."; "." is
+// kOwnNetns).
 Status ValidateNetnsName(std::string_view name);
+// /run/netns/NAME; /proc/self/ns/net for kOwnNetns.
 std::string NetnsPath(std::string_view name);
 bool NetnsExists(std::string_view name);
+// The /run/netns name of the namespace this process runs in, or kOwnNetns when none names it
+// (a host's initial namespace).
+std::string NameOfOwnNetns();
 
 // Opens /run/netns/NAME. NotFound with a clear message when it does not exist.
 Result<UniqueFd> OpenNetns(std::string_view name);
@@ -30,7 +40,8 @@ Result<UniqueFd> OpenNetns(std::string_view name);
 Result<uint64_t> NetnsInode(std::string_view name);
 Result<uint64_t> ProcessNetnsInode(int pid);
 
-// Creates /run/netns/NAME exactly like `ip netns add` (AlreadyExists if present).
+// Creates /run/netns/NAME exactly like `ip netns add` (AlreadyExists if present;
+// InvalidArgument for kOwnNetns, as DeleteNetns).
 Status CreateNetns(std::string_view name);
 // Unmounts and removes /run/netns/NAME (NotFound if absent). Links inside are destroyed by
 // the kernel with the namespace (veth peers elsewhere vanish with them).

@@ -4,6 +4,7 @@
 #include "base/units.h"
 #include "injector/injection.h"
 #include "injector/netem.h"
+#include "injector/netns.h"
 #include "injector/registry.h"
 #include "tests/cpp/injector/test_util.h"
 
@@ -62,6 +63,61 @@ TEST(Refusal, InterfaceOutsideTheAllowlist) {
   ASSERT_TRUE(allowed.ok());
   EXPECT_TRUE(allowed->CheckInterface(name, "lo").ok());
   EXPECT_FALSE(TargetPolicy::Create({"no-slash"}, nullptr, false).ok());
+}
+
+// "." is the caller's own namespace (a real host's interfaces): usable by that name, allowed
+// only through the allowlist ("./DEV"), never created or deleted; NameOfOwnNetns says which
+// named namespace it is where one names it.
+TEST(Refusal, OwnNamespaceIsReachedOnlyThroughTheAllowlist) {
+  FL_SKIP_WITHOUT_NETNS(t);
+  EXPECT_TRUE(ValidateNetnsName(kOwnNetns).ok());
+  EXPECT_FALSE(ValidateNetnsName("..").ok());
+  EXPECT_TRUE(NetnsExists(kOwnNetns));
+  EXPECT_EQ(CreateNetns(kOwnNetns).code(), Code::kInvalidArgument);
+  EXPECT_EQ(DeleteNetns(kOwnNetns).code(), Code::kInvalidArgument);
+  EXPECT_TRUE(NetnsExists(kOwnNetns));
+  std::string name = "own" + std::to_string(::getpid());
+  auto ns = OwnedNetns::Create(name);
+  ASSERT_TRUE(ns.ok()) << ns.status().ToString();
+  EXPECT_NE(NameOfOwnNetns(), name);
+  {
+    auto in = ScopedNetns::Enter(name);
+    ASSERT_TRUE(in.ok()) << in.status().ToString();
+    // This (the main) thread is in `name` now: "." is that namespace, and its name is found.
+    EXPECT_EQ(NameOfOwnNetns(), name);
+    auto own = NetnsInode(kOwnNetns);
+    auto named = NetnsInode(name);
+    ASSERT_TRUE(own.ok() && named.ok());
+    EXPECT_EQ(*own, *named);
+    const std::string before = Sh("ip -n " + name + " -j link");
+    // Not allowlisted: refused, whatever the interface.
+    Status st = ArmStatus(*t, "link_down", {{"netns", kOwnNetns}, {"dev", "lo"}}, t->policy());
+    EXPECT_EQ(st.code(), Code::kPermissionDenied) << st.ToString();
+    auto other = TargetPolicy::Create({"./eth9"}, &t->journal(), false);
+    ASSERT_TRUE(other.ok()) << other.status().ToString();
+    EXPECT_EQ(other->CheckInterface(kOwnNetns, "lo").code(), Code::kPermissionDenied);
+    auto allowed = TargetPolicy::Create({"./lo"}, &t->journal(), false);
+    ASSERT_TRUE(allowed.ok());
+    EXPECT_TRUE(allowed->CheckInterface(kOwnNetns, "lo").ok());
+    EXPECT_EQ(allowed->CheckInterface(kOwnNetns, "nope0").code(), Code::kPermissionDenied);
+    auto all = TargetPolicy::Create({"./*"}, &t->journal(), false);
+    ASSERT_TRUE(all.ok());
+    EXPECT_EQ(all->CheckInterface(kOwnNetns, "nope0").code(), Code::kNotFound);
+    EXPECT_EQ(before, Sh("ip -n " + name + " -j link"));  // the refusals changed nothing
+    // A fault on "." acts on this namespace's interface: loopback goes down and comes back.
+    Sh("ip -n " + name + " link set lo up");
+    auto f = CreateFault("link_down", {{"netns", kOwnNetns}, {"dev", "lo"}});
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    auto inj = Injection::Arm(std::move(f).value(), &t->journal(), *allowed);
+    ASSERT_TRUE(inj.ok()) << inj.status().ToString();
+    ASSERT_TRUE((*inj)->ApplyAt(0).ok());
+    EXPECT_EQ(Sh("ip -n " + name + " -o link show lo").find("state UP"), std::string::npos);
+    EXPECT_EQ(JournalSize(*t), 1u);
+    ASSERT_TRUE((*inj)->RevertAt(0).ok());
+    EXPECT_EQ(JournalSize(*t), 0u);
+    EXPECT_NE(Sh("ip -n " + name + " -o link show lo").find("UP"), std::string::npos);
+  }
+  EXPECT_EQ(JournalSize(*t), 0u);
 }
 
 TEST(Refusal, JournaledNamespaceCountsAsProjectOwned) {
