@@ -1,9 +1,9 @@
-#include "base/exec_args.h"
 #include "injector/daemon.h"
 
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -15,6 +15,7 @@
 #include <fstream>
 
 #include "base/clock.h"
+#include "base/exec_args.h"
 #include "base/fd.h"
 #include "injector/journal.h"
 #include "injector/netns.h"
@@ -68,7 +69,16 @@ Result<StartedDaemon> StartDaemon(Journal& journal, const DaemonSpec& spec) {
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     for (int s = 1; s < NSIG; ++s) ::signal(s, SIG_DFL);
-    if (netns_fd.valid() && ::setns(netns_fd.get(), CLONE_NEWNET) != 0) fail(errno);
+    if (netns_fd.valid()) {
+      if (::setns(netns_fd.get(), CLONE_NEWNET) != 0) fail(errno);
+      // As `ip netns exec` does: a mount namespace of its own whose /sys is that network
+      // namespace's, so that the daemon and what it starts read their own interfaces there
+      // (/sys/class/net/<dev>/speed). It goes with the last process in it.
+      if (::unshare(CLONE_NEWNS) != 0) fail(errno);
+      if (::mount("", "/", "none", MS_SLAVE | MS_REC, nullptr) != 0) fail(errno);
+      if (::umount2("/sys", MNT_DETACH) != 0 && errno != EINVAL) fail(errno);
+      if (::mount(spec.netns.c_str(), "/sys", "sysfs", 0, nullptr) != 0) fail(errno);
+    }
     const int in = ::open("/dev/null", O_RDONLY);
     const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
     if (in < 0 || out < 0) fail(errno);

@@ -4,10 +4,13 @@
 //
 // A daemon is started as an orphan of this process (it outlives the command that started it)
 // in a named network namespace, in the foreground of its own session, with its output in a log
-// file. It is journaled ("daemon": {pid, start_time, name}) after fork and before exec, so no
-// daemon ever runs unrecorded; its undo sends SIGTERM, then SIGKILL after a grace period, and
-// never signals a recycled pid. "netns_procs" ({netns}) kills every process still inside a
-// namespace (job steps, ranks a daemon started) so that the namespace can really go; "dir"
+// file. In a named namespace it also gets a mount namespace of its own whose /sys is mounted
+// afresh, as `ip netns exec` does, so that it (and what it starts: a slurmd's job steps) sees
+// that namespace's interfaces under /sys/class/net. It is journaled ("daemon": {pid, start_time,
+// name}) after fork and before exec, so no daemon ever runs unrecorded; its undo sends SIGTERM,
+// then SIGKILL after a grace period, and never signals a recycled pid. "netns_procs" ({netns})
+// kills every process still inside a namespace (job steps, ranks a daemon started) so that the
+// namespace can really go; "dir"
 // ({path}) removes a directory tree the project made, recognised by its marker file.
 #pragma once
 
