@@ -1,7 +1,7 @@
 // faultline-worker: one rank of a run (see worker.h). Started by the runner; usable by hand:
 //
 //   faultline-worker --ccl ftccl|gloo|nccl --rank R --size N --bootstrap IP:PORT
-//       --rails ADDR[,ADDR...] [--store-dir DIR] --op OP --dtype T [--redop OP] [--root R]
+//       --rails ADDR|IFACE[,...] [--store-dir DIR] --op OP --dtype T [--redop OP] [--root R]
 //       --bytes SIZE (--iters N | --duration DUR) [--warmup N] [--check] [--timeout DUR]
 //       [--init-timeout DUR] --log FILE [--seed N] [--fault-hook PATH]
 //   faultline-worker ... --workload train --steps N --grad-bytes SIZE [--batch B]
@@ -11,8 +11,14 @@
 //
 // Exit codes: see worker.h (0 completed, 2 bad command line, 3 worker failure, 10 a CCL call
 // failed or outlived its deadline, 11 stopped for a restart of every rank).
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "base/units.h"
@@ -27,6 +33,32 @@ namespace {
 int Usage(const std::string& what) {
   std::fprintf(stderr, "faultline-worker: %s\n", what.c_str());
   return kWorkerExitUsage;
+}
+
+// A rail given as an interface name (a real host's netdev, whose address only this host
+// knows) as the IPv4 address of that interface here; an address stays as it is. Every library
+// then binds and advertises the same address, and the rank's log names it.
+Result<std::string> RailAddress(const std::string& rail) {
+  in_addr a{};
+  if (::inet_pton(AF_INET, rail.c_str(), &a) == 1) return rail;
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return ErrnoStatus("getifaddrs", errno);
+  std::string found;
+  bool exists = false;
+  for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
+    if (i->ifa_name == nullptr || rail != i->ifa_name) continue;
+    exists = true;
+    if (i->ifa_addr != nullptr && i->ifa_addr->sa_family == AF_INET && found.empty()) {
+      char buf[INET_ADDRSTRLEN] = {};
+      ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, buf, sizeof buf);
+      found = buf;
+    }
+  }
+  ::freeifaddrs(list);
+  if (!found.empty()) return found;
+  return NotFound("rail '" + rail + "': " +
+                  (exists ? "the interface has no IPv4 address"
+                          : "neither an IPv4 address nor an interface of this host"));
 }
 
 int Main(int argc, char** argv) {
@@ -199,6 +231,14 @@ int Main(int argc, char** argv) {
   if (!it.ok() || *it < 1000000) return Usage("--init-timeout: give a duration of at least 1ms");
   o.init_timeout = std::chrono::milliseconds(*it / 1000000);
   if (o.rails.empty()) return Usage("--rails: give at least one rail");
+  for (std::string& rail : o.rails) {
+    auto addr = RailAddress(rail);
+    if (!addr.ok()) {
+      std::fprintf(stderr, "faultline-worker: --rails: %s\n", addr.status().message().c_str());
+      return kWorkerExitInternal;
+    }
+    rail = *addr;
+  }
   if ((o.ccl == "gloo" || o.ccl == "nccl") && o.store_dir.empty()) {
     return Usage(o.ccl + " needs --store-dir");
   }
