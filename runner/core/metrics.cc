@@ -174,7 +174,10 @@ std::optional<double> CapacityLeft(const Topology& topology,
   // and rank l's port on rail r (p = l * rails + r) with per-rank NICs.
   const int ports = per_rank ? topology.ranks_per_host * topology.rails : topology.rails;
   std::vector<std::vector<double>> cap(topology.hosts, std::vector<double>(ports, 1.0));
-  const double rail_bps = topology.rail_gbps * 1e9;
+  // 0: the rails' capacity is not known (an inventory whose kernels did not say): a fault whose
+  // share depends on it (one that differs between two port rates) leaves an unknown capacity.
+  const bool rate_known = topology.rail_gbps > 0;
+  const double rail_bps = rate_known ? topology.rail_gbps * 1e9 : 1e9;
   for (const FaultSpec* f : specs) {
     const faults::FaultDescriptor& d = f->descriptor();
     if (d.capacity == faults::CapacityEffect::kNone) continue;
@@ -186,7 +189,9 @@ std::optional<double> CapacityLeft(const Topology& topology,
     const int port =
         per_rank ? *f->target.rank * topology.rails + *f->target.rail : *f->target.rail;
     double& c = cap[f->target.host][port];
-    c = std::min(c, d.port_share(*f, rail_bps));
+    const double share = d.port_share(*f, rail_bps);
+    if (!rate_known && share != d.port_share(*f, 1e12)) return std::nullopt;
+    c = std::min(c, share);
   }
   double worst = 1.0;
   for (const auto& host : cap) {

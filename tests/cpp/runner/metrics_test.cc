@@ -476,6 +476,26 @@ TEST(Metrics, AbortBoundCountsFromTheLastFaultBeforeTheFirstError) {
 
 const std::optional<std::vector<int>> kBoth = std::vector<int>{0, 1};
 
+// An inventory whose kernels did not say what its rails carry (rail_gbps 0): the capacity a
+// bandwidth fault leaves is unknown, never computed against a default; a port that is down
+// leaves none of its rate whatever that rate is.
+TEST(Metrics, UnknownRailCapacityLeavesABandwidthFaultsShareUnknown) {
+  Topology t{2, 1, 2, 0.0};
+  FaultSpec bw;
+  bw.kind = "bandwidth";
+  bw.target.host = 1;
+  bw.target.rail = 0;
+  bw.params.rate_bps = 250'000'000;
+  EXPECT_FALSE(CapacityLeft(t, {&bw}, kBoth).has_value());
+  FaultSpec down;
+  down.kind = "link_down";
+  down.target.host = 0;
+  down.target.rail = 1;
+  EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&down}, kBoth), 0.5);
+  t.rail_gbps = 1.0;  // known: the same fault leaves its share
+  EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&bw}, kBoth), 0.625);
+}
+
 TEST(Metrics, CapacityModel) {
   Topology t{2, 2, 2, 1.0};
   FaultSpec down;
