@@ -39,12 +39,15 @@ void RegisterRun(CLI::App& app, Action* action) {
   cmd->add_option("--allow", opts->allow, "extra injector allowlist entry NETNS/DEV");
   cmd->add_option("--worker", opts->worker_path, "faultline-worker binary (default: beside this one)");
   cmd->add_option("--launcher", opts->launcher,
-                  "local (ranks in this machine's namespaces) or slurm (an srun step on the "
-                  "cluster of `faultline cluster up`)")
+                  "local (ranks in this machine's namespaces) or slurm (an srun step: on the "
+                  "cluster of `faultline cluster up`, or on the hosts of an inventory topology)")
       ->check(CLI::IsMember({"local", "slurm"}))
       ->capture_default_str();
   cmd->add_option("--cluster", opts->cluster_dir,
                   "--launcher slurm: the cluster's directory (env FAULTLINE_CLUSTER_DIR)");
+  cmd->add_option("--partition", opts->partition,
+                  "--launcher slurm, inventory topology, outside an allocation: the partition "
+                  "srun asks for the hosts in");
   cmd->add_option("--op-timeout-ms", opts->op_timeout_ms, "deadline of one collective")
       ->capture_default_str();
   cmd->footer(

@@ -1,6 +1,7 @@
 #include "runner/exec/agent.h"
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -25,9 +26,11 @@
 #include "base/fd.h"
 #include "injector/injection.h"
 #include "injector/journal.h"
+#include "injector/netns.h"
 #include "injector/policy.h"
 #include "injector/realtime_scope.h"
 #include "injector/registry.h"
+#include "runner/exec/rail_capacity.h"
 #include "runner/exec/rail_sampler.h"
 
 namespace faultline::runner {
@@ -96,12 +99,38 @@ Result<int> FindTaskPid(int procid, const std::string& job, const std::string& s
                   ") on this host");
 }
 
+// The IPv4 address of interface `dev` in namespace `netns`.
+Result<std::string> Ipv4Of(const std::string& netns, const std::string& dev) {
+  FL_ASSIGN_OR_RETURN(ScopedNetns in, ScopedNetns::Enter(netns));
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return ErrnoStatus("getifaddrs", errno);
+  std::string found;
+  bool exists = false;
+  for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
+    if (i->ifa_name == nullptr || dev != i->ifa_name) continue;
+    exists = true;
+    if (i->ifa_addr != nullptr && i->ifa_addr->sa_family == AF_INET && found.empty()) {
+      char buf[INET_ADDRSTRLEN] = {};
+      ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, buf, sizeof buf);
+      found = buf;
+    }
+  }
+  ::freeifaddrs(list);
+  if (!found.empty()) return found;
+  return NotFound("interface '" + dev + "' " +
+                  (exists ? "has no IPv4 address" : "does not exist on this host"));
+}
+
 class Agent {
  public:
   Agent(AgentOptions o, std::unique_ptr<Journal> j, TargetPolicy p, std::string token,
-        std::string node)
-      : o_(std::move(o)), journal_(std::move(j)), policy_(std::move(p)),
-        token_(std::move(token)), node_(std::move(node)) {}
+        std::string node, std::string own_netns)
+      : o_(std::move(o)),
+        journal_(std::move(j)),
+        policy_(std::move(p)),
+        token_(std::move(token)),
+        node_(std::move(node)),
+        own_netns_(std::move(own_netns)) {}
 
   int Serve(int listen_fd, int healed_at_start);
 
@@ -117,6 +146,12 @@ class Agent {
   TargetPolicy policy_;
   std::string token_;
   std::string node_;
+  // What "." (kOwnNetns: the host's own interfaces) stands for here: this process's namespace
+  // by its /run/netns name where it has one, so that the journal names it for whoever undoes it.
+  std::string own_netns_;
+  std::string Netns(const std::string& netns) const {
+    return netns == kOwnNetns ? own_netns_ : netns;
+  }
   int healed_at_start_ = 0;
   bool bye_ = false;
   std::map<std::string, std::unique_ptr<Injection>> injections_;
@@ -141,6 +176,16 @@ Status Agent::CheckTarget(nlohmann::json* params) {
     if (o_.hook_dir.empty() || norm.rfind(dir + "/", 0) != 0) {
       return PermissionDenied("fault hook " + hook + " is outside this agent's allowed directory");
     }
+    return Status::Ok();
+  }
+  if (p.contains("netns") && p["netns"].is_string()) p["netns"] = Netns(p["netns"]);
+  if (p.contains("src_dev")) {
+    // A socket fault on a rail whose address only this host knows: the address of its netdev.
+    const std::string dev = p.value("src_dev", "");
+    FL_RETURN_IF_ERROR(CheckPort(p.value("netns", ""), dev));
+    FL_ASSIGN_OR_RETURN(std::string src, Ipv4Of(p.value("netns", ""), dev));
+    p.erase("src_dev");
+    p["src"] = src;
     return Status::Ok();
   }
   return CheckPort(p.value("netns", ""), p.value("dev", ""));
@@ -182,7 +227,7 @@ nlohmann::json Agent::StartRails(const nlohmann::json& req) {
       if (!p["rank"].is_number_integer()) return fail("a port's rank must be an integer");
       q.port.rank = p["rank"].get<int>();
     }
-    q.netns = p["netns"].get<std::string>();
+    q.netns = Netns(p["netns"].get<std::string>());
     q.dev = p["dev"].get<std::string>();
     if (Status st = CheckPort(q.netns, q.dev); !st.ok()) return fail(st.ToString());
     if (p.contains("rdma")) {
@@ -207,10 +252,24 @@ nlohmann::json Agent::StartRails(const nlohmann::json& req) {
   o.period_ns = period.get<int64_t>();
   o.start_at_ns = start.get<int64_t>();
   o.reserve_samples = reserve.get<size_t>();
+  // What each port can carry, as this host's kernel says (null where it does not know).
+  nlohmann::json capacity = nlohmann::json::array();
+  for (const RailSamplerPort& q : sp) {
+    InventoryRail rail;
+    rail.netdev = q.dev;
+    if (q.rdma) {
+      rail.rdma = q.rdma->device;
+      rail.port = q.rdma->port;
+    }
+    const RailCapacity c = ReadRailCapacity(rail);
+    capacity.push_back(
+        {{"bps", c.bps ? nlohmann::json(*c.bps) : nlohmann::json()},
+         {"source", c.source.empty() ? nlohmann::json() : nlohmann::json(c.source)}});
+  }
   auto s = RailSampler::Start(std::move(sp), o);
   if (!s.ok()) return fail(s.status().ToString());
   rails_ = std::move(s).value();
-  return {{"ok", true}};
+  return {{"ok", true}, {"capacity", capacity}};
 }
 
 // rails_stop -> {series (RailSeriesToJson, this host's clock), errors, late_samples}.
@@ -416,6 +475,11 @@ int RunAgent(const AgentOptions& o_in) {
     }
     o.allow = std::move(mine);
   }
+  // "./DEV": this host's own interfaces (an inventory host), under its namespace's name.
+  const std::string own_netns = NameOfOwnNetns();
+  for (std::string& a : o.allow) {
+    if (a.rfind(std::string(kOwnNetns) + "/", 0) == 0) a = own_netns + a.substr(1);
+  }
   if (o.journal_dir.empty()) o.journal_dir = Journal::DefaultDir() + "/agent-" + node;
   auto journal = Journal::Open(o.journal_dir);
   if (!journal.ok()) {
@@ -457,7 +521,7 @@ int RunAgent(const AgentOptions& o_in) {
   RealtimeScope priority;
   int code;
   {
-    Agent agent(o, std::move(journal).value(), std::move(policy).value(), token, node);
+    Agent agent(o, std::move(journal).value(), std::move(policy).value(), token, node, own_netns);
     code = agent.Serve(ls.get(), healed.undone);
   }
   // Every change undone, every entry gone: the agent's own journal directory goes too (rmdir

@@ -13,13 +13,20 @@
 //   apply  {id, kind, params, at_ns}          -> {timing, error}   (the injector's StepTiming)
 //   revert {id, at_ns}                        -> {timing, error}
 //   renew                                     -> {}                (the lease)
-//   rails_start {ports, period_ns, start_at_ns, reserve} -> {}    (samples these rail ports)
+//   rails_start {ports, period_ns, start_at_ns, reserve} -> {capacity: [{bps, source}]}
+//                                             (samples these rail ports; each one's capacity
+//                                              as this host's sysfs reports it, null unknown)
 //   rails_stop                                -> {series, errors, late_samples}
 //     (the ports' byte counters from start_at_ns on, on this host's clock: rail_sampler.h,
 //      in the form of RailSeriesToJson, runner/core/rails.h)
 //   bye                                       -> {healed}          (heals everything, exits)
 // A rank fault names the rank by {"procid": N}; the agent finds that task's process on its
 // host (the Slurm task whose SLURM_PROCID, SLURM_JOB_ID and SLURM_STEP_ID match) itself.
+//
+// A target's namespace "." (kOwnNetns, also in the allowlist: "./DEV") is the agent's own: a
+// real host's interfaces. The agent names it by its /run/netns name where it has one (the
+// one-box cluster's host namespaces), so that its journal says where to undo. A socket fault
+// may name its rail by {"src_dev": DEV} (allowlisted) for the agent to use DEV's IPv4 address.
 //
 // Security: it listens only on the address it is given; a request without the token (from
 // FAULTLINE_AGENT_TOKEN, handed over through the Slurm step's environment, never argv) is

@@ -108,7 +108,11 @@ Status AgentFleet::StartStep(const std::vector<int>& hosts) {
   }
   // A replacement is a new step of the agents' job, sharing its resources with the step of the
   // lost one (which lives on while the other hosts' agents do): a new job would wait for them.
-  if (!job.empty()) argv.insert(argv.begin() + 1, {"--jobid=" + job, "--overlap"});
+  if (!job.empty()) {
+    argv.insert(argv.begin() + 1, {"--jobid=" + job, "--overlap"});
+  } else if (o_.in_allocation) {
+    argv.insert(argv.begin() + 1, "--overlap");
+  }
   argv.insert(argv.end(), {"--", o_.task_exe, "agent", "--port", std::to_string(o_.port),
                            "--lease-ms", std::to_string(o_.lease_ms), "--hook-dir", o_.hook_dir});
   // A replacement runs on one node, whose SLURM_NODEID is 0: it gets only its own address.

@@ -43,6 +43,9 @@ struct AgentFleetOptions {
   std::string job_name = "faultline-agents";
   int port = 0;
   int64_t lease_ms = 3000;
+  // The runner runs inside an allocation: the agents' step shares its nodes' CPUs with the
+  // ranks' (--overlap) instead of holding one of each node's.
+  bool in_allocation = false;
 };
 
 class AgentFleet {

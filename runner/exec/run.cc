@@ -20,26 +20,29 @@
 #include "base/clock.h"
 #include "injector/injection.h"
 #include "injector/journal.h"
+#include "injector/netns.h"
 #include "injector/policy.h"
 #include "injector/realtime_scope.h"
 #include "injector/registry.h"
 #include "reports/verdict.h"
 #include "reports/write_reports.h"
 #include "runner/core/checks.h"
-#include "runner/faults/registry.h"
 #include "runner/core/history.h"
-#include "runner/exec/launcher.h"
-#include "runner/exec/agent_client.h"
-#include "runner/exec/slurm_cluster.h"
-#include "runner/exec/slurm_launcher.h"
-#include "runner/exec/rail_sampler.h"
 #include "runner/core/metrics.h"
 #include "runner/core/report_json.h"
 #include "runner/core/timeline.h"
+#include "runner/core/worker_log.h"
+#include "runner/exec/agent_client.h"
+#include "runner/exec/fleet_site.h"
+#include "runner/exec/launcher.h"
+#include "runner/exec/rail_capacity.h"
+#include "runner/exec/rail_sampler.h"
+#include "runner/exec/slurm_cluster.h"
+#include "runner/exec/slurm_launcher.h"
 #include "runner/exec/topology.h"
 #include "runner/exec/torch_workload.h"
+#include "runner/faults/registry.h"
 #include "runner/worker/worker.h"
-#include "runner/core/worker_log.h"
 
 namespace faultline::runner {
 namespace {
@@ -164,7 +167,11 @@ nlohmann::json Environment(const Scenario& sc, const RunOptions& o, const std::s
                            const std::optional<std::string>& ccl_version) {
   utsname u{};
   uname(&u);
-  nlohmann::json knobs = {{"op_timeout_ms", o.op_timeout_ms}, {"rail_gbps", sc.topology.rail_gbps}};
+  // An inventory's rails are not shaped: their capacity is in environment.topology.
+  nlohmann::json knobs = {
+      {"op_timeout_ms", o.op_timeout_ms},
+      {"rail_gbps",
+       sc.topology.is_inventory() ? nlohmann::json() : nlohmann::json(sc.topology.rail_gbps)}};
   if (sc.topology.per_rank_nics()) knobs["nics"] = NicLayoutString(sc.topology.nics);
   return {{"kernel", std::string(u.sysname) + " " + u.release},
           {"machine", u.machine},
@@ -204,9 +211,20 @@ class Run final {
   std::optional<TargetPolicy> policy_;
   std::unique_ptr<NetTopology> topo_;
   std::unique_ptr<Launcher> launcher_;
-  // --launcher slurm: the cluster the ranks run on, and the step they ran in.
-  std::optional<ClusterInfo> cluster_;
+  // --launcher slurm: where the ranks run (the one-box cluster's namespaces, or the hosts of an
+  // inventory), and the step they ran in.
+  std::optional<SlurmSite> site_;
+  Status AttachInventory();
   SlurmLauncher* slurm_ = nullptr;  // launcher_ when it is the Slurm one
+  // Host h's namespace as its faults name it: its namespace on this machine, or on a real
+  // host of an inventory that host's own (kOwnNetns, which its agent resolves).
+  std::string HostNetns(int h) const { return topo_ ? topo_->host(h).netns : kOwnNetns; }
+  // The rails rank l of host h is given, in rail order: addresses, or on an inventory host a
+  // rail's netdev where the inventory gives no address (the rank resolves it on its host).
+  std::vector<std::string> RankRails(int h, int l) const;
+  // Inventory runs: each rail's capacity as its host's agent read it from the kernel (by host,
+  // then rail); the report's topology lists them.
+  std::vector<std::vector<RailCapacity>> rail_capacity_;
   std::unique_ptr<AgentFleet> fleet_;  // --launcher slurm: one fault agent per host
   nlohmann::json agent_faults_ = nlohmann::json::array();  // which agent applied what
   Status StartAgents();
@@ -282,7 +300,9 @@ Status Run::Setup() {
     if (!p.ok()) return p.status();
     policy_.emplace(std::move(p.value()));
   }
-  if (o_.launcher == "slurm") {
+  if (o_.launcher == "slurm" && sc_.topology.is_inventory()) {
+    FL_RETURN_IF_ERROR(AttachInventory());
+  } else if (o_.launcher == "slurm") {
     FL_RETURN_IF_ERROR(AttachCluster());
   } else if (o_.launcher != "local") {
     return InvalidArgument("unknown launcher '" + o_.launcher + "' (local or slurm)");
@@ -333,24 +353,51 @@ Status Run::AttachCluster() {
   auto topo = NetTopology::Attach(TopologyOptionsFor(t, c->run_id, true));
   if (!topo.ok()) return topo.status().WithContext("the cluster in " + dir);
   topo_ = std::move(topo.value());
-  cluster_ = std::move(*c);
+  site_ = SiteOfCluster(*c, t.hosts);
   return Status();
+}
+
+Status Run::AttachInventory() {
+  // Real hosts: nothing is built; the ranks and the agents go where the inventory says.
+  auto s = SiteOfInventory(sc_.topology, o_.partition);
+  if (!s.ok()) return s.status();
+  site_ = std::move(s).value();
+  if (!site_->allocation.empty()) site_->partition.clear();  // the allocation's
+  std::printf("faultline run: %d inventory hosts through Slurm (%s)\n", sc_.topology.hosts,
+              site_->allocation.empty() ? "srun asks for an allocation"
+                                        : ("allocation " + site_->allocation).c_str());
+  std::fflush(stdout);
+  return Status();
+}
+
+std::vector<std::string> Run::RankRails(int h, int l) const {
+  if (topo_) return topo_->RankRailAddrs(h, l);
+  std::vector<std::string> rails;
+  for (const InventoryRail& r : sc_.topology.inventory[h].rails)
+    rails.push_back(r.addr.empty() ? r.netdev : r.addr);
+  return rails;
 }
 
 Status Run::StartAgents() {
   AgentFleetOptions ao;
   ao.task_exe = ExeDir() + "/faultline";
-  ao.netns = cluster_->ctl_netns;
-  ao.client_env = cluster_->ClientEnv();
-  ao.partition = cluster_->partition;
+  ao.netns = site_->netns;
+  ao.client_env = site_->client_env;
+  ao.partition = site_->partition;
+  ao.in_allocation = !site_->allocation.empty();
   ao.log_dir = fs::absolute(out_ + "/agents").string();
   ao.job_name = "faultline-agents-" + run_id_;
   // A port of this run: two runs on one cluster do not meet.
   ao.port = 20000 + static_cast<int>(std::hash<std::string>{}(run_id_) % 20000);
-  for (int h = 0; h < topo_->hosts(); ++h) {
-    ao.nodes.push_back(cluster_->nodes[h]);
-    ao.addrs.push_back(NetTopology::MgmtAddress(h));
+  for (int h = 0; h < sc_.topology.hosts; ++h) {
+    ao.nodes.push_back(site_->nodes[h]);
+    ao.addrs.push_back(site_->mgmt_addrs[h]);
     // Each agent acts only on its own host's rail ports.
+    if (!topo_) {
+      for (const InventoryRail& r : sc_.topology.inventory[h].rails)
+        ao.allow.push_back(std::to_string(h) + "=" + kOwnNetns + "/" + r.netdev);
+      continue;
+    }
     for (const std::string& dev : topo_->host(h).rail_devs)
       ao.allow.push_back(std::to_string(h) + "=" + topo_->host(h).netns + "/" + dev);
     for (const auto& nic : topo_->host(h).rank_rail_devs) {  // per-rank NICs
@@ -371,14 +418,14 @@ Status Run::StartAgents() {
 }
 
 Status Run::LaunchRanks() {
-  if (cluster_) {
+  if (site_) {
     SlurmLauncherOptions so;
     so.log_dir = out_ + "/ranks";
     so.task_exe = ExeDir() + "/faultline";
-    so.netns = cluster_->ctl_netns;
-    so.client_env = cluster_->ClientEnv();
-    so.nodes = cluster_->nodes;
-    so.partition = cluster_->partition;
+    so.netns = site_->netns;
+    so.client_env = site_->client_env;
+    so.nodes = site_->nodes;
+    so.partition = site_->partition;
     so.job_name = "faultline-" + run_id_;
     auto l = SlurmLauncher::Create(std::move(so));
     if (!l.ok()) return l.status();
@@ -398,7 +445,7 @@ Status Run::LaunchRanks() {
   }
   const int world = sc_.topology.world_size();
   ChooseHookPaths();
-  if (cluster_) FL_RETURN_IF_ERROR(StartAgents());
+  if (site_) FL_RETURN_IF_ERROR(StartAgents());
   // Every rank starts its workload at t0 (CLOCK_MONOTONIC is shared by all namespaces), which
   // leaves time to join the group; scenario offsets count from there. A Python rank first
   // loads PyTorch (about 1.5 s of CPU each, the ranks sharing this machine's cores).
@@ -450,10 +497,11 @@ std::vector<LaunchSpec> Run::RankSpecs(int incarnation, const std::string& worke
       const int g = h * t.ranks_per_host + l;
       std::string rails;
       // The rank's rail addresses in rail order: its own NIC's ports with per-rank NICs.
-      for (const auto& a : topo_->RankRailAddrs(h, l)) rails += (rails.empty() ? "" : ",") + a;
+      for (const auto& a : RankRails(h, l)) rails += (rails.empty() ? "" : ",") + a;
       const std::string log = fs::absolute(RankLogPath(g, incarnation)).string();
-      const std::string bootstrap =
-          NetTopology::MgmtAddress(0) + ":" + std::to_string(kBootstrapPort + incarnation);
+      // Rank 0 serves the bootstrap on its host's management address.
+      const std::string bootstrap = (site_ ? site_->mgmt_addrs[0] : NetTopology::MgmtAddress(0)) +
+                                    ":" + std::to_string(kBootstrapPort + incarnation);
       // What every rank is told, whichever program it runs.
       const std::vector<std::string> group = {
           "--ccl", CclNameString(sc_.ccl),
@@ -603,7 +651,7 @@ Result<nlohmann::json> Run::FaultParams(const TimelineAction& a) const {
           p["job_id"] = step->job_id;
           p["step_id"] = step->step_id;
         }
-        p["netns"] = topo_->host(h).netns;
+        p["netns"] = HostNetns(h);
         return p;
       }
       auto pid = launcher_->LocalPid(handles_[*g]);
@@ -614,11 +662,23 @@ Result<nlohmann::json> Run::FaultParams(const TimelineAction& a) const {
                           "does not have yet");
       }
       p["pid"] = *pid;
-      p["netns"] = topo_->host(h).netns;
+      p["netns"] = HostNetns(h);
       return p;
     }
     case faults::TargetShape::kSocketLink: {
-      p["netns"] = topo_->host(h).netns;
+      p["netns"] = HostNetns(h);
+      if (!topo_ && a.target.rail && !p.contains("src")) {
+        // A real host's rail: its address, or the netdev's, which its agent looks up there.
+        const InventoryRail* r = sc_.topology.InventoryRailAt(h, *a.target.rail);
+        if (r == nullptr)
+          return Status(Code::kInvalidArgument, "fault " + a.fault_id + ": rail out of range");
+        if (r->addr.empty()) {
+          p["src_dev"] = r->netdev;
+        } else {
+          p["src"] = r->addr;
+        }
+        return p;
+      }
       // The sockets of the rail's port: the host's, or with per-rank NICs the target rank's.
       if (a.target.rail && !p.contains("src")) {
         const int l = topo_->per_rank_nics() ? a.target.rank.value_or(0) : 0;
@@ -636,6 +696,22 @@ Result<nlohmann::json> Run::FaultParams(const TimelineAction& a) const {
   // The injector takes the NIC port (host side) and finds the switch port itself when the
   // fault's side is "switch", so both ends are read back in its observation.
   if (!a.target.rail) return Status(Code::kInvalidArgument, "fault " + a.fault_id + ": no rail");
+  if (!topo_) {
+    // A real host's rail: its netdev, in the host's own namespace. Its switch port is not
+    // ours to touch.
+    const InventoryRail* r = sc_.topology.InventoryRailAt(h, *a.target.rail);
+    if (r == nullptr)
+      return Status(Code::kInvalidArgument, "fault " + a.fault_id + ": rail out of range");
+    if (a.target.side == LinkSide::kSwitch) {
+      return Status(Code::kInvalidArgument,
+                    "fault " + a.fault_id +
+                        ": side switch: an inventory "
+                        "host's switch port is not reachable from its agent");
+    }
+    p["netns"] = kOwnNetns;
+    p["dev"] = r->netdev;
+    return p;
+  }
   FaultTarget host_side = a.target;
   host_side.side = LinkSide::kHost;
   auto link = topo_->Resolve(host_side);
@@ -775,7 +851,7 @@ void Run::DoAction(const TimelineAction& a) {
     if (c->second->reverted()) f.record.reverted_ns = c->second->revert_timing().applied;
     if (!st.ok() && f.record.error.empty()) f.record.error = "revert: " + st.ToString();
     // A port that was down lost its table route with per-rank NICs; put it back.
-    if (topo_->per_rank_nics() && !faults::DescriptorOf(a.kind).rank_target()) {
+    if (topo_ && topo_->per_rank_nics() && !faults::DescriptorOf(a.kind).rank_target()) {
       Status rt = topo_->RestorePortRoutes(a.target.host);
       if (!rt.ok() && f.record.error.empty()) f.record.error = "revert: " + rt.ToString();
     }
@@ -789,7 +865,7 @@ bool Run::RevertedByReplacement(FaultState& f) {
   for (const auto& [cycle, id] : f.remote_by_cycle) f.remote_reverted.insert(cycle);
   if (!f.record.reverted_ns) f.record.reverted_ns = fleet_->replaced_at(f.remote_host);
   if (f.record.error.empty()) {
-    f.record.error = "reverted early: the agent of " + cluster_->nodes[f.remote_host] +
+    f.record.error = "reverted early: the agent of " + site_->nodes[f.remote_host] +
                      " that applied it was lost, and its replacement undid it on start";
   }
   return true;
@@ -840,7 +916,7 @@ void Run::RemoteAction(FaultState& f, const TimelineAction& a, int64_t when) {
         {{"fault", f.record.id},
          {"cycle", a.cycle},
          {"host", h},
-         {"node", cluster_->nodes[h]},
+         {"node", site_->nodes[h]},
          {"applied", applied},
          {"lateness_us", applied ? nlohmann::json((to_runner(t, "applied_ns") - when) / 1e3)
                                  : nlohmann::json(nullptr)}});
@@ -864,7 +940,29 @@ void Run::RemoteAction(FaultState& f, const TimelineAction& a, int64_t when) {
 
 void Run::StartRailSampler() {
   std::vector<RailSamplerPort> ports;
-  for (int h = 0; h < topo_->hosts(); ++h) {
+  if (!topo_) {
+    // An inventory: each host's rail netdevs, and the RDMA port behind a rail where it has one
+    // (its traffic passes the netdev's counters by).
+    bool rdma = false;
+    for (int h = 0; h < sc_.topology.hosts; ++h) {
+      const auto& rails = sc_.topology.inventory[h].rails;
+      for (int r = 0; r < static_cast<int>(rails.size()); ++r) {
+        RailSamplerPort p{{h, r, std::nullopt, false}, kOwnNetns, rails[r].netdev, std::nullopt};
+        if (rails[r].is_rdma()) {
+          p.rdma = RdmaPortRef{rails[r].rdma, rails[r].port};
+          p.port.rdma = true;
+          rdma = true;
+        }
+        ports.push_back(std::move(p));
+      }
+    }
+    rails_note_ = {{"period_ms", kRailPeriodNs / 1e6},
+                   {"source", "rtnetlink IFLA_STATS64 of each rail netdev"},
+                   {"rdma", rdma ? nlohmann::json("the RDMA port counters of each rail with one")
+                                 : nlohmann::json("not sampled: no rail of the inventory names an "
+                                                  "RDMA device")}};
+  }
+  for (int h = 0; topo_ && h < topo_->hosts(); ++h) {
     const HostNet& hn = topo_->host(h);
     // By rank (per-rank NICs), then rail: each NIC's ports side by side in rails.csv.
     const int nics = topo_->per_rank_nics() ? topo_->ranks_per_host() : 1;
@@ -879,9 +977,11 @@ void Run::StartRailSampler() {
     }
   }
   // The namespace topology builds veth pairs: no RDMA device backs a rail here.
-  rails_note_ = {{"period_ms", kRailPeriodNs / 1e6},
-                 {"source", "rtnetlink IFLA_STATS64 of each rail port (host side)"},
-                 {"rdma", "not sampled: no RDMA device backs a rail of the namespace topology"}};
+  if (topo_) {
+    rails_note_ = {{"period_ms", kRailPeriodNs / 1e6},
+                   {"source", "rtnetlink IFLA_STATS64 of each rail port (host side)"},
+                   {"rdma", "not sampled: no RDMA device backs a rail of the namespace topology"}};
+  }
   const Workload& w = sc_.workload;
   RailSamplerOptions o;
   o.period_ns = kRailPeriodNs;
@@ -921,15 +1021,17 @@ void Run::StartAgentRails(std::vector<RailSamplerPort> ports, const RailSamplerO
   rails_note_["source"] =
       "rtnetlink IFLA_STATS64 of each rail port (host side), read by the host's agent on its "
       "own clock and mapped to the runner's with the measured offset";
-  agent_rail_ports_.assign(topo_->hosts(), {});
+  agent_rail_ports_.assign(sc_.topology.hosts, {});
+  if (!topo_) rail_capacity_.assign(sc_.topology.hosts, {});
   nlohmann::json errors = nlohmann::json::array();
-  for (int h = 0; h < topo_->hosts(); ++h) {
+  for (int h = 0; h < sc_.topology.hosts; ++h) {
     nlohmann::json list = nlohmann::json::array();
     for (const RailSamplerPort& p : ports) {
       if (p.port.host != h) continue;
       agent_rail_ports_[h].push_back(p.port);
       nlohmann::json e = {{"host", h}, {"rail", p.port.rail}, {"netns", p.netns}, {"dev", p.dev}};
       if (p.port.rank) e["rank"] = *p.port.rank;
+      if (p.rdma) e["rdma"] = {{"device", p.rdma->device}, {"port", p.rdma->port}};
       list.push_back(e);
     }
     auto r = fleet_->Call(h, {{"op", "rails_start"},
@@ -937,7 +1039,22 @@ void Run::StartAgentRails(std::vector<RailSamplerPort> ports, const RailSamplerO
                               {"period_ns", o.period_ns},
                               {"start_at_ns", fleet_->ToAgent(h, o.start_at_ns)},
                               {"reserve", o.reserve_samples}});
-    if (!r.ok()) errors.push_back("host " + std::to_string(h) + ": " + r.status().ToString());
+    if (!r.ok()) {
+      errors.push_back("host " + std::to_string(h) + ": " + r.status().ToString());
+      continue;
+    }
+    // Each port's capacity as the host's kernel reports it, in the order asked.
+    if (!topo_) {
+      for (const nlohmann::json& c : r->value("capacity", nlohmann::json::array())) {
+        RailCapacity rc;
+        if (c.is_object() && c.value("bps", nlohmann::json()).is_number() &&
+            c["bps"].get<double>() > 0) {
+          rc.bps = c["bps"].get<double>();
+          rc.source = c.value("source", "");
+        }
+        rail_capacity_[h].push_back(rc);
+      }
+    }
   }
   if (!errors.empty()) rails_note_["errors"] = errors;
 }
@@ -1135,6 +1252,21 @@ int Run::Finish() {
   }
   h.restarts_given_up = restarts_given_up_;
 
+  if (sc_.topology.is_inventory()) {
+    // A real rail's capacity is what its host's kernel reported, never a default: the slowest
+    // rail's, for the capacity a bandwidth fault leaves; 0 (unknown) unless every rail's is known.
+    double slowest = 0;
+    bool all = !rail_capacity_.empty();
+    for (int hh = 0; hh < sc_.topology.hosts && all; ++hh) {
+      all = hh < static_cast<int>(rail_capacity_.size()) &&
+            static_cast<int>(rail_capacity_[hh].size()) == sc_.topology.rails;
+      for (const RailCapacity& c : all ? rail_capacity_[hh] : std::vector<RailCapacity>{}) {
+        all = all && c.bps.has_value();
+        if (c.bps) slowest = slowest == 0 ? *c.bps : std::min(slowest, *c.bps);
+      }
+    }
+    sc_.topology.rail_gbps = all ? slowest / 1e9 : 0;
+  }
   RunMetrics m = ComputeMetrics(h, MetricsOptionsFor(sc_, h.rails_used));
   // A replay on the library the incident's `reproduce:` names is judged by it: did it
   // reproduce the incident; every other run by `expect:`.
@@ -1266,8 +1398,38 @@ int Run::Finish() {
     for (const auto& [k, v] : ccl_knobs) ck[k] = v.empty() ? nlohmann::json() : nlohmann::json(v);
     in.environment["knobs"]["ccl"] = std::move(ck);
   }
-  in.environment["topology"] = topo_ ? topo_->ToJson() : nlohmann::json();
-  in.environment["launcher"] = cluster_ ? "slurm" : "local";
+  if (topo_) {
+    in.environment["topology"] = topo_->ToJson();
+  } else if (sc_.topology.is_inventory()) {
+    // The inventory's hosts, each rail with the capacity its host's kernel reported.
+    nlohmann::json hosts = nlohmann::json::array();
+    for (int hh = 0; hh < sc_.topology.hosts; ++hh) {
+      const InventoryHost& ih = sc_.topology.inventory[hh];
+      nlohmann::json rails = nlohmann::json::array();
+      for (int r = 0; r < static_cast<int>(ih.rails.size()); ++r) {
+        const bool read = hh < static_cast<int>(rail_capacity_.size()) &&
+                          r < static_cast<int>(rail_capacity_[hh].size());
+        nlohmann::json e =
+            RailCapacityJson(ih.rails[r], read ? rail_capacity_[hh][r] : RailCapacity{});
+        e["addr"] = ih.rails[r].addr.empty() ? nlohmann::json() : nlohmann::json(ih.rails[r].addr);
+        rails.push_back(std::move(e));
+      }
+      hosts.push_back(
+          {{"name", ih.name},
+           {"mgmt_addr", site_ ? nlohmann::json(site_->mgmt_addrs[hh]) : nlohmann::json()},
+           {"rails", std::move(rails)}});
+    }
+    in.environment["topology"] = {
+        {"kind", "inventory"},
+        {"file", sc_.topology.inventory_file.empty() ? nlohmann::json()
+                                                     : nlohmann::json(sc_.topology.inventory_file)},
+        {"hosts", std::move(hosts)},
+        {"rail_gbps_for_metrics",
+         sc_.topology.rail_gbps > 0 ? nlohmann::json(sc_.topology.rail_gbps) : nlohmann::json()}};
+  } else {
+    in.environment["topology"] = nullptr;
+  }
+  in.environment["launcher"] = site_ ? "slurm" : "local";
   // From `faultline run` (its start) to the last rank ready (joined, prepared): null unless
   // every rank said when it was ready.
   in.environment["launch"] = {
@@ -1275,11 +1437,10 @@ int Run::Finish() {
       {"all_ready_ms", ranks_ready == sc_.topology.world_size() && ranks_ready_ns
                            ? nlohmann::json((*ranks_ready_ns - execute_start_ns_) / 1e6)
                            : nlohmann::json(nullptr)}};
-  if (cluster_) {
-    nlohmann::json slurm = {{"cluster", cluster_->cluster_name},
-                            {"nodes", cluster_->nodes},
-                            {"job_id", nullptr},
-                            {"step_id", nullptr}};
+  if (site_) {
+    nlohmann::json slurm = site_->ToJson();
+    slurm["job_id"] = nullptr;
+    slurm["step_id"] = nullptr;
     if (auto step = slurm_ ? slurm_->step() : std::nullopt) {
       slurm["job_id"] = step->job_id;
       slurm["step_id"] = step->step_id;
@@ -1433,7 +1594,7 @@ int Run::Execute() {
     fs::remove_all(out_ + "/checkpoints", ec);
   }
   RemoveHookPaths();
-  Status td = topo_->Teardown();
+  Status td = topo_ ? topo_->Teardown() : Status();
   if (!td.ok()) {
     std::fprintf(stderr, "faultline run: tearing down the topology: %s\n", td.ToString().c_str());
     code = 3;
@@ -1462,13 +1623,12 @@ int RunScenario(const RunOptions& options) {
 bool RunInterrupted() { return g_stop; }
 
 std::optional<std::string> LocalRunRefusal(const Scenario& sc) {
-  // This executor builds namespaces on one machine; real hosts are reached through a launcher
-  // that starts ranks and fault agents on them.
+  // The local launcher builds namespaces on one machine; real hosts are reached through Slurm,
+  // which starts the ranks and a fault agent on each of them.
   if (!sc.topology.is_inventory()) return std::nullopt;
-  return "inventory topologies are not run by this runner yet: it builds its hosts as "
-         "namespaces on this machine and cannot reach the real hosts an inventory names (running "
-         "them there through the Slurm launcher is fleet mode's next step); 'faultline validate' "
-         "checks the file and its host file";
+  return "an inventory topology names real hosts, which the local launcher (namespaces on this "
+         "machine) cannot reach: run it with --launcher slurm (inside an allocation of its "
+         "hosts, or with --partition P); 'faultline validate' checks the file and its host file";
 }
 
 namespace {
@@ -1554,7 +1714,7 @@ int RunParsedScenario(Scenario sc, const RunOptions& options) {
     if (!bad.empty()) return 2;
     sc.ccl = *options.ccl;
   }
-  if (auto why = LocalRunRefusal(sc)) {
+  if (auto why = options.launcher == "slurm" ? std::nullopt : LocalRunRefusal(sc)) {
     std::fprintf(stderr, "%s: %s\n", options.scenario_path.c_str(), why->c_str());
     return 2;
   }

@@ -31,8 +31,12 @@ struct RunOptions {
   // "local" (every rank a child of this process in its host's namespace) or "slurm" (one srun
   // job step over the one-box cluster of `faultline cluster up` in `cluster_dir`, whose
   // topology the scenario's must fit; runner/exec/slurm_launcher.h).
+  // A scenario of kind inventory runs on its hosts through this machine's Slurm instead
+  // (runner/exec/fleet_site.h): inside the allocation the runner runs in, or in one srun asks
+  // for, in `partition` when given.
   std::string launcher = "local";
   std::string cluster_dir;  // empty: DefaultClusterDir()
+  std::string partition;    // inventory runs outside an allocation; "" the default
   // Set by RunParsedScenario for a training workload with faults: the report.json of its
   // fault-free twin (the same scenario without its faults and expectations, same seed and
   // ccl, under policy failover for every policy: one denominator, so a policy's own cost on a
@@ -45,9 +49,9 @@ struct RunOptions {
   bool twin_reused = false;
 };
 
-// Why this executor cannot run `scenario` on this machine, or nullopt when it can: an
-// inventory topology names real hosts, which it does not reach (its hosts are namespaces on this
-// machine). Bad input (exit code 2) for RunScenario and the suite alike.
+// Why the local launcher cannot run `scenario`, or nullopt when it can: an inventory topology
+// names real hosts, which it does not reach (its hosts are namespaces on this machine); they
+// run with --launcher slurm. Bad input (exit code 2) for RunScenario and the suite alike.
 std::optional<std::string> LocalRunRefusal(const Scenario& scenario);
 
 // Returns the exit code of DESIGN.md: 0 all expectations hold, 1 one failed, 2 bad input,

@@ -277,7 +277,8 @@ int RunScenarios(const RunOptions& given) {
             return std::any_of(sc.matrix.begin(), sc.matrix.end(),
                                [](const auto& kv) { return kv.first == "ccl"; });
           });
-      if (auto why = LocalRunRefusal(expanded.runs.front())) {
+      if (auto why =
+              given.launcher == "slurm" ? std::nullopt : LocalRunRefusal(expanded.runs.front())) {
         expanded.diagnostics.push_back({f, {}, *why, ""});
       } else if (auto err = SelectRuns(selection, &expanded.runs)) {
         expanded.diagnostics.push_back({f, {}, *err, ""});

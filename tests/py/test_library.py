@@ -80,9 +80,21 @@ def test_inventory_scenario_validates_against_its_host_file(tmp_path):
     r = faultline("validate", str(bad))
     assert r.returncode == 2
     assert f"{bad}:5:5: fault 'l': loss cannot act on host 'node02' rail 0" in r.stderr, r.stderr
-    r = faultline("run", os.path.join(ROOT, "scenarios", "inventory", "inline_tcp.yaml"))
+    # Real hosts are not this machine's namespaces: the local launcher refuses them, and
+    # names the launcher that runs them.
+    inline = os.path.join(ROOT, "scenarios", "inventory", "inline_tcp.yaml")
+    r = faultline("run", inline)
     assert r.returncode == 2
-    assert "inventory topologies are not run by this runner yet" in r.stderr, r.stderr
+    assert "cannot reach" in r.stderr and "--launcher slurm" in r.stderr, r.stderr
+    # Through Slurm, hosts that are neither resolvable nor given an addr are bad input, said
+    # before anything starts.
+    env = dict(os.environ)
+    env.pop("SLURM_JOB_ID", None)
+    r = subprocess.run([FAULTLINE, "run", inline, "--launcher", "slurm", "--out",
+                        str(tmp_path / "o")], capture_output=True, text=True, env=env)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "inventory host 'node01'" in r.stderr and "'addr'" in r.stderr, r.stderr
+    assert not os.path.exists(tmp_path / "o" / "report.json")
 
 
 def test_matrix_error_has_line_and_column(tmp_path):

@@ -501,3 +501,146 @@ def test_node_failure_ends_as_a_crashed_host_and_spares_the_other_hosts(box, tmp
     sh(FAULTLINE, "cluster", "down", env=box)
     assert_nothing_left(box, [info["run_id"]])
     assert live_processes_mentioning(out) == [] and live_processes_mentioning("srun ") == []
+
+
+# An inventory of the one-box cluster's hosts, as a user writes one for real hosts: the Slurm
+# node names, their management addresses and their rail netdevs. Host h0's rails give only
+# their netdevs (the ranks and the agent look the address up on the host); host h1's rail 1
+# gives its address too.
+INVENTORY_HOSTS = """hosts:
+  - name: h0
+    addr: 198.19.0.1
+    rails: [{netdev: r0}, {netdev: r1}]
+  - name: h1
+    addr: 198.19.0.2
+    rails: [{netdev: r0}, {netdev: r1, addr: 198.18.1.2}]
+"""
+
+INVENTORY_SCENARIO = """name: inventory-on-the-box
+seed: 5
+topology: {kind: inventory, ranks_per_host: 1, file: hosts.yaml}
+ccl: ftccl
+workload: {op: allreduce, bytes: 1MiB, duration: 9s, warmup: 1s, check: true}
+faults:
+  - {id: down, at: 3s, type: link_down, target: {host: h1, rail: 0}, for: 2s}
+  - {id: reset, at: 6500ms, type: conn_reset, target: {host: h0, rail: 1}}
+expect:
+  outcome: survive
+  wrong_results: 0
+"""
+
+
+def write_inventory(tmp_path, scenario=INVENTORY_SCENARIO, hosts=INVENTORY_HOSTS):
+    (tmp_path / "hosts.yaml").write_text(hosts)
+    sc = tmp_path / "inv.yaml"
+    sc.write_text(scenario)
+    return str(sc)
+
+
+def check_inventory_report(out, info):
+    with open(os.path.join(out, "report.json")) as f:
+        rep = json.load(f)
+    env = rep["environment"]
+    assert env["launcher"] == "slurm"
+    topo = env["topology"]
+    assert topo["kind"] == "inventory" and topo["file"].endswith("hosts.yaml")
+    assert [h["name"] for h in topo["hosts"]] == ["h0", "h1"]
+    assert [h["mgmt_addr"] for h in topo["hosts"]] == ["198.19.0.1", "198.19.0.2"]
+    # Each rail's capacity is what its host's kernel says (a veth reports 10 Gb/s), read by
+    # that host's agent; not the shaping the fixture put on it.
+    for h in topo["hosts"]:
+        assert [r["netdev"] for r in h["rails"]] == ["r0", "r1"]
+        for r in h["rails"]:
+            assert r["capacity_bps"] == 10e9 and r["capacity_source"] == "netdev_speed", r
+    assert env["slurm"]["job_id"] and env["slurm"]["nodes"] == ["h0", "h1"]
+    assert env["knobs"]["rail_gbps"] is None  # nothing is shaped
+    assert rep["rails"]["sampled"] and not rep["rails"].get("errors"), rep["rails"]
+    # The ranks bound the addresses of the netdevs the inventory names, on their own hosts.
+    with open(os.path.join(out, "ranks", "rank0.jsonl")) as f:
+        header = json.loads(f.readline())
+    assert header["rails"] == ["198.18.0.1", "198.18.1.1"], header
+    for g in range(2):
+        with open(os.path.join(out, "ranks", "tasks", f"task{g}.started")) as f:
+            assert json.load(f)["node"] == f"h{g}"
+    # Both faults were applied by their host's agent and read back there.
+    faults = {f["id"]: f for f in rep["faults"]}
+    assert faults["down"]["applied_s"] is not None and not faults["down"].get("error"), faults
+    assert faults["down"]["reverted_s"] is not None
+    assert faults["reset"]["applied_s"] is not None and not faults["reset"].get("error"), faults
+    # conn_reset named rail 1 of h0 by its netdev: the agent found its address there and
+    # destroyed only that rail's connections (the rail carried some; none were left).
+    assert faults["reset"]["observed"]["destroyed"] >= 1, faults["reset"]
+    assert faults["reset"]["observed"]["remaining"] == 0, faults["reset"]
+    applied = env["agents"]["faults"]
+    assert {(a["fault"], a["node"]) for a in applied} == {("down", "h1"), ("reset", "h0")}
+    # The rail counters came from the agents: h1's rail 0 carried nothing while it was down.
+    [down] = [pf for pf in rep["per_fault"] if pf["id"] == "down"]
+    by = {(w["host"], w["rail"]): w for w in down["rails"]}
+    assert by[(1, 0)]["during_gbps"] < 0.02 and by[(1, 0)]["before_gbps"] > 0.05, by
+    assert by[(1, 1)]["during_gbps"] > 0.05, by
+    return rep
+
+
+def test_inventory_scenario_runs_on_its_hosts_through_slurm(box, tmp_path):
+    """An inventory scenario, run as on a real cluster: from a machine with Slurm's client
+    commands (the controller's namespace), outside an allocation, so srun asks for one on the
+    inventory's hosts. Ranks and agents go to the nodes the inventory names, the ranks use the
+    netdevs it names, every fault is applied by its host's agent there."""
+    info = up(box, "--hosts", "2", "--ranks-per-host", "1", "--rails", "2")
+    sc = write_inventory(tmp_path)
+    out = str(tmp_path / "out")
+    r = ctl(box, info, FAULTLINE, "run", sc, "--launcher", "slurm", "--partition", "fl",
+            "--out", out, check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = check_inventory_report(out, info)
+    assert rep["environment"]["slurm"]["allocation"] is None
+    assert rep["outcome"] == "survived" and rep["correctness"] == {"checked": True, "wrong": 0}
+    # Every fault is gone from the hosts' kernels.
+    for ns in info["host_netns"]:
+        assert link_up(ns, "r0") and link_up(ns, "r1")
+    sh(FAULTLINE, "cluster", "down", env=box)
+    assert_nothing_left(box, [info["run_id"]])
+    assert live_processes_mentioning(out) == []
+
+
+def test_inventory_scenario_runs_inside_an_sbatch_allocation(box, tmp_path):
+    """The README's sbatch example on the fixture: the batch script (on the allocation's first
+    node, h0) runs `faultline run`; the ranks' and the agents' steps run in that allocation."""
+    info = up(box, "--hosts", "2", "--ranks-per-host", "1", "--rails", "2")
+    sc = write_inventory(tmp_path)
+    out = str(tmp_path / "out")
+    script = tmp_path / "job.sh"
+    script.write_text(f"#!/bin/sh\nexec {FAULTLINE} run {sc} --launcher slurm --out {out}\n")
+    script.chmod(0o755)
+    log = str(tmp_path / "job.out")
+    r = ctl(box, info, "sbatch", "--wait", "--nodes=2", "--nodelist=h0,h1", "--partition=fl",
+            f"--output={log}", str(script), check=False)
+    with open(log) as f:
+        job_out = f.read()
+    assert r.returncode == 0, r.stdout + r.stderr + job_out
+    assert "allocation" in job_out, job_out
+    rep = check_inventory_report(out, info)
+    slurm = rep["environment"]["slurm"]
+    # The ranks' step is a step of the batch job, not a job of its own.
+    assert slurm["allocation"] == slurm["job_id"], slurm
+    # A scenario naming a host outside the allocation is refused before anything starts.
+    one = tmp_path / "one"
+    one.mkdir()
+    sc1 = write_inventory(one)
+    script.write_text(f"#!/bin/sh\nexec {FAULTLINE} run {sc1} --launcher slurm --out {out}-1\n")
+    r = ctl(box, info, "sbatch", "--wait", "--nodes=1", "--nodelist=h0", "--partition=fl",
+            f"--output={log}", str(script), check=False)
+    with open(log) as f:
+        job_out = f.read()
+    assert r.returncode != 0
+    assert "inventory host 'h1' is not a node of allocation" in job_out, job_out
+    sh(FAULTLINE, "cluster", "down", env=box)
+    assert_nothing_left(box, [info["run_id"]])
+
+
+def test_inventory_scenario_with_the_local_launcher_is_refused(box, tmp_path):
+    sc = write_inventory(tmp_path)
+    r = sh(FAULTLINE, "run", sc, "--out", str(tmp_path / "o"), env=box, check=False)
+    assert r.returncode == 2
+    assert "--launcher slurm" in r.stderr
+    assert not os.path.exists(tmp_path / "o" / "report.json")

@@ -1,11 +1,14 @@
 // Fleet mode's pure parts: the clock offset of a 4-timestamp exchange, the one-box cluster's
-// slurm.conf and its description's round trip.
+// slurm.conf and its description's round trip, and where an inventory's hosts are reached.
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "runner/exec/agent_client.h"
+#include "runner/exec/fleet_site.h"
 #include "runner/exec/slurm_cluster.h"
 
 namespace faultline::runner {
@@ -85,6 +88,41 @@ TEST(ClusterInfo, RoundTripsAndRejectsInconsistentDescriptions) {
   EXPECT_EQ(ClusterInfo::FromJson(bad).status().code(), Code::kInvalidArgument);
   EXPECT_EQ(ClusterInfo::FromJson(nlohmann::json::array()).status().code(),
             Code::kInvalidArgument);
+}
+
+// Outside an allocation: each inventory host's management address is its addr, else its name
+// resolved; a name that does not resolve is bad input that names the host and the fix.
+TEST(SiteOfInventory, ManagementAddressIsTheAddrElseTheResolvedName) {
+  ::unsetenv("SLURM_JOB_ID");
+  Topology t;
+  t.kind = TopologyKind::kInventory;
+  auto host = [](std::string name, std::string addr) {
+    InventoryHost h;
+    h.name = std::move(name);
+    h.addr = std::move(addr);
+    h.rails.emplace_back();
+    h.rails.back().netdev = "eth1";
+    return h;
+  };
+  t.inventory = {host("node01", "10.0.0.7"), host("localhost", "")};
+  t.hosts = 2;
+  t.rails = 1;
+  t.ranks_per_host = 1;
+  auto s = SiteOfInventory(t, "gpu");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->nodes, (std::vector<std::string>{"node01", "localhost"}));
+  EXPECT_EQ(s->mgmt_addrs, (std::vector<std::string>{"10.0.0.7", "127.0.0.1"}));
+  EXPECT_EQ(s->partition, "gpu");
+  EXPECT_EQ(s->allocation, "");
+  EXPECT_EQ(s->netns, "");
+  t.inventory[1].name = "no-such-host.invalid";
+  auto bad = SiteOfInventory(t, "");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("'no-such-host.invalid'"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("addr"), std::string::npos) << bad.status().message();
+  t.kind = TopologyKind::kNetns;
+  EXPECT_FALSE(SiteOfInventory(t, "").ok());
 }
 
 }  // namespace
