@@ -57,6 +57,12 @@ Result<SlurmSite> SiteOfInventory(const Topology& t, const std::string& partitio
   s.allocation = job ? job : "";
   for (const InventoryHost& h : t.inventory) {
     s.nodes.push_back(h.name);
+    in_addr v4{};
+    if (!h.addr.empty() && ::inet_pton(AF_INET, h.addr.c_str(), &v4) != 1) {
+      return InvalidArgument("inventory host '" + h.name + "': its addr " + h.addr +
+                             " is not an IPv4 address: the fault agents and the job's bootstrap "
+                             "are reached over IPv4");
+    }
     auto addr = ResolveIpv4(h.addr.empty() ? h.name : h.addr);
     if (!addr.ok()) {
       return InvalidArgument("inventory host '" + h.name + "': " + addr.status().message() +

@@ -121,6 +121,11 @@ TEST(SiteOfInventory, ManagementAddressIsTheAddrElseTheResolvedName) {
   EXPECT_EQ(bad.status().code(), Code::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("'no-such-host.invalid'"), std::string::npos);
   EXPECT_NE(bad.status().message().find("addr"), std::string::npos) << bad.status().message();
+  t.inventory[1] = host("node02", "fd00::2");
+  auto v6 = SiteOfInventory(t, "");
+  ASSERT_FALSE(v6.ok());
+  EXPECT_NE(v6.status().message().find("not an IPv4 address"), std::string::npos)
+      << v6.status().message();
   t.kind = TopologyKind::kNetns;
   EXPECT_FALSE(SiteOfInventory(t, "").ok());
 }
