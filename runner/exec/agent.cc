@@ -1,7 +1,6 @@
 #include "runner/exec/agent.h"
 
 #include <arpa/inet.h>
-#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -24,6 +23,7 @@
 
 #include "base/clock.h"
 #include "base/fd.h"
+#include "base/ifaddr.h"
 #include "injector/injection.h"
 #include "injector/journal.h"
 #include "injector/netns.h"
@@ -102,23 +102,7 @@ Result<int> FindTaskPid(int procid, const std::string& job, const std::string& s
 // The IPv4 address of interface `dev` in namespace `netns`.
 Result<std::string> Ipv4Of(const std::string& netns, const std::string& dev) {
   FL_ASSIGN_OR_RETURN(ScopedNetns in, ScopedNetns::Enter(netns));
-  ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) != 0) return ErrnoStatus("getifaddrs", errno);
-  std::string found;
-  bool exists = false;
-  for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
-    if (i->ifa_name == nullptr || dev != i->ifa_name) continue;
-    exists = true;
-    if (i->ifa_addr != nullptr && i->ifa_addr->sa_family == AF_INET && found.empty()) {
-      char buf[INET_ADDRSTRLEN] = {};
-      ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, buf, sizeof buf);
-      found = buf;
-    }
-  }
-  ::freeifaddrs(list);
-  if (!found.empty()) return found;
-  return NotFound("interface '" + dev + "' " +
-                  (exists ? "has no IPv4 address" : "does not exist on this host"));
+  return InterfaceIpv4(dev);
 }
 
 class Agent {

@@ -12,15 +12,13 @@
 // Exit codes: see worker.h (0 completed, 2 bad command line, 3 worker failure, 10 a CCL call
 // failed or outlived its deadline, 11 stopped for a restart of every rank).
 #include <arpa/inet.h>
-#include <ifaddrs.h>
 #include <netinet/in.h>
 
 #include <CLI/CLI.hpp>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <string>
 
+#include "base/ifaddr.h"
 #include "base/units.h"
 #include "runner/worker/train_model.h"
 #include "runner/worker/worker.h"
@@ -41,24 +39,11 @@ int Usage(const std::string& what) {
 Result<std::string> RailAddress(const std::string& rail) {
   in_addr a{};
   if (::inet_pton(AF_INET, rail.c_str(), &a) == 1) return rail;
-  ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) != 0) return ErrnoStatus("getifaddrs", errno);
-  std::string found;
-  bool exists = false;
-  for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
-    if (i->ifa_name == nullptr || rail != i->ifa_name) continue;
-    exists = true;
-    if (i->ifa_addr != nullptr && i->ifa_addr->sa_family == AF_INET && found.empty()) {
-      char buf[INET_ADDRSTRLEN] = {};
-      ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, buf, sizeof buf);
-      found = buf;
-    }
+  auto addr = InterfaceIpv4(rail);
+  if (!addr.ok()) {
+    return NotFound("rail '" + rail + "' is not an IPv4 address, and " + addr.status().message());
   }
-  ::freeifaddrs(list);
-  if (!found.empty()) return found;
-  return NotFound("rail '" + rail + "': " +
-                  (exists ? "the interface has no IPv4 address"
-                          : "neither an IPv4 address nor an interface of this host"));
+  return addr;
 }
 
 int Main(int argc, char** argv) {

@@ -744,3 +744,22 @@ def test_train_link_down_wait_holds_and_adaptive_decides_on_the_path(fl):
     assert sh["train"]["useful_samples"] < 100 * 4 * 4, sh["train"]
     for rep in list(reps.values()) + [twin]:
         fl.assert_nothing_left(rep["environment"]["run_id"])
+
+
+def test_worker_takes_a_rail_by_interface_name_and_refuses_one_without_ipv4(tmp_path):
+    """A rail given as a netdev (an inventory rail without addr) is bound at that interface's
+    IPv4 address, which the rank's log names; a name that is no interface is a clear error
+    before anything starts."""
+    log = str(tmp_path / "r0.jsonl")
+    common = ["--ccl", "ftccl", "--rank", "0", "--size", "1", "--bootstrap", "127.0.0.1:1",
+              "--op", "allreduce", "--dtype", "f32", "--bytes", "4KiB", "--iters", "2",
+              "--log", log]
+    r = subprocess.run([WORKER, *common, "--rails", "lo"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    with open(log) as f:
+        assert json.loads(f.readline())["rails"] == ["127.0.0.1"]
+    r = subprocess.run([WORKER, *common, "--rails", "nope9"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 3
+    assert "rail 'nope9' is not an IPv4 address, and interface 'nope9' does not exist" in r.stderr

@@ -476,21 +476,24 @@ TEST(Metrics, AbortBoundCountsFromTheLastFaultBeforeTheFirstError) {
 
 const std::optional<std::vector<int>> kBoth = std::vector<int>{0, 1};
 
+// A fault of `kind` on `host`'s `rail`.
+FaultSpec RailFault(const char* kind, int host, int rail) {
+  FaultSpec f;
+  f.kind = kind;
+  f.target.host = host;
+  f.target.rail = rail;
+  return f;
+}
+
 // An inventory whose kernels did not say what its rails carry (rail_gbps 0): the capacity a
 // bandwidth fault leaves is unknown, never computed against a default; a port that is down
 // leaves none of its rate whatever that rate is.
 TEST(Metrics, UnknownRailCapacityLeavesABandwidthFaultsShareUnknown) {
   Topology t{2, 1, 2, 0.0};
-  FaultSpec bw;
-  bw.kind = "bandwidth";
-  bw.target.host = 1;
-  bw.target.rail = 0;
+  FaultSpec bw = RailFault("bandwidth", 1, 0);
   bw.params.rate_bps = 250'000'000;
   EXPECT_FALSE(CapacityLeft(t, {&bw}, kBoth).has_value());
-  FaultSpec down;
-  down.kind = "link_down";
-  down.target.host = 0;
-  down.target.rail = 1;
+  const FaultSpec down = RailFault("link_down", 0, 1);
   EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&down}, kBoth), 0.5);
   t.rail_gbps = 1.0;  // known: the same fault leaves its share
   EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&bw}, kBoth), 0.625);
@@ -498,15 +501,9 @@ TEST(Metrics, UnknownRailCapacityLeavesABandwidthFaultsShareUnknown) {
 
 TEST(Metrics, CapacityModel) {
   Topology t{2, 2, 2, 1.0};
-  FaultSpec down;
-  down.kind = "link_down";
-  down.target.host = 0;
-  down.target.rail = 1;
+  const FaultSpec down = RailFault("link_down", 0, 1);
   EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&down}, kBoth), 0.5);
-  FaultSpec bw;
-  bw.kind = "bandwidth";
-  bw.target.host = 1;
-  bw.target.rail = 0;
+  FaultSpec bw = RailFault("bandwidth", 1, 0);
   bw.params.rate_bps = 250'000'000;
   EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&bw}, kBoth), 0.625);
   EXPECT_DOUBLE_EQ(*CapacityLeft(t, {&bw, &down}, kBoth), 0.5);
