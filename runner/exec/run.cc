@@ -705,8 +705,8 @@ Result<nlohmann::json> Run::FaultParams(const TimelineAction& a) const {
     if (a.target.side == LinkSide::kSwitch) {
       return Status(Code::kInvalidArgument,
                     "fault " + a.fault_id +
-                        ": side switch: an inventory "
-                        "host's switch port is not reachable from its agent");
+                        ": side switch: an inventory host's switch port is not reachable from "
+                        "its agent");
     }
     p["netns"] = kOwnNetns;
     p["dev"] = r->netdev;
@@ -1255,17 +1255,16 @@ int Run::Finish() {
   if (sc_.topology.is_inventory()) {
     // A real rail's capacity is what its host's kernel reported, never a default: the slowest
     // rail's, for the capacity a bandwidth fault leaves; 0 (unknown) unless every rail's is known.
-    double slowest = 0;
-    bool all = !rail_capacity_.empty();
-    for (int hh = 0; hh < sc_.topology.hosts && all; ++hh) {
-      all = hh < static_cast<int>(rail_capacity_.size()) &&
-            static_cast<int>(rail_capacity_[hh].size()) == sc_.topology.rails;
-      for (const RailCapacity& c : all ? rail_capacity_[hh] : std::vector<RailCapacity>{}) {
+    std::optional<double> slowest;
+    bool all = static_cast<int>(rail_capacity_.size()) == sc_.topology.hosts;
+    for (const std::vector<RailCapacity>& host : rail_capacity_) {
+      all = all && static_cast<int>(host.size()) == sc_.topology.rails;
+      for (const RailCapacity& c : host) {
         all = all && c.bps.has_value();
-        if (c.bps) slowest = slowest == 0 ? *c.bps : std::min(slowest, *c.bps);
+        if (c.bps) slowest = std::min(slowest.value_or(*c.bps), *c.bps);
       }
     }
-    sc_.topology.rail_gbps = all ? slowest / 1e9 : 0;
+    sc_.topology.rail_gbps = all && slowest ? *slowest / 1e9 : 0;
   }
   RunMetrics m = ComputeMetrics(h, MetricsOptionsFor(sc_, h.rails_used));
   // A replay on the library the incident's `reproduce:` names is judged by it: did it

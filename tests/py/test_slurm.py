@@ -554,6 +554,7 @@ def check_inventory_report(out, info):
             assert r["capacity_bps"] == 10e9 and r["capacity_source"] == "netdev_speed", r
     assert env["slurm"]["job_id"] and env["slurm"]["nodes"] == ["h0", "h1"]
     assert env["knobs"]["rail_gbps"] is None  # nothing is shaped
+    assert topo["rail_gbps_for_metrics"] == 10.0  # the slowest rail the kernels reported
     assert rep["rails"]["sampled"] and not rep["rails"].get("errors"), rep["rails"]
     # The ranks bound the addresses of the netdevs the inventory names, on their own hosts.
     with open(os.path.join(out, "ranks", "rank0.jsonl")) as f:
