@@ -645,3 +645,32 @@ def test_inventory_scenario_with_the_local_launcher_is_refused(box, tmp_path):
     assert r.returncode == 2
     assert "--launcher slurm" in r.stderr
     assert not os.path.exists(tmp_path / "o" / "report.json")
+
+
+def test_inventory_rank_killed_through_its_hosts_agent(box, tmp_path):
+    """rank_kill on an inventory host: the agent finds the rank by its Slurm task id in the
+    host's own namespace ('.', which it names as the host's) and kills it there."""
+    info = up(box, "--hosts", "2", "--ranks-per-host", "1", "--rails", "2")
+    sc = write_inventory(tmp_path, scenario="""name: inventory-rank-kill
+seed: 3
+topology: {kind: inventory, ranks_per_host: 1, file: hosts.yaml}
+ccl: ftccl
+workload: {op: allreduce, bytes: 1MiB, duration: 4s, warmup: 500ms, check: true}
+faults:
+  - {id: kill, at: 1s, type: rank_kill, target: {host: h1, rank: 0}}
+expect: {outcome: abort_clean, wrong_results: 0}
+""")
+    out = str(tmp_path / "out")
+    r = ctl(box, info, FAULTLINE, "run", sc, "--launcher", "slurm", "--partition", "fl",
+            "--out", out, check=False)
+    with open(os.path.join(out, "report.json")) as f:
+        rep = json.load(f)
+    [fault] = rep["faults"]
+    assert fault["applied_s"] is not None and not fault.get("error"), fault
+    assert rep["outcome"] == "aborted_clean" and r.returncode == 0, r.stdout + r.stderr
+    [applied] = rep["environment"]["agents"]["faults"]
+    assert applied["node"] == "h1"
+    with open(os.path.join(out, "ranks", "tasks", "task1.status")) as f:
+        assert json.load(f) == {"state": "signaled", "signal": 9}
+    sh(FAULTLINE, "cluster", "down", env=box)
+    assert_nothing_left(box, [info["run_id"]])
