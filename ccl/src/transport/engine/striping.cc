@@ -46,11 +46,14 @@ PathRate::SampleResult PathRate::Sample(TimePoint now, bool usable, bool suspect
     busy_since_ = now;
   }
   const double secs = std::chrono::duration<double>(busy_).count();
-  busy_ = {};
   if (secs < 0.02) {
-    restart();
+    // Too little busy time to measure: a burst shorter than that (one collective between
+    // compute phases, on a fast link) adds its bytes and busy time to the next period's
+    // instead of being dropped, so bursty traffic is measured over its bursts.
+    sample_start_ = now;
     return r;
   }
+  busy_ = {};
   const double sample = static_cast<double>(credited_ - sample_bytes_) / secs;
   if (saturated_ && !suspect) {
     // A sharp change (a throttled path, a healed one) is followed faster.

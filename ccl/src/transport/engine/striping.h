@@ -2,7 +2,8 @@
 //
 // PathRate measures one path: the payload outstanding on it (sent, not yet known delivered),
 // what it delivered, and its throughput over sampling periods, counted only while it had data
-// outstanding (idle time, the algorithm waiting for a peer, says nothing about the path). A
+// outstanding (idle time, the algorithm waiting for a peer, says nothing about the path); a
+// period with under 20 ms of busy time carries its bytes and busy time over to the next. A
 // period in which the path had more to carry than it took (it blocked, or hit its window) is
 // *saturated* and measures its capacity; any other only shows that it can carry at least as
 // much. A path holds at most `path_queue` worth of data at its measured rate (its window), so
