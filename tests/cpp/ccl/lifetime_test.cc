@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -186,7 +187,12 @@ TEST_P(FaultLifetimeTest, BuffersUntouchedOnceWaitReturns) {
                                          DataType::kF32, ReduceOp::kSum);
     std::thread striker;
     if (fault == Fault::kRankKill && comm.rank() == kRanks - 1) {
-      usleep(100 * 1000);
+      // Mid-collective: as soon as its first frames are out, long before its share of the
+      // 16 MiB is. A fixed delay (it was 100 ms) can outlast the whole collective on loopback.
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+      while (comm.Stats().data_frames_sent == 0 && std::chrono::steady_clock::now() < give_up) {
+        usleep(200);
+      }
       kill(getpid(), SIGKILL);
     }
     if (fault == Fault::kConnReset && comm.rank() == 0) {
