@@ -569,9 +569,10 @@ def check_inventory_report(out, info):
     assert faults["down"]["reverted_s"] is not None
     assert faults["reset"]["applied_s"] is not None and not faults["reset"].get("error"), faults
     # conn_reset named rail 1 of h0 by its netdev: the agent found its address there and
-    # destroyed only that rail's connections (the rail carried some; none were left).
-    assert faults["reset"]["observed"]["destroyed"] >= 1, faults["reset"]
-    assert faults["reset"]["observed"]["remaining"] == 0, faults["reset"]
+    # destroyed that rail's connections (it carried some). ftccl may dial the rail again
+    # before the read-back, so what remains is not asserted.
+    observed = faults["reset"]["observed"]
+    assert observed["matched"] >= 1 and observed["destroyed"] == observed["matched"], observed
     applied = env["agents"]["faults"]
     assert {(a["fault"], a["node"]) for a in applied} == {("down", "h1"), ("reset", "h0")}
     # The rail counters came from the agents: h1's rail 0 carried nothing while it was down.
