@@ -210,6 +210,7 @@ nlohmann::json RailSeriesToJson(const RailSeries& s) {
                       {"counter_bits", s.counter_bits},
                       {"t_ns", s.t_ns},
                       {"net", CountersJson(s.net)}};
+  if (!s.tick.empty()) j["tick"] = s.tick;
   if (!s.rdma.empty()) j["rdma"] = CountersJson(s.rdma);
   return j;
 }
@@ -250,6 +251,19 @@ std::optional<RailSeries> RailSeriesFromJson(const nlohmann::json& j, std::strin
     }
     s.t_ns.push_back(t.get<int64_t>());
   }
+  if (j.contains("tick")) {
+    if (!j["tick"].is_array() || j["tick"].size() != s.t_ns.size()) {
+      *error = "tick must be an array as long as t_ns";
+      return std::nullopt;
+    }
+    for (const nlohmann::json& k : j["tick"]) {
+      if (!k.is_number_integer() || (!s.tick.empty() && k.get<int64_t>() <= s.tick.back())) {
+        *error = "tick must be increasing integers";
+        return std::nullopt;
+      }
+      s.tick.push_back(k.get<int64_t>());
+    }
+  }
   const size_t n = s.t_ns.size() * s.ports.size();
   if (!CountersFromJson(j.value("net", nlohmann::json()), n, &s.net, error, "net")) {
     return std::nullopt;
@@ -277,9 +291,20 @@ MergedRails MergeRailSeries(const std::vector<RailSeries>& parts, int64_t start_
   for (size_t h = 0; h < parts.size(); ++h) {
     for (size_t i = 0; i < parts[h].samples(); ++i) {
       const int64_t d = parts[h].t_ns[i] - start_ns;
-      // Nearest tick, rounding half away from the grid's start.
-      const int64_t k = (d >= 0 ? d + period_ns / 2 : d - period_ns / 2) / period_ns;
-      const int64_t off = d - k * period_ns;
+      // The sampler's own tick unless the sample lies more than half a period before it (a
+      // sampler wakes late, never early; the slack is for clock-offset error). A stalled
+      // sampler goes on at the next tick after its late sample, so no two samples share one.
+      // Else the nearest tick, rounding half away from the grid's start.
+      int64_t k = (d >= 0 ? d + period_ns / 2 : d - period_ns / 2) / period_ns;
+      int64_t off = d - k * period_ns;
+      if (parts[h].tick.size() == parts[h].samples()) {
+        const int64_t own = parts[h].tick[i];
+        const int64_t late = d - own * period_ns;
+        if (late >= -period_ns / 2) {
+          k = own;
+          off = 0;
+        }
+      }
       if (k < 0 || off > period_ns / 2 || off < -period_ns / 2 || !at[h].emplace(k, i).second) {
         ++m.unmatched;
         continue;
@@ -311,7 +336,11 @@ MergedRails MergeRailSeries(const std::vector<RailSeries>& parts, int64_t start_
       sum += t;
       ++matched;
     }
-    out.t_ns.push_back(static_cast<int64_t>(sum / matched));
+    // The rows stay in time order: a sample up to a period late can bring its row's mean past
+    // the next row's when another host has none there.
+    const auto mean = static_cast<int64_t>(sum / matched);
+    out.t_ns.push_back(out.t_ns.empty() ? mean : std::max(mean, out.t_ns.back()));
+    out.tick.push_back(k);
     m.max_spread_ns = std::max(m.max_spread_ns, hi - lo);
   }
   return m;

@@ -53,6 +53,10 @@ struct RailCounters {
 struct RailSeries {
   std::vector<RailPort> ports;
   std::vector<int64_t> t_ns;       // CLOCK_MONOTONIC sample times
+  // The grid tick each sample was taken for (the sampler's start + tick * period), increasing;
+  // empty where not known. A sample the scheduler woke late is still its tick's: its time in
+  // t_ns says how late.
+  std::vector<int64_t> tick;
   std::vector<RailCounters> net;   // interface counters (rtnetlink stats64)
   std::vector<RailCounters> rdma;  // RDMA port counters in bytes; empty when no port has one
   int counter_bits = 64;           // width of the counters (wrap modulo 2^bits below 64)
@@ -122,7 +126,7 @@ std::vector<FaultRails> RailWindows(const RailSeries& s, const std::vector<Fault
 // Fleet runs: each host's agent samples its own ports (runner/exec/agent.h, `rails_start` /
 // `rails_stop`) on its own clock and sends the series in this form:
 //   {"ports": [{"host", "rail", "rank"?, "rdma"}], "counter_bits": 64, "t_ns": [...],
-//    "net": [[tx, rx] or null, ...], "rdma": [...]? }
+//    "tick": [...]?, "net": [[tx, rx] or null, ...], "rdma": [...]? }
 // with `net` (and `rdma`, present when a port has an RDMA device) row by row: sample i, port p
 // at [i * ports + p]; null where the read failed.
 nlohmann::json RailSeriesToJson(const RailSeries& s);
@@ -138,11 +142,14 @@ struct MergedRails {
 };
 
 // One series from the hosts' series (disjoint ports, times already mapped to one clock), all
-// sampled on the grid start_ns + k * period_ns: each sample goes to its nearest tick when it is
-// within half a period of it; a tick where some host has a sample becomes a row whose time is
-// the mean of the matched samples' times, with invalid counters for the hosts that have none
-// there. The ports are the parts' in order, and each keeps its own host's sample times
-// (port_t_ns): a rate is always over one host's own interval. REQUIRES: period_ns > 0.
+// sampled on the grid start_ns + k * period_ns. Each sample goes to the tick its sampler took it
+// for (RailSeries::tick) unless it lies more than half a period before that tick (a sampler
+// wakes late, never early; the slack is for clock-offset error), otherwise to its nearest tick
+// when it is within half a period of it. A tick where some host has a sample
+// becomes a row (`tick` names it) whose time is the mean of the matched samples' times, and no
+// earlier than the row before it, with invalid counters for the hosts that have none there.
+// The ports are the parts' in order, and each keeps its own host's sample times (port_t_ns): a
+// rate is always over one host's own interval. REQUIRES: period_ns > 0.
 MergedRails MergeRailSeries(const std::vector<RailSeries>& parts, int64_t start_ns,
                             int64_t period_ns);
 

@@ -95,6 +95,7 @@ Result<std::unique_ptr<RailSampler>> RailSampler::Start(std::vector<RailSamplerP
   const size_t n = s->ports_.size();
   const size_t reserve = s->options_.reserve_samples + 2;
   s->series_.t_ns.reserve(reserve);
+  s->series_.tick.reserve(reserve);
   s->series_.net.reserve(reserve * n);
   s->has_rdma_ = any_rdma;
   if (any_rdma) s->series_.rdma.reserve(reserve * n);
@@ -185,26 +186,31 @@ void RailSampler::Open() {
 }
 
 void RailSampler::Loop() {
-  int64_t next = options_.start_at_ns > 0 ? options_.start_at_ns : MonoNow();
+  const int64_t start = options_.start_at_ns > 0 ? options_.start_at_ns : MonoNow();
+  const int64_t period = options_.period_ns;
+  int64_t tick = 0;
   while (true) {
-    if (!SleepUntil(next, &stop_)) break;
-    SampleOnce();
-    next += options_.period_ns;
+    if (!SleepUntil(start + tick * period, &stop_)) break;
+    SampleOnce(tick);
+    ++tick;
     // Fell behind (a stalled machine): skip the missed ticks rather than burst.
     const int64_t now = MonoNow();
-    if (next < now) next = now + options_.period_ns - (now - next) % options_.period_ns;
+    if (start + tick * period < now) tick = (now - start) / period + 1;
   }
   // The last sample, at the stop (the ranks have exited), if sampling had begun and the
-  // interval is long enough to give a rate worth reading.
-  if (!series_.t_ns.empty() && MonoNow() - series_.t_ns.back() >= options_.period_ns / 2) {
-    SampleOnce();
+  // interval is long enough to give a rate worth reading; its tick is the nearest, which lies
+  // past the last one's (it is at least half a period later).
+  const int64_t now = MonoNow();
+  if (!series_.t_ns.empty() && now - series_.t_ns.back() >= period / 2) {
+    SampleOnce(std::max((now - start + period / 2) / period, series_.tick.back() + 1));
   }
 }
 
-void RailSampler::SampleOnce() {
+void RailSampler::SampleOnce(int64_t tick) {
   const size_t n = ports_.size();
   const size_t row = series_.net.size();
   series_.t_ns.push_back(MonoNow());
+  series_.tick.push_back(tick);
   for (size_t p = 0; p < n; ++p) series_.net.push_back(RailCounters{});
   for (auto& ns : namespaces_) {
     if (!ns->fd.valid()) continue;

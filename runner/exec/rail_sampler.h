@@ -86,7 +86,8 @@ class RailSampler final {
   RailSampler(std::vector<RailSamplerPort> ports, RailSamplerOptions options);
   void Open();
   void Loop();
-  void SampleOnce();
+  // One sample for grid tick `tick` (start_at_ns + tick * period_ns), taken now.
+  void SampleOnce(int64_t tick);
   void Note(const std::string& what);
 
   std::vector<RailSamplerPort> ports_;

@@ -81,6 +81,7 @@ TEST(RailSampler, CountsTheBusyRailAndReadsZeroOnTheIdleOne) {
   RailSamplerOptions so;
   so.period_ns = 10'000'000;
   so.reserve_samples = 200;
+  so.start_at_ns = MonoNow() + 5'000'000;
   auto sampler = RailSampler::Start(ports, so);
   ASSERT_TRUE(sampler.ok()) << sampler.status().ToString();
   // 2 MB over TCP from host 0 to host 1 on rail 0.
@@ -101,6 +102,15 @@ TEST(RailSampler, CountsTheBusyRailAndReadsZeroOnTheIdleOne) {
   EXPECT_TRUE((*sampler)->errors().empty()) << (*sampler)->errors()[0];
   ASSERT_GE(s.samples(), 3u);
   for (size_t i = 1; i < s.samples(); ++i) EXPECT_GT(s.t_ns[i], s.t_ns[i - 1]);
+  // Each sample names the grid tick it was taken for, never before its time.
+  ASSERT_EQ(s.tick.size(), s.samples());
+  EXPECT_EQ(s.tick[0], 0);
+  for (size_t i = 0; i < s.samples(); ++i) {
+    if (i > 0) {
+      EXPECT_GT(s.tick[i], s.tick[i - 1]) << i;
+    }
+    EXPECT_GE(s.t_ns[i], so.start_at_ns + s.tick[i] * so.period_ns) << i;
+  }
   // Ports in order h0r0, h0r1, h1r0, h1r1. Host 0 sent the bytes out of r0 (and got ACKs);
   // host 1 received them on its r0.
   EXPECT_GE(Delta(s, 0, true), static_cast<uint64_t>(kBytes));

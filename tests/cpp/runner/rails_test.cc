@@ -252,11 +252,13 @@ TEST(RailsTest, AgentSeriesRoundTripsAndLiesAreRefused) {
   s.ports[1].rdma = true;
   s.rdma.assign(s.net.size(), RailCounters{7, 9, true});
   s.net[3].valid = false;
+  for (size_t i = 0; i < s.samples(); ++i) s.tick.push_back(2 * static_cast<int64_t>(i));
   std::string why;
   auto back = RailSeriesFromJson(nlohmann::json::parse(RailSeriesToJson(s).dump()), &why);
   ASSERT_TRUE(back) << why;
   ASSERT_EQ(back->samples(), s.samples());
   EXPECT_EQ(back->t_ns, s.t_ns);
+  EXPECT_EQ(back->tick, s.tick);
   EXPECT_EQ(back->ports[1].rank, 3);
   EXPECT_TRUE(back->ports[1].rdma);
   EXPECT_FALSE(back->ports[0].rank);
@@ -293,6 +295,15 @@ TEST(RailsTest, AgentSeriesRoundTripsAndLiesAreRefused) {
   EXPECT_TRUE(refused(j));
   j = good;
   j["counter_bits"] = 65;
+  EXPECT_TRUE(refused(j));
+  j = good;
+  j["tick"][2] = j["tick"][1];  // two samples for one tick
+  EXPECT_TRUE(refused(j));
+  j = good;
+  j["tick"].erase(0);
+  EXPECT_TRUE(refused(j));
+  j = good;
+  j["tick"][0] = 0.5;
   EXPECT_TRUE(refused(j));
   j = good;
   j["rdma"].push_back(nullptr);
@@ -372,6 +383,45 @@ TEST(RailsTest, HostsSeriesMergeByTickOfTheGrid) {
   MergedRails m2 = MergeRailSeries({h0, lost}, start, period);
   ASSERT_EQ(m2.series.samples(), 11u);
   for (size_t i = 0; i < 11; ++i) EXPECT_FALSE(m2.series.Net(i, 1).valid);
+}
+
+// A sampler the scheduler woke 12 ms late for tick 3 of a 20 ms grid: by time alone that sample
+// is nearest tick 4, where the next one (on time) also lies. With the ticks the sampler names,
+// both are matched, each to its own tick, and the lateness shows in the hosts' spread.
+TEST(RailsTest, ALateSampleKeepsTheTickItWasTakenFor) {
+  const int64_t start = 1 * kS, period = 20 * kMs;
+  auto part = [&](int host, bool with_ticks) {
+    RailSeries s;
+    s.ports.push_back({host, 0, std::nullopt, false});
+    for (int k = 0; k < 8; ++k) {
+      const int64_t t = start + k * period + (host == 0 && k == 3 ? 12 * kMs : 100'000);
+      const auto b = static_cast<uint64_t>(t - start);
+      s.t_ns.push_back(t);
+      if (with_ticks) s.tick.push_back(k);
+      s.net.push_back({b, b, true});
+    }
+    return s;
+  };
+  MergedRails m = MergeRailSeries({part(0, true), part(1, true)}, start, period);
+  EXPECT_EQ(m.unmatched, 0u);
+  ASSERT_EQ(m.series.samples(), 8u);
+  EXPECT_EQ(m.series.tick, (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(m.max_spread_ns, 12 * kMs - 100'000);
+  for (size_t i = 1; i < 8; ++i) {
+    for (size_t p = 0; p < 2; ++p) {
+      auto r = RateAt(m.series, m.series.net, i, p);
+      ASSERT_TRUE(r) << i << " " << p;
+      EXPECT_NEAR(r->tx_gbps, 8.0, 1e-9) << i << " " << p;
+    }
+  }
+  // Without the sampler's ticks the late sample collides with the next one.
+  EXPECT_EQ(MergeRailSeries({part(0, false), part(1, true)}, start, period).unmatched, 1u);
+  // A tick its sample lies more than half a period before is not believed: the nearest tick
+  // decides (samples 3 and 4 both by time at tick 4).
+  RailSeries lying = part(0, true);
+  for (size_t i = 3; i < 8; ++i) lying.tick[i] += 2;
+  MergedRails l = MergeRailSeries({lying, part(1, true)}, start, period);
+  EXPECT_EQ(l.unmatched, 1u);
 }
 
 }  // namespace
