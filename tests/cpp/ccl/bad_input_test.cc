@@ -66,7 +66,8 @@ void ExpectCreateFails(const std::string& what, const CommOptions& options,
       }
     }
   }
-  if (ThreadCount() != threads_before) rep.Fail(what + ": threads left behind");
+  if (ThreadCountSettled(threads_before) != threads_before)
+    rep.Fail(what + ": threads left behind");
   if (OpenFdCount() > fds_before) rep.Fail(what + ": descriptors left behind");
 }
 

@@ -300,8 +300,9 @@ TEST_P(PeerDeathTest, OthersFailWithinDeadline) {
     if (destroy_ms > kDestroyBound.count()) {
       rep.Fail("~Communicator took " + std::to_string(destroy_ms) + " ms");
     }
-    if (ThreadCount() != threads_before) {
-      rep.Fail(std::to_string(ThreadCount() - threads_before) + " threads left after destruction");
+    if (const int threads_after = ThreadCountSettled(threads_before);
+        threads_after != threads_before) {
+      rep.Fail(std::to_string(threads_after - threads_before) + " threads left after destruction");
     }
     if (OpenFdCount() > fds_before) {
       rep.Fail(std::to_string(OpenFdCount() - fds_before) + " descriptors left after destruction");

@@ -389,13 +389,7 @@ LaunchResult LaunchCommunicators(const CommLaunch& launch, const CommBody& body)
     if (destroy_ms > kDestroyBound.count()) {
       reporter.Fail("~Communicator took " + std::to_string(destroy_ms) + " ms");
     }
-    // A joined thread's /proc/self/task entry goes away a moment after pthread_join returns
-    // (the kernel reaps it after waking the joiner): give that up to a second, no more.
-    int threads_after = ThreadCount();
-    for (int i = 0; i < 100 && threads_after != threads_before; ++i) {
-      usleep(10000);
-      threads_after = ThreadCount();
-    }
+    const int threads_after = ThreadCountSettled(threads_before);
     if (threads_after != threads_before) {
       reporter.Fail(std::to_string(threads_after - threads_before) +
                     " threads still running after ~Communicator");
@@ -434,5 +428,14 @@ int CountEntries(const char* dir_path) {
 // The directory stream's own descriptor is counted too; callers compare counts, so it cancels.
 int OpenFdCount() { return CountEntries("/proc/self/fd"); }
 int ThreadCount() { return CountEntries("/proc/self/task"); }
+
+int ThreadCountSettled(int expected) {
+  int n = ThreadCount();
+  for (int i = 0; i < 100 && n != expected; ++i) {
+    usleep(10000);
+    n = ThreadCount();
+  }
+  return n;
+}
 
 }  // namespace ftccl::test

@@ -138,5 +138,10 @@ std::string RanksTag(int ranks);
 // Number of open file descriptors and of threads of the calling process.
 int OpenFdCount();
 int ThreadCount();
+// ThreadCount() once it is `expected`, or after one second. A joined thread's
+// /proc/self/task entry goes away a moment after pthread_join returns (the kernel wakes the
+// joiner before it reaps the thread), so a count taken at once can be one high; a thread still
+// running stays.
+int ThreadCountSettled(int expected);
 
 }  // namespace ftccl::test
