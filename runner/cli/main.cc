@@ -1,10 +1,31 @@
 // faultline: fault injection and resilience tests for collective communication libraries.
+#include <csignal>
 #include <cstdio>
 
 #include "runner/cli/cmd_validate.h"
 #include "runner/cli/command.h"
 
+namespace {
+
+void OnBrokenPipe(int) {}
+
+// A reader that has gone (the pipe to a killed CI job or ssh session, `| head`) must not kill
+// a command before it has undone what it changed in the kernel: SIGPIPE is caught by a handler
+// that does nothing, so such a write fails with EPIPE instead. A handler, not SIG_IGN: execve
+// resets a caught signal to its default, so the processes the commands start (ranks, ip, srun,
+// daemons) are not changed by it.
+void SurviveBrokenPipes() {
+  struct sigaction sa {};
+  sa.sa_handler = OnBrokenPipe;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGPIPE, &sa, nullptr);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  SurviveBrokenPipes();
   CLI::App app{"faultline: fault injection and resilience tests for collective libraries"};
   app.require_subcommand(1);
   faultline::cli::Action action;

@@ -560,6 +560,31 @@ def test_sigint_mid_run_heals_tears_down_and_exits_3(fl):
     fl.assert_nothing_left(run_id)
 
 
+def test_sigterm_after_its_output_reader_died_still_tears_down(fl):
+    """A runner whose stdout reader has gone (its pipe's far end closed: a killed CI job or ssh
+    session) and that is then stopped with SIGTERM still heals the fault and removes its
+    namespaces: its writes fail with EPIPE instead of SIGPIPE killing it before the teardown."""
+    r, w = os.pipe()
+    os.close(r)  # nobody reads the run's output any more
+    os.makedirs(fl.out + ".log", exist_ok=True)
+    fl._stdout = open(os.path.join(fl.out + ".log", "stdout"), "w+")  # stays empty
+    fl._stderr = open(os.path.join(fl.out + ".log", "stderr"), "w+")
+    p = subprocess.Popen([FAULTLINE, "run", scenario("link_down_rail0.yaml"), "--out", fl.out],
+                         env=fl.env, stdout=w, stderr=fl._stderr)
+    os.close(w)
+    try:
+        run_id = wait_for_fault_applied(fl, p)
+        p.send_signal(signal.SIGTERM)
+        rc = p.wait(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert rc == 3, f"exit {rc}:\n{fl.popen_output()}"
+    assert "interrupted" in fl.popen_output()
+    fl.assert_nothing_left(run_id)
+
+
 def test_train_rank_kill_fail_stop_restarts_and_adaptive_decides(fl):
     """The training workload under a killed rank: fail_stop restarts every rank from the last
     checkpoint and ends with the fault-free parameters; adaptive decides, and its decision line
