@@ -514,6 +514,19 @@ def wait_for_fault_applied(fl, p, timeout=30):
     return run_id
 
 
+def signal_once_a_fault_is_applied(fl, p, sig):
+    """Sends `sig` to the run `p` once its fault is journaled; (run id, exit status)."""
+    try:
+        run_id = wait_for_fault_applied(fl, p)
+        p.send_signal(sig)
+        rc = p.wait(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    return run_id, rc
+
+
 def test_sigkill_mid_run_then_cleanup_removes_everything(fl):
     p = fl.popen_run(scenario("link_down_rail0.yaml"))
     try:
@@ -539,14 +552,7 @@ def test_sigkill_mid_run_then_cleanup_removes_everything(fl):
 
 def test_sigint_mid_run_heals_tears_down_and_exits_3(fl):
     p = fl.popen_run(scenario("link_down_rail0.yaml"))
-    try:
-        run_id = wait_for_fault_applied(fl, p)
-        p.send_signal(signal.SIGINT)
-        rc = p.wait(timeout=60)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+    run_id, rc = signal_once_a_fault_is_applied(fl, p, signal.SIGINT)
     out = fl.popen_output()
     assert rc == 3, out
     assert "interrupted" in out
@@ -572,14 +578,7 @@ def test_sigterm_after_its_output_reader_died_still_tears_down(fl):
     p = subprocess.Popen([FAULTLINE, "run", scenario("link_down_rail0.yaml"), "--out", fl.out],
                          env=fl.env, stdout=w, stderr=fl._stderr)
     os.close(w)
-    try:
-        run_id = wait_for_fault_applied(fl, p)
-        p.send_signal(signal.SIGTERM)
-        rc = p.wait(timeout=60)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+    run_id, rc = signal_once_a_fault_is_applied(fl, p, signal.SIGTERM)
     assert rc == 3, f"exit {rc}:\n{fl.popen_output()}"
     assert "interrupted" in fl.popen_output()
     fl.assert_nothing_left(run_id)
