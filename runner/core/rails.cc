@@ -336,8 +336,8 @@ MergedRails MergeRailSeries(const std::vector<RailSeries>& parts, int64_t start_
       sum += t;
       ++matched;
     }
-    // The rows stay in time order: a sample up to a period late can bring its row's mean past
-    // the next row's when another host has none there.
+    // The rows stay in time order: a late sample can bring its row's mean past the next row's
+    // when another host has none there.
     const auto mean = static_cast<int64_t>(sum / matched);
     out.t_ns.push_back(out.t_ns.empty() ? mean : std::max(mean, out.t_ns.back()));
     out.tick.push_back(k);

@@ -145,11 +145,11 @@ struct MergedRails {
 // sampled on the grid start_ns + k * period_ns. Each sample goes to the tick its sampler took it
 // for (RailSeries::tick) unless it lies more than half a period before that tick (a sampler
 // wakes late, never early; the slack is for clock-offset error), otherwise to its nearest tick
-// when it is within half a period of it. A tick where some host has a sample
-// becomes a row (`tick` names it) whose time is the mean of the matched samples' times, and no
-// earlier than the row before it, with invalid counters for the hosts that have none there.
-// The ports are the parts' in order, and each keeps its own host's sample times (port_t_ns): a
-// rate is always over one host's own interval. REQUIRES: period_ns > 0.
+// when it is within half a period of it. A tick where some host has a sample becomes a row
+// (`tick` names it) whose time is the mean of the matched samples' times, and no earlier than
+// the row before it, with invalid counters for the hosts that have none there. The ports are
+// the parts' in order, and each keeps its own host's sample times (port_t_ns): a rate is always
+// over one host's own interval. REQUIRES: period_ns > 0.
 MergedRails MergeRailSeries(const std::vector<RailSeries>& parts, int64_t start_ns,
                             int64_t period_ns);
 
