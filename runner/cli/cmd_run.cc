@@ -48,6 +48,12 @@ void RegisterRun(CLI::App& app, Action* action) {
   cmd->add_option("--partition", opts->partition,
                   "--launcher slurm, inventory topology, outside an allocation: the partition "
                   "srun asks for the hosts in");
+  cmd->add_option(
+         "--inventory", opts->inventory_file,
+         "host file (an inventory's `hosts:`) on which scenarios of kind netns run "
+         "instead of namespaces: same number of hosts and rails; hosts with a loopback "
+         "addr are this machine (local launcher), others are reached with --launcher slurm")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--op-timeout-ms", opts->op_timeout_ms, "deadline of one collective")
       ->capture_default_str();
   cmd->footer(

@@ -3,12 +3,16 @@
 // Exit 0 when every file is valid; 2 otherwise, with every error of every file printed as
 // file:line:column: message (hint). With --decisions the files are a run's events.jsonl, and
 // every policy_decision line is checked against its schema (runner/policy/cost_model.h).
+// With --inventory HOSTS the scenarios are placed on that host file as `faultline run
+// --inventory` places them (scenario.h InventoryPlacement), misfits and refused faults included.
 #include "runner/cli/cmd_validate.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,19 +66,34 @@ int ValidateDecisionFiles(const std::vector<std::string>& files) {
 void RegisterValidate(CLI::App& app, Action* action) {
   auto files = std::make_shared<std::vector<std::string>>();
   auto decisions = std::make_shared<bool>(false);
+  auto inventory = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand("validate", "check scenario files (file:line:column errors)");
   cmd->add_option("files", *files, "scenario YAML files (with --decisions: events.jsonl files)")
       ->required();
   cmd->add_flag("--decisions", *decisions,
                 "check the policy_decision lines of a run's events.jsonl against their schema "
                 "(runner/policy/cost_model.h) instead");
-  cmd->callback([action, files, decisions] {
-    *action = [files, decisions]() {
+  cmd->add_option("--inventory", *inventory,
+                  "host file to place the scenarios on, as faultline run --inventory does")
+      ->check(CLI::ExistingFile);
+  cmd->callback([action, files, decisions, inventory] {
+    *action = [files, decisions, inventory]() {
       if (*decisions) return ValidateDecisionFiles(*files);
       int errors = 0;
+      std::optional<runner::InventoryPlacement> placement;
+      if (!inventory->empty()) {
+        runner::InventoryOutcome inv = runner::ParseInventoryFile(*inventory);
+        for (const runner::Diagnostic& d : inv.diagnostics) {
+          std::fprintf(stderr, "%s\n", d.ToString().c_str());
+        }
+        if (!inv.ok()) return kExitBadInput;
+        placement = runner::InventoryPlacement{
+            std::move(inv.hosts),
+            std::filesystem::absolute(*inventory).lexically_normal().string()};
+      }
       for (const std::string& f : *files) {
         // A matrix file is valid when every combination is.
-        runner::ExpandOutcome r = runner::ExpandScenarioFile(f);
+        runner::ExpandOutcome r = runner::ExpandScenarioFile(f, placement ? &*placement : nullptr);
         for (const runner::Diagnostic& d : r.diagnostics) {
           std::fprintf(stderr, "%s\n", d.ToString().c_str());
         }

@@ -107,6 +107,31 @@ bool ValidIpAddress(std::string_view addr) {
   return inet_pton(AF_INET, s.c_str(), buf) == 1 || inet_pton(AF_INET6, s.c_str(), buf) == 1;
 }
 
+namespace {
+
+bool LoopbackAddress(const std::string& addr) {
+  unsigned char buf[4];
+  return inet_pton(AF_INET, addr.c_str(), buf) == 1 && buf[0] == 127;
+}
+
+}  // namespace
+
+bool IsLocalInventory(const Topology& topology) {
+  if (!topology.is_inventory() || topology.inventory.empty()) return false;
+  return std::all_of(topology.inventory.begin(), topology.inventory.end(),
+                     [](const InventoryHost& h) { return LoopbackAddress(h.addr); });
+}
+
+bool InventoryAllRdma(const Topology& topology) {
+  if (!topology.is_inventory() || topology.inventory.empty()) return false;
+  for (const InventoryHost& h : topology.inventory) {
+    for (const InventoryRail& r : h.rails) {
+      if (!r.is_rdma()) return false;
+    }
+  }
+  return true;
+}
+
 bool ParseInventoryHosts(YamlReader& r, const YAML::Node& list, std::vector<InventoryHost>* out) {
   if (!list.IsSequence() || list.size() == 0) {
     r.Error(list, "hosts must be a non-empty list of hosts, got " + YamlReader::Describe(list),

@@ -41,6 +41,14 @@ bool ValidIpAddress(std::string_view addr);
 // Returns true when nothing was wrong.
 bool ParseInventoryHosts(YamlReader& r, const YAML::Node& list, std::vector<InventoryHost>* out);
 
+// An inventory whose every host has a loopback management address (127.0.0.0/8): hosts that
+// are all this machine (e.g. the RDMA ports of one box, grouped into "hosts"), whose ranks the
+// local launcher runs here. False for a netns topology and for an empty inventory.
+bool IsLocalInventory(const Topology& topology);
+// An inventory every rail of which names an RDMA port: ftccl's ranks then run its verbs
+// transport (its traffic cannot be half TCP, half verbs). False for a netns topology.
+bool InventoryAllRdma(const Topology& topology);
+
 // The topology as `faultline validate` prints it: a line with the kind, where the hosts came
 // from and the counts, then per host its name and address and per rail its netdev, "RDMA
 // <dev> port <p>" where set, and its address. Every line ends in '\n' and starts with

@@ -53,7 +53,8 @@ bool Overlaps(int64_t s1, int64_t e1, int64_t s2, int64_t e2) {
 
 class Parser final : public YamlReader {
  public:
-  explicit Parser(std::string file) : YamlReader(std::move(file)) {}
+  explicit Parser(std::string file, const InventoryPlacement* placement = nullptr)
+      : YamlReader(std::move(file)), placement_(placement) {}
 
   ParseOutcome Run(std::string_view text);
   // Validates an already loaded document (a `matrix:` key in it is skipped).
@@ -74,6 +75,7 @@ class Parser final : public YamlReader {
  private:
   void ParseTopology(const YAML::Node& n, Scenario* s);
   void ParseInventoryTopology(const YAML::Node& n, Scenario* s);
+  void PlaceOnInventory(const YAML::Node& n, Scenario* s);
   void CheckRdmaRail(const YAML::Node& n, const FaultSpec& f, const Scenario& s);
   void ParseWorkload(const YAML::Node& n, Scenario* s);
   void ParseTorchWorkload(const YAML::Node& n, Scenario* s);
@@ -88,6 +90,7 @@ class Parser final : public YamlReader {
   std::optional<double> MaxOf(const YAML::Node& n, const std::string& what, const char* key,
                               double lo, double hi);
 
+  const InventoryPlacement* placement_ = nullptr;  // --inventory; null: the file's topology
   bool topology_ok_ = false;
   bool faults_ok_ = true;                 // every fault entry parsed
   std::vector<SourceLoc> fault_at_locs_;  // parallel to Scenario::faults
@@ -274,6 +277,13 @@ void Parser::ParseTopology(const YAML::Node& n, Scenario* s) {
     auto v = Choice(n["kind"], "topology.kind", {"netns", "inventory"});
     if (!v) return;
     if (*v == "inventory") {
+      if (placement_ != nullptr) {
+        Error(n["kind"],
+              "the scenario names its hosts already (kind: inventory); --inventory " +
+                  placement_->file + " places only scenarios of kind: netns",
+              "run it without --inventory, or point its topology.file at the host file");
+        return;
+      }
       ParseInventoryTopology(n, s);
       return;
     }
@@ -332,6 +342,36 @@ void Parser::ParseTopology(const YAML::Node& n, Scenario* s) {
     ok = false;
   }
   topology_ok_ = ok;
+  if (ok && placement_ != nullptr) PlaceOnInventory(n, s);
+}
+
+void Parser::PlaceOnInventory(const YAML::Node& n, Scenario* s) {
+  const Topology& t = s->topology;
+  const int hosts = static_cast<int>(placement_->hosts.size());
+  const int rails = hosts > 0 ? static_cast<int>(placement_->hosts.front().rails.size()) : 0;
+  std::string misfit;
+  if (t.hosts != hosts) {
+    misfit = std::to_string(t.hosts) + " hosts, the inventory lists " + std::to_string(hosts);
+  } else if (t.rails != rails) {
+    misfit =
+        std::to_string(t.rails) + " rails, the inventory's hosts have " + std::to_string(rails);
+  } else if (t.per_rank_nics()) {
+    misfit = "a NIC per rank (nics: per_rank), and an inventory host's ranks share its rails";
+  }
+  if (!misfit.empty()) {
+    Error(n, "the scenario does not fit the inventory " + placement_->file + ": it wants " + misfit,
+          "run it on a host file of its shape, or choose a scenario that fits");
+    topology_ok_ = false;
+    return;
+  }
+  Topology placed;
+  placed.kind = TopologyKind::kInventory;
+  placed.hosts = hosts;
+  placed.rails = rails;
+  placed.ranks_per_host = t.ranks_per_host;
+  placed.inventory = placement_->hosts;
+  placed.inventory_file = placement_->file;
+  s->topology = std::move(placed);
 }
 
 // `kind: inventory`: real hosts from `hosts:` or a host file, nothing built or shaped.
@@ -1199,14 +1239,16 @@ ParseOutcome ParseScenarioFile(const std::string& path) {
 }
 
 namespace {
-ExpandOutcome Expand(std::string_view yaml_text, const std::string& file);
+ExpandOutcome Expand(std::string_view yaml_text, const std::string& file,
+                     const InventoryPlacement* placement);
 }  // namespace
 
-ExpandOutcome ExpandScenario(std::string_view yaml_text, const std::string& file) {
+ExpandOutcome ExpandScenario(std::string_view yaml_text, const std::string& file,
+                             const InventoryPlacement* placement) {
   // Parser::RunRoot turns a YAML exception in a section into a diagnostic; this catches one
   // in the matrix handling around it, so that a bad file never ends the process.
   try {
-    return Expand(yaml_text, file);
+    return Expand(yaml_text, file, placement);
   } catch (const YAML::Exception& e) {
     ExpandOutcome out;
     out.diagnostics.push_back(
@@ -1218,7 +1260,8 @@ ExpandOutcome ExpandScenario(std::string_view yaml_text, const std::string& file
 
 namespace {
 
-ExpandOutcome Expand(std::string_view yaml_text, const std::string& file) {
+ExpandOutcome Expand(std::string_view yaml_text, const std::string& file,
+                     const InventoryPlacement* placement) {
   const std::string text(yaml_text);
   ExpandOutcome out;
   YAML::Node root;
@@ -1231,7 +1274,7 @@ ExpandOutcome Expand(std::string_view yaml_text, const std::string& file) {
   }
   const YAML::Node& croot = root;  // const lookups never add keys
   if (!croot.IsMap() || !croot["matrix"]) {
-    Parser p(file);
+    Parser p(file, placement);
     ParseOutcome r = p.RunRoot(root);
     if (r.ok()) out.runs.push_back(std::move(*r.scenario));
     out.diagnostics = std::move(r.diagnostics);
@@ -1262,7 +1305,7 @@ ExpandOutcome Expand(std::string_view yaml_text, const std::string& file) {
                                              : IsDefinedMap(cdoc[section]) && cdoc[section][field];
       if (!set_there) put_values(doc, a.key, doc["matrix"][a.key][0]);
     }
-    Parser p(file);
+    Parser p(file, placement);
     out.diagnostics = matrix_parser.diagnostics();
     for (auto& d : p.RunRoot(doc).diagnostics) out.diagnostics.push_back(std::move(d));
     std::stable_sort(out.diagnostics.begin(), out.diagnostics.end(),
@@ -1296,7 +1339,7 @@ ExpandOutcome Expand(std::string_view yaml_text, const std::string& file) {
     Scenario label_holder;
     label_holder.matrix = values;
     const std::string label = label_holder.MatrixLabel();
-    Parser p(file);
+    Parser p(file, placement);
     ParseOutcome r = p.RunRoot(doc);
     for (auto& d : r.diagnostics) {
       const std::string key = d.ToString();
@@ -1331,10 +1374,10 @@ ExpandOutcome Expand(std::string_view yaml_text, const std::string& file) {
 
 }  // namespace
 
-ExpandOutcome ExpandScenarioFile(const std::string& path) {
+ExpandOutcome ExpandScenarioFile(const std::string& path, const InventoryPlacement* placement) {
   auto text = ReadFile(path);
   if (!text) return {{}, {Unreadable(path)}};
-  return ExpandScenario(*text, path);
+  return ExpandScenario(*text, path, placement);
 }
 
 }  // namespace faultline::runner

@@ -327,11 +327,25 @@ struct ExpandOutcome {
   bool ok() const { return !runs.empty() && diagnostics.empty(); }
 };
 
+// `faultline run --inventory FILE`: the hosts a scenario of kind netns runs on instead of
+// namespaces built for it, so that a library written for the one-box topology runs unchanged
+// on real interfaces. The scenario must fit: as many hosts and rails as the inventory has,
+// rail ports shared by a host's ranks (not nics: per_rank). Its rail_gbps and arp_retrans_ms
+// shape the emulated network only and are dropped (a real rail's capacity is read from its
+// kernel). Its faults are then checked against the inventory's rails as an inventory
+// scenario's are (no packet faults on an RDMA rail), at their own line:col.
+struct InventoryPlacement {
+  std::vector<InventoryHost> hosts;
+  std::string file;  // the host file, resolved
+};
+
 // Parses a file that may carry a `matrix:` and returns one Scenario per combination (the
 // first key varies slowest), each validated in full; a file without a matrix is one run. An
 // error found in only some combinations names the first such combination. Nothing is returned
-// unless every combination validates.
-ExpandOutcome ExpandScenario(std::string_view yaml_text, const std::string& file);
-ExpandOutcome ExpandScenarioFile(const std::string& path);
+// unless every combination validates. With `placement`, every run is placed on its hosts.
+ExpandOutcome ExpandScenario(std::string_view yaml_text, const std::string& file,
+                             const InventoryPlacement* placement = nullptr);
+ExpandOutcome ExpandScenarioFile(const std::string& path,
+                                 const InventoryPlacement* placement = nullptr);
 
 }  // namespace faultline::runner

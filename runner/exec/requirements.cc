@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "injector/netem.h"
+#include "runner/core/inventory.h"
 #include "runner/exec/torch_workload.h"
 #include "runner/faults/registry.h"
 
@@ -81,6 +82,35 @@ std::string VerbsMissingReason(const RdmaSysPaths& paths) {
          "verbs tests in tests/rdma-lab exercise QP errors instead)";
 }
 
+std::optional<std::string> InventoryVerbsMissing(const Topology& t, std::string_view ccl,
+                                                 const RdmaSysPaths& paths) {
+  if (ccl != "ftccl") {
+    return "ccl " + std::string(ccl) +
+           " has no verbs QP a fault hook can fail (qp_error needs ftccl's verbs transport)";
+  }
+  for (const InventoryHost& h : t.inventory) {
+    for (const InventoryRail& r : h.rails) {
+      if (!r.is_rdma()) {
+        return "inventory host " + h.name + " rail " + r.netdev +
+               " names no RDMA port (rdma:), so ftccl runs over TCP there and qp_error has no "
+               "verbs QP to fail";
+      }
+    }
+  }
+  if (!IsLocalInventory(t)) return std::nullopt;  // real hosts: their own RDMA devices
+  const std::vector<std::string> devices = DirEntries(paths.ib_class);
+  for (const InventoryHost& h : t.inventory) {
+    for (const InventoryRail& r : h.rails) {
+      if (std::find(devices.begin(), devices.end(), r.rdma) == devices.end()) {
+        return "inventory host " + h.name + " rail " + r.netdev + ": RDMA device " + r.rdma +
+               " is not on this machine (" + paths.ib_class + " lists " +
+               (devices.empty() ? std::string("none") : std::to_string(devices.size())) + ")";
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 std::vector<std::string> RequiredFeatures(const Scenario& sc) {
   std::vector<std::string> out = sc.requirements;
   auto add = [&](const char* f) {
@@ -94,8 +124,13 @@ std::vector<std::string> RequiredFeatures(const Scenario& sc) {
 }
 
 std::optional<std::string> RequirementChecker::Missing(const std::vector<std::string>& features,
-                                                       std::string_view ccl) {
+                                                       std::string_view ccl,
+                                                       const Topology* topology) {
   for (const auto& f : features) {
+    if (f == "verbs" && topology != nullptr && topology->is_inventory()) {
+      if (auto why = InventoryVerbsMissing(*topology, ccl)) return why;
+      continue;
+    }
     if (f == "fault_hook" && ccl != "ftccl") {
       return "ccl " + std::string(ccl) + " serves no fault hook (" + KindsNeeding("fault_hook") +
              " need ranks that serve injector/FAULT_HOOK.md; only ftccl does)";

@@ -35,6 +35,12 @@ struct RdmaSysPaths {
 // second answer holds wherever the first does not.
 std::string VerbsMissingReason(const RdmaSysPaths& paths = {});
 
+// For an inventory topology: nullopt when a run of `ccl` on it has verbs QPs (ftccl, every
+// rail an RDMA port, and on an inventory of this machine every named device present under
+// paths.ib_class), else why not, naming the rail or device. REQUIRES: t.is_inventory().
+std::optional<std::string> InventoryVerbsMissing(const Topology& t, std::string_view ccl,
+                                                 const RdmaSysPaths& paths = {});
+
 class RequirementChecker final {
  public:
   // `worker_path`: the faultline-worker that would run the ranks.
@@ -46,11 +52,13 @@ class RequirementChecker final {
   //   sch_netem:  a netem qdisc can be created (a probe in a private network namespace).
   //   fault_hook: the ranks serve the fault-hook protocol (injector/FAULT_HOOK.md): the ccl is
   //               ftccl and the worker announces a --fault-hook option in its --help.
-  //   verbs:      ranks whose rails are RDMA ports, so that qp_error has a verbs QP to fail.
-  //               Never present for `faultline run` (VerbsMissingReason says why).
+  //   verbs:      ranks whose rails are RDMA ports, so that qp_error has a verbs QP to fail:
+  //               an inventory `topology` every rail of which names an RDMA port, run with
+  //               ftccl (InventoryVerbsMissing); never a netns topology (VerbsMissingReason
+  //               says why).
   //   torch:      a torch_ddp workload's ranks can run over `ccl` (torch_workload.h ProbeTorch).
-  std::optional<std::string> Missing(const std::vector<std::string>& features,
-                                     std::string_view ccl);
+  std::optional<std::string> Missing(const std::vector<std::string>& features, std::string_view ccl,
+                                     const Topology* topology = nullptr);
 
  private:
   std::optional<std::string> Probe(const std::string& feature);

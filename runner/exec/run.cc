@@ -1,5 +1,6 @@
 #include "runner/exec/run.h"
 
+#include <net/if.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -28,6 +29,7 @@
 #include "reports/write_reports.h"
 #include "runner/core/checks.h"
 #include "runner/core/history.h"
+#include "runner/core/inventory.h"
 #include "runner/core/metrics.h"
 #include "runner/core/report_json.h"
 #include "runner/core/timeline.h"
@@ -216,9 +218,17 @@ class Run final {
   std::optional<SlurmSite> site_;
   Status AttachInventory();
   SlurmLauncher* slurm_ = nullptr;  // launcher_ when it is the Slurm one
+  // An inventory whose hosts are all this machine (inventory.h IsLocalInventory), run by the
+  // local launcher: every rank in this process's namespace, own_netns_ (its /run/netns name
+  // where it has one, so that the journal names it for whoever undoes it).
+  bool local_inventory_ = false;
+  std::string own_netns_;
+  Status CheckLocalInventory() const;
   // Host h's namespace as its faults name it: its namespace on this machine, or on a real
   // host of an inventory that host's own (kOwnNetns, which its agent resolves).
-  std::string HostNetns(int h) const { return topo_ ? topo_->host(h).netns : kOwnNetns; }
+  std::string HostNetns(int h) const {
+    return topo_ ? topo_->host(h).netns : local_inventory_ ? own_netns_ : kOwnNetns;
+  }
   // The rails rank l of host h is given, in rail order: addresses, or on an inventory host a
   // rail's netdev where the inventory gives no address (the rank resolves it on its host).
   std::vector<std::string> RankRails(int h, int l) const;
@@ -236,6 +246,8 @@ class Run final {
   // in place, from the last checkpoint, when the job stops for it (MaybeRestart).
   std::string RankLogPath(int g, int incarnation) const;
   std::vector<LaunchSpec> RankSpecs(int incarnation, const std::string& worker);
+  // What a rank of inventory host h is told through its environment (none on a netns topology).
+  std::vector<std::string> InventoryRankEnv(int h) const;
   bool Restartable() const;
   void MaybeRestart();
   int incarnation_ = 0;
@@ -295,8 +307,18 @@ Status Run::Setup() {
   if (ec) return Status(Code::kInvalidArgument, "cannot create " + out_ + ": " + ec.message());
   fs::copy_file(o_.scenario_path, out_ + "/scenario.yaml", fs::copy_options::overwrite_existing, ec);
   FL_ASSIGN_OR_RETURN(journal_, Journal::Open(Journal::DefaultDir()));
+  local_inventory_ = o_.launcher == "local" && sc_.topology.is_inventory();
+  std::vector<std::string> allow = o_.allow;
+  if (local_inventory_) {
+    own_netns_ = NameOfOwnNetns();
+    FL_RETURN_IF_ERROR(CheckLocalInventory());
+    // The inventory's rail ports are this run's to fault; nothing else of this namespace.
+    for (const InventoryHost& h : sc_.topology.inventory) {
+      for (const InventoryRail& r : h.rails) allow.push_back(own_netns_ + "/" + r.netdev);
+    }
+  }
   {
-    auto p = TargetPolicy::Create(o_.allow, journal_.get());
+    auto p = TargetPolicy::Create(allow, journal_.get());
     if (!p.ok()) return p.status();
     policy_.emplace(std::move(p.value()));
   }
@@ -306,6 +328,18 @@ Status Run::Setup() {
     FL_RETURN_IF_ERROR(AttachCluster());
   } else if (o_.launcher != "local") {
     return InvalidArgument("unknown launcher '" + o_.launcher + "' (local or slurm)");
+  } else if (local_inventory_) {
+    // This machine's own interfaces: nothing is built or shaped; each rail's capacity is what
+    // this kernel reports.
+    rail_capacity_.assign(sc_.topology.hosts, {});
+    for (int h = 0; h < sc_.topology.hosts; ++h) {
+      for (const InventoryRail& r : sc_.topology.inventory[h].rails)
+        rail_capacity_[h].push_back(ReadRailCapacity(r));
+    }
+    std::printf("faultline run: %d inventory hosts on this machine (network namespace %s)\n",
+                sc_.topology.hosts,
+                own_netns_ == kOwnNetns ? "of this process" : own_netns_.c_str());
+    std::fflush(stdout);
   } else {
     auto topo = NetTopology::Build(TopologyOptionsFor(sc_.topology, run_id_, true));
     if (!topo.ok()) return topo.status();
@@ -319,6 +353,31 @@ Status Run::Setup() {
     st.record.target = f.target;
     st.record.error = reports::kRanksEndedFirstError;
     faults_.push_back(std::move(st));
+  }
+  return Status();
+}
+
+Status Run::CheckLocalInventory() const {
+  // Every rail names an interface of this namespace and, where it is RDMA, a device of this
+  // machine: a rank would otherwise fail its start with a less clear error.
+  for (const InventoryHost& h : sc_.topology.inventory) {
+    for (const InventoryRail& r : h.rails) {
+      if (if_nametoindex(r.netdev.c_str()) == 0) {
+        return InvalidArgument(
+            "inventory host " + h.name + ": no interface " + r.netdev +
+            " in this network namespace (" +
+            (own_netns_ == kOwnNetns ? std::string("this process's") : own_netns_) +
+            "), where its hosts run on this machine");
+      }
+      std::error_code ec;
+      if (r.is_rdma() && !fs::exists("/sys/class/infiniband/" + r.rdma, ec)) {
+        return InvalidArgument("inventory host " + h.name + " rail " + r.netdev +
+                               ": no RDMA device " + r.rdma +
+                               " on this machine "
+                               "(/sys/class/infiniband/" +
+                               r.rdma + ")");
+      }
+    }
   }
   return Status();
 }
@@ -432,8 +491,9 @@ Status Run::LaunchRanks() {
     slurm_ = l->get();
     launcher_ = std::move(l.value());
   } else {
+    // Each host's namespace; "" (this process's) for an inventory of this machine.
     std::vector<std::string> netns;
-    for (int h = 0; h < topo_->hosts(); ++h) netns.push_back(topo_->host(h).netns);
+    for (int h = 0; h < sc_.topology.hosts; ++h) netns.push_back(topo_ ? topo_->host(h).netns : "");
     auto l = LocalNetnsLauncher::Create(netns, out_ + "/ranks");
     if (!l.ok()) return l.status();
     launcher_ = std::move(l.value());
@@ -500,8 +560,10 @@ std::vector<LaunchSpec> Run::RankSpecs(int incarnation, const std::string& worke
       for (const auto& a : RankRails(h, l)) rails += (rails.empty() ? "" : ",") + a;
       const std::string log = fs::absolute(RankLogPath(g, incarnation)).string();
       // Rank 0 serves the bootstrap on its host's management address.
-      const std::string bootstrap = (site_ ? site_->mgmt_addrs[0] : NetTopology::MgmtAddress(0)) +
-                                    ":" + std::to_string(kBootstrapPort + incarnation);
+      const std::string mgmt0 = site_   ? site_->mgmt_addrs[0]
+                                : topo_ ? NetTopology::MgmtAddress(0)
+                                        : t.inventory[0].addr;
+      const std::string bootstrap = mgmt0 + ":" + std::to_string(kBootstrapPort + incarnation);
       // What every rank is told, whichever program it runs.
       const std::vector<std::string> group = {
           "--ccl", CclNameString(sc_.ccl),
@@ -573,6 +635,7 @@ std::vector<LaunchSpec> Run::RankSpecs(int incarnation, const std::string& worke
       LaunchSpec spec;
       spec.argv = std::move(argv);
       if (torch) spec.env = {"PYTHONPATH=" + TorchPythonPath()};
+      for (std::string& e : InventoryRankEnv(h)) spec.env.push_back(std::move(e));
       spec.placement = {h, l, g};
       spec.name = "rank" + std::to_string(g) +
                   (incarnation > 0 ? ".i" + std::to_string(incarnation) : "");
@@ -580,6 +643,20 @@ std::vector<LaunchSpec> Run::RankSpecs(int incarnation, const std::string& worke
     }
   }
   return specs;
+}
+
+std::vector<std::string> Run::InventoryRankEnv(int h) const {
+  std::vector<std::string> env;
+  const Topology& t = sc_.topology;
+  if (!t.is_inventory()) return env;
+  // Ranks of several inventory hosts on this machine share its hostname: ftccl tells its
+  // hosts apart (intra-host relay) by the inventory's names instead.
+  if (local_inventory_) env.push_back("FTCCL_HOST_ID=" + t.inventory[h].name);
+  // RDMA rails carry ftccl's traffic over verbs queue pairs (RoCE/IB), not TCP over the
+  // netdev: the transport is the inventory's, all rails or none (ftccl has one per
+  // communicator).
+  if (sc_.ccl == CclName::kFtccl && InventoryAllRdma(t)) env.push_back("FTCCL_TRANSPORT=verbs");
+  return env;
 }
 
 void Run::ChooseHookPaths() {
@@ -708,7 +785,7 @@ Result<nlohmann::json> Run::FaultParams(const TimelineAction& a) const {
                         ": side switch: an inventory host's switch port is not reachable from "
                         "its agent");
     }
-    p["netns"] = kOwnNetns;
+    p["netns"] = HostNetns(h);
     p["dev"] = r->netdev;
     return p;
   }
@@ -1413,10 +1490,11 @@ int Run::Finish() {
         e["addr"] = ih.rails[r].addr.empty() ? nlohmann::json() : nlohmann::json(ih.rails[r].addr);
         rails.push_back(std::move(e));
       }
-      hosts.push_back(
-          {{"name", ih.name},
-           {"mgmt_addr", site_ ? nlohmann::json(site_->mgmt_addrs[hh]) : nlohmann::json()},
-           {"rails", std::move(rails)}});
+      hosts.push_back({{"name", ih.name},
+                       {"mgmt_addr", site_              ? nlohmann::json(site_->mgmt_addrs[hh])
+                                     : local_inventory_ ? nlohmann::json(ih.addr)
+                                                        : nlohmann::json()},
+                       {"rails", std::move(rails)}});
     }
     in.environment["topology"] = {
         {"kind", "inventory"},
@@ -1608,7 +1686,30 @@ int Run::Execute() {
 }  // namespace
 
 int RunScenario(const RunOptions& options) {
-  ParseOutcome parsed = ParseScenarioFile(options.scenario_path);
+  std::optional<InventoryPlacement> placement;
+  if (!options.inventory_file.empty()) {
+    InventoryOutcome inv = ParseInventoryFile(options.inventory_file);
+    if (!inv.ok()) {
+      for (const auto& d : inv.diagnostics) std::fprintf(stderr, "%s\n", d.ToString().c_str());
+      return 2;
+    }
+    placement = InventoryPlacement{
+        std::move(inv.hosts), fs::absolute(options.inventory_file).lexically_normal().string()};
+  }
+  ParseOutcome parsed;
+  {
+    ExpandOutcome e = ExpandScenarioFile(options.scenario_path, placement ? &*placement : nullptr);
+    parsed.diagnostics = std::move(e.diagnostics);
+    if (parsed.diagnostics.empty() && e.runs.size() == 1) {
+      parsed.scenario = std::move(e.runs.front());
+    } else if (parsed.diagnostics.empty()) {
+      parsed.diagnostics.push_back({options.scenario_path,
+                                    {0, 0},
+                                    "the matrix expands to " + std::to_string(e.runs.size()) +
+                                        " runs where one scenario is expected",
+                                    "run the file with faultline run, which expands it"});
+    }
+  }
   if (!parsed.ok()) {
     for (const auto& d : parsed.diagnostics) std::fprintf(stderr, "%s\n", d.ToString().c_str());
     if (parsed.diagnostics.empty()) {
@@ -1624,10 +1725,12 @@ bool RunInterrupted() { return g_stop; }
 std::optional<std::string> LocalRunRefusal(const Scenario& sc) {
   // The local launcher builds namespaces on one machine; real hosts are reached through Slurm,
   // which starts the ranks and a fault agent on each of them.
-  if (!sc.topology.is_inventory()) return std::nullopt;
+  if (!sc.topology.is_inventory() || IsLocalInventory(sc.topology)) return std::nullopt;
   return "an inventory topology names real hosts, which the local launcher (namespaces on this "
          "machine) cannot reach: run it with --launcher slurm (inside an allocation of its "
-         "hosts, or with --partition P); 'faultline validate' checks the file and its host file";
+         "hosts, or with --partition P); only an inventory whose every host is this machine "
+         "(addr: 127.0.0.1) runs locally; 'faultline validate' checks the file and its host "
+         "file";
 }
 
 namespace {

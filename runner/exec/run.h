@@ -37,6 +37,9 @@ struct RunOptions {
   std::string launcher = "local";
   std::string cluster_dir;  // empty: DefaultClusterDir()
   std::string partition;    // inventory runs outside an allocation; "" the default
+  // --inventory: a host file on which scenarios of kind netns run instead of namespaces
+  // (scenario.h InventoryPlacement); "" runs every file on its own topology.
+  std::string inventory_file;
   // Set by RunParsedScenario for a training workload with faults: the report.json of its
   // fault-free twin (the same scenario without its faults and expectations, same seed and
   // ccl, under policy failover for every policy: one denominator, so a policy's own cost on a
@@ -51,7 +54,9 @@ struct RunOptions {
 
 // Why the local launcher cannot run `scenario`, or nullopt when it can: an inventory topology
 // names real hosts, which it does not reach (its hosts are namespaces on this machine); they
-// run with --launcher slurm. Bad input (exit code 2) for RunScenario and the suite alike.
+// run with --launcher slurm. The exception is an inventory whose every host is this machine
+// (inventory.h IsLocalInventory): its ranks run here, in this network namespace, on the named
+// interfaces. Bad input (exit code 2) for RunScenario and the suite alike.
 std::optional<std::string> LocalRunRefusal(const Scenario& scenario);
 
 // Returns the exit code of DESIGN.md: 0 all expectations hold, 1 one failed, 2 bad input,

@@ -14,9 +14,10 @@
 
 #include "reports/junit.h"
 #include "reports/schema.h"
-#include "runner/exec/requirements.h"
+#include "runner/core/inventory.h"
 #include "runner/core/run_selection.h"
 #include "runner/core/scenario.h"
+#include "runner/exec/requirements.h"
 
 namespace faultline::runner {
 namespace {
@@ -269,8 +270,21 @@ int RunScenarios(const RunOptions& given) {
   std::vector<Planned> plan;
   RunSelection selection = given.selection;
   selection.base_seed = given.seed;
+  // --inventory: the host file, read once; every file's runs are placed on it.
+  std::optional<InventoryPlacement> placement;
+  if (!options.inventory_file.empty()) {
+    InventoryOutcome inv = ParseInventoryFile(options.inventory_file);
+    if (!inv.ok()) {
+      for (const auto& d : inv.diagnostics) std::fprintf(stderr, "%s\n", d.ToString().c_str());
+      std::fprintf(stderr, "faultline run: --inventory %s is not a valid host file\n",
+                   options.inventory_file.c_str());
+      return kBadInput;
+    }
+    placement = InventoryPlacement{
+        std::move(inv.hosts), fs::absolute(options.inventory_file).lexically_normal().string()};
+  }
   for (const auto& f : files) {
-    ExpandOutcome expanded = ExpandScenarioFile(f);
+    ExpandOutcome expanded = ExpandScenarioFile(f, placement ? &*placement : nullptr);
     if (expanded.ok()) {
       const bool matrix_ccl =
           std::any_of(expanded.runs.begin(), expanded.runs.end(), [](const Scenario& sc) {
@@ -313,7 +327,8 @@ int RunScenarios(const RunOptions& given) {
     }
     if (e.runs.size() == 1 && e.runs[0].matrix.empty()) {
       if (auto why = requirements.Missing(RequiredFeatures(e.runs[0]),
-                                          CclNameString(options.ccl.value_or(e.runs[0].ccl)))) {
+                                          CclNameString(options.ccl.value_or(e.runs[0].ccl)),
+                                          &e.runs[0].topology)) {
         std::printf("faultline run: %s skipped: %s\n", e.runs[0].name.c_str(), why->c_str());
         return kOk;
       }
@@ -369,8 +384,8 @@ int RunScenarios(const RunOptions& given) {
       fs::remove_all(dir, ec);  // nothing of an earlier run in the same --out may be read back
       fs::create_directories(dir, ec);
       const auto t0 = std::chrono::steady_clock::now();
-      if (auto why = requirements.Missing(RequiredFeatures(sc),
-                                          CclNameString(options.ccl.value_or(sc.ccl)))) {
+      if (auto why = requirements.Missing(
+              RequiredFeatures(sc), CclNameString(options.ccl.value_or(sc.ccl)), &sc.topology)) {
         e.skipped = true;
         e.skip_reason = *why;
         std::printf("\nfaultline run: %s skipped: %s\n", sc.name.c_str(), why->c_str());

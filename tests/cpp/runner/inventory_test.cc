@@ -515,5 +515,120 @@ TEST(InventoryExamples, Validate) {
   EXPECT_TRUE(qp.scenario->topology.inventory[1].rails[1].is_rdma());
 }
 
+// --inventory: a netns scenario placed on a host file of its shape.
+InventoryPlacement Placement(const std::string& hosts_yaml) {
+  InventoryOutcome inv = ParseInventory(hosts_yaml, "hosts.yaml");
+  EXPECT_TRUE(inv.ok()) << Dump(inv.diagnostics);
+  return {inv.hosts, "/abs/hosts.yaml"};
+}
+
+const char* kRdmaHosts =
+    "hosts:\n"
+    "  - {name: lab0, addr: 127.0.0.1, rails: [{netdev: r0k0, rdma: rxe_r0k0}, {netdev: r1k0, "
+    "rdma: rxe_r1k0}]}\n"
+    "  - {name: lab1, addr: 127.0.0.1, rails: [{netdev: r0k1, rdma: rxe_r0k1}, {netdev: r1k1, "
+    "rdma: rxe_r1k1}]}\n";
+
+// Lines 1..4; faults from line 5.
+const std::string kNetns2x2 =
+    "name: t\n"
+    "topology: {hosts: 2, ranks_per_host: 3, rails: 2, rail_gbps: 5, arp_retrans_ms: 100}\n"
+    "workload: {op: allreduce, bytes: 1MiB, duration: 4s}\n"
+    "faults:\n";
+
+TEST(InventoryPlacementTest, NetnsScenarioRunsOnTheHostFile) {
+  const InventoryPlacement place = Placement(kRdmaHosts);
+  const std::string yaml =
+      kNetns2x2 +
+      "  - {id: q, at: 1s, type: qp_error, target: {host: 1, rank: 1, rail: 1}, peer: 0}\n" +
+      "  - {id: l, at: 2s, type: link_down, target: {host: 0, rail: 0}, for: 500ms}\n";
+  ExpandOutcome e = ExpandScenario(yaml, "t.yaml", &place);
+  ASSERT_TRUE(e.ok()) << Dump(e.diagnostics);
+  const Topology& t = e.runs[0].topology;
+  EXPECT_TRUE(t.is_inventory());
+  EXPECT_EQ(t.hosts, 2);
+  EXPECT_EQ(t.rails, 2);
+  EXPECT_EQ(t.ranks_per_host, 3);  // the scenario's
+  EXPECT_EQ(t.inventory_file, "/abs/hosts.yaml");
+  EXPECT_EQ(t.inventory[1].rails[1].netdev, "r1k1");
+  EXPECT_FALSE(t.arp_retrans_ms.has_value());  // shaping of the emulated network: dropped
+  EXPECT_TRUE(IsLocalInventory(t));
+  EXPECT_TRUE(InventoryAllRdma(t));
+  // Without the placement the same text stays on namespaces.
+  ExpandOutcome own = ExpandScenario(yaml, "t.yaml");
+  ASSERT_TRUE(own.ok()) << Dump(own.diagnostics);
+  EXPECT_FALSE(own.runs[0].topology.is_inventory());
+  EXPECT_FALSE(IsLocalInventory(own.runs[0].topology));
+}
+
+TEST(InventoryPlacementTest, PacketFaultOnAnRdmaRailRefusedAtTheScenariosLine) {
+  const InventoryPlacement place = Placement(kRdmaHosts);
+  const std::string yaml =
+      kNetns2x2 + "  - {id: b, at: 1s, type: blackhole, target: {host: 1, rail: 0}, for: 1s}\n";
+  ExpandOutcome e = ExpandScenario(yaml, "t.yaml", &place);
+  ASSERT_FALSE(e.ok());
+  ASSERT_NE(Find(e.diagnostics, 5, Col(yaml, 5, "{id"),
+                 "blackhole cannot act on host 'lab1' rail 0 (r0k1, RDMA rxe_r0k1 port 1)"),
+            nullptr)
+      << Dump(e.diagnostics);
+  // A switch-side link fault cannot reach an inventory host's switch either.
+  const std::string sw =
+      kNetns2x2 +
+      "  - {id: s, at: 1s, type: link_down, target: {host: 1, rail: 0, side: switch}, "
+      "for: 1s}\n";
+  EXPECT_FALSE(ExpandScenario(sw, "t.yaml", &place).ok());
+  EXPECT_TRUE(ExpandScenario(sw, "t.yaml").ok());
+}
+
+TEST(InventoryPlacementTest, MisfitsAreErrorsAtTheTopology) {
+  const InventoryPlacement place = Placement(kRdmaHosts);
+  struct Case {
+    const char* topology;
+    const char* text;
+  } cases[] = {
+      {"{hosts: 3, ranks_per_host: 1, rails: 2}", "it wants 3 hosts, the inventory lists 2"},
+      {"{hosts: 2, ranks_per_host: 1, rails: 1}", "it wants 1 rails, the inventory's hosts have 2"},
+      {"{hosts: 2, ranks_per_host: 2, rails: 2, nics: per_rank}", "a NIC per rank"},
+  };
+  for (const Case& c : cases) {
+    const std::string yaml = std::string("name: t\ntopology: ") + c.topology +
+                             "\nworkload: {op: allreduce, bytes: 1MiB, duration: 4s}\n";
+    ExpandOutcome e = ExpandScenario(yaml, "t.yaml", &place);
+    ASSERT_FALSE(e.ok()) << c.topology;
+    EXPECT_NE(Find(e.diagnostics, 2, Col(yaml, 2, "{"), c.text), nullptr) << c.topology << "\n"
+                                                                          << Dump(e.diagnostics);
+    EXPECT_NE(e.diagnostics[0].message.find("/abs/hosts.yaml"), std::string::npos);
+  }
+  // A scenario that names its hosts already is not placed again.
+  const std::string inv = std::string(kMixedHosts);
+  ExpandOutcome e = ExpandScenario(inv, "t.yaml", &place);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(Find(e.diagnostics, 3, Col(inv, 3, "inventory"), "names its hosts already"), nullptr)
+      << Dump(e.diagnostics);
+}
+
+TEST(InventoryPlacementTest, LocalOnlyWhenEveryHostIsOnLoopback) {
+  ParseOutcome mixed = ParseScenario(kMixedHosts, "t.yaml");
+  ASSERT_TRUE(mixed.ok()) << Dump(mixed.diagnostics);
+  EXPECT_FALSE(IsLocalInventory(mixed.scenario->topology));  // 10.0.0.1, and no addr
+  EXPECT_FALSE(InventoryAllRdma(mixed.scenario->topology));  // eth1 has no rdma
+  InventoryPlacement place = Placement(kRdmaHosts);
+  Topology t;
+  t.kind = TopologyKind::kInventory;
+  t.inventory = place.hosts;
+  t.inventory[0].addr = "127.0.0.53";
+  EXPECT_TRUE(IsLocalInventory(t));
+  t.inventory[1].addr = "";
+  EXPECT_FALSE(IsLocalInventory(t));
+  t.inventory[1].addr = "::1";  // the bootstrap's address is IPv4
+  EXPECT_FALSE(IsLocalInventory(t));
+  t.inventory[1].addr = "128.0.0.1";
+  EXPECT_FALSE(IsLocalInventory(t));
+  t.inventory[1].addr = "127.255.0.1";
+  EXPECT_TRUE(IsLocalInventory(t));
+  t.inventory[1].rails[0].rdma.clear();
+  EXPECT_FALSE(InventoryAllRdma(t));
+}
+
 }  // namespace
 }  // namespace faultline::runner

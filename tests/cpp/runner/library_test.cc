@@ -622,5 +622,43 @@ TEST_F(VerbsReason, DevicesExistButTheRunnerPutsNoneOnItsRails) {
       << r;
 }
 
+// An inventory whose every rail is an RDMA port has verbs QPs for ftccl; on an inventory of
+// this machine the named devices must exist here.
+TEST_F(VerbsReason, AnAllRdmaInventoryHasVerbs) {
+  std::filesystem::create_directories(root_ / "ib" / "rxe_a");
+  Topology t;
+  t.kind = TopologyKind::kInventory;
+  t.inventory = {{"lab0", "127.0.0.1", {{"a0", "rxe_a", 1, ""}}},
+                 {"lab1", "127.0.0.1", {{"b0", "rxe_b", 1, ""}}}};
+  auto r = InventoryVerbsMissing(t, "ftccl", paths_);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_NE(r->find("inventory host lab1 rail b0: RDMA device rxe_b is not on this machine"),
+            std::string::npos)
+      << *r;
+  std::filesystem::create_directories(root_ / "ib" / "rxe_b");
+  EXPECT_EQ(InventoryVerbsMissing(t, "ftccl", paths_), std::nullopt);
+  // Gloo runs TCP over the netdevs whatever the rail is.
+  r = InventoryVerbsMissing(t, "gloo", paths_);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_NE(r->find("ccl gloo has no verbs QP"), std::string::npos) << *r;
+  // A rail without rdma: ftccl runs TCP.
+  t.inventory[1].rails[0].rdma.clear();
+  r = InventoryVerbsMissing(t, "ftccl", paths_);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_NE(r->find("inventory host lab1 rail b0 names no RDMA port"), std::string::npos) << *r;
+  // Real hosts: their devices are theirs to have; nothing of this machine is looked at.
+  t.inventory[1].rails[0].rdma = "mlx5_9";
+  t.inventory[0].addr = "10.0.0.1";
+  t.inventory[1].addr = "10.0.0.2";
+  EXPECT_EQ(InventoryVerbsMissing(t, "ftccl", paths_), std::nullopt);
+  // A netns topology gets the machine's reason from the checker, as before.
+  RequirementChecker checker("/bin/true");
+  Topology netns;
+  auto why = checker.Missing({"verbs"}, "ftccl", &netns);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_EQ(*why, VerbsMissingReason());
+  EXPECT_EQ(checker.Missing({"verbs"}, "ftccl", &t), std::nullopt);
+}
+
 }  // namespace
 }  // namespace faultline::runner
