@@ -78,8 +78,8 @@ std::string VerbsMissingReason(const RdmaSysPaths& paths) {
   for (size_t i = 0; i < devices.size(); ++i) names += (i == 0 ? "" : ", ") + devices[i];
   return "RDMA devices exist (" + names +
          "), but faultline run puts none on its rails: its topology is veth pairs in per-host "
-         "network namespaces with ftccl over TCP, so qp_error has no verbs QP to fail (ftccl's "
-         "verbs tests in tests/rdma-lab exercise QP errors instead)";
+         "network namespaces with ftccl over TCP, so qp_error has no verbs QP to fail (place "
+         "the scenario on RDMA ports with --inventory HOSTS, as tests/rdma-lab does)";
 }
 
 std::optional<std::string> InventoryVerbsMissing(const Topology& t, std::string_view ccl,

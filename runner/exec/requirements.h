@@ -29,10 +29,10 @@ struct RdmaSysPaths {
 
 // Why a run cannot have a verbs QP for qp_error, from what the machine has: no RDMA device at
 // all (and whether the kernel could have rxe: rdma_rxe loaded, available or absent), or, where
-// devices exist, that `faultline run` puts none on its rails: it builds veth pairs in per-host
-// network namespaces and runs ftccl over TCP there (and the rdma_rxe of Linux 6.1, the RDMA
-// lab's guest kernel, serves only the initial network namespace). Always a reason today: the
-// second answer holds wherever the first does not.
+// devices exist, that `faultline run` puts none on the rails of its namespace topology: it
+// builds veth pairs in per-host network namespaces and runs ftccl over TCP there (and the
+// rdma_rxe of Linux 6.1, the RDMA lab's guest kernel, serves only the initial network
+// namespace); an inventory of RDMA ports (--inventory) has verbs (InventoryVerbsMissing).
 std::string VerbsMissingReason(const RdmaSysPaths& paths = {});
 
 // For an inventory topology: nullopt when a run of `ccl` on it has verbs QPs (ftccl, every
