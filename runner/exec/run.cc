@@ -1748,6 +1748,13 @@ std::string TwinKey(const Scenario& sc, const RunOptions& o) {
                   ";compute=" + std::to_string(w.compute_ns) + ";grad=" + std::to_string(w.bytes) +
                   ";ckpt=" + std::to_string(w.checkpoint_every) + ";wait=" + std::to_string(w.wait_bound_ns) +
                   ";timeout=" + std::to_string(o.op_timeout_ms);
+  // Where it runs: the same counts on namespaces and on an inventory's interfaces (one placed
+  // with --inventory, say) run at different rates, as do two inventories.
+  k += std::string(";kind=") + TopologyKindString(t.kind);
+  for (const InventoryHost& h : t.inventory) {
+    k += ";host=" + h.name + "@" + h.addr;
+    for (const InventoryRail& r : h.rails) k += "," + r.netdev + "/" + r.rdma + ":" + r.addr;
+  }
   // A rebuilt worker may run at another rate: its size and time are part of the key.
   struct stat st{};
   const std::string worker = o.worker_path.empty() ? ExeDir() + "/faultline-worker" : o.worker_path;
