@@ -354,6 +354,18 @@ double RingStepTimeEstimate(double step_time_s, double comm_fraction, int n, int
   return std::max((1 - c) * t + c * t * ring / speedup, 1e-6);
 }
 
+double FlappingOutageRemaining(int downs, double flapping_s, double held_s, double holddown_s,
+                               double holddown_max_s) {
+  FL_CHECK(downs >= 2 && IsFinite(flapping_s) && flapping_s >= 0 && IsFinite(held_s) &&
+           held_s >= 0 && IsFinite(holddown_s) && holddown_s >= 0 && IsFinite(holddown_max_s) &&
+           holddown_max_s >= 0);
+  // holddown x 2^(n-1) for n = 2 downs, doubled no further than the cap.
+  double hold = holddown_s;
+  for (int i = 1; i < 2 * downs && hold < holddown_max_s; ++i) hold *= 2;
+  hold = std::min(hold, holddown_max_s);
+  return std::max(held_s, flapping_s + hold);
+}
+
 PolicyDecision Decide(const PolicyState& s) {
   FL_CHECK(ValidatePolicyState(s).ok());
   const Outage outage = OutageOf(s);

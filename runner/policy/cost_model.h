@@ -115,7 +115,8 @@ struct PolicyState {
   double surviving_bandwidth_fraction = 0;
   double outage_so_far_s = 0;  // s since the CCL first saw the fault (its monotonic clock)
   // s, the expected length of the whole outage from the path's flap history (mean length of
-  // its past outages); nullopt = permanent (no history of coming back).
+  // its past outages; a path flapping under a library's damping: FlappingOutageRemaining);
+  // nullopt = permanent (no history of coming back).
   std::optional<double> expected_outage_s;
   double checkpoint_age_s = 0;  // s of work since the last checkpoint, lost on a restart
   // s, process restart + rendezvous + checkpoint load, measured at the job's last restart.
@@ -141,6 +142,18 @@ struct PolicyState {
 // A model: per-message latency and the algorithm a library picks for m ranks are not in it.
 // REQUIRES: step_time_s > 0, comm_fraction in [0, 1], speedup > 0, 1 <= m <= n. At least 1 us.
 double RingStepTimeEstimate(double step_time_s, double comm_fraction, int n, int m, double speedup);
+
+// The expected remaining outage (s) of a path that is down now and flapping, under a library's
+// flap damping: it went down `downs` >= 2 times within the flap window, the first of them
+// `flapping_s` ago, and its hold-down so far ends `held_s` from now. As with an outage of
+// unknown length, the flapping is expected to go on as long again as it has so far (as many
+// downs again); the library then keeps the path out for the hold-down those downs earn,
+// min(holddown_s x 2^(2 downs - 1), holddown_max_s). At least held_s. This is what the path's
+// flap history says of the outage the job sees: the library does not use the path before the
+// flapping has stopped and the hold-down has run out.
+// REQUIRES: downs >= 2; the times finite and >= 0.
+double FlappingOutageRemaining(int downs, double flapping_s, double held_s, double holddown_s,
+                               double holddown_max_s);
 
 // kInvalidArgument, naming the field, for: world_size < 1; steps_remaining < 0; step_time_s
 // not > 0; a fraction outside [0, 1]; any time negative or not finite; a fault_class outside

@@ -1241,11 +1241,34 @@ class Worker final {
     (*v)[kNegStart] = -kPermanent;
     int64_t expected = 0;
     std::map<int, int> rails_down;  // peer -> paths down to it
+    std::optional<workload::adapters::FlapDamping> damping;
+    const int64_t now = NowNs();
+    if (AnyPathDown()) damping = adapter_->Damping();
     for (const auto& [key, p] : paths_) {
       if (!p.down_since) continue;
       (*v)[kNegStart] = std::max((*v)[kNegStart], -*p.down_since);
       // The path's expected outage: the mean of its past outages; none: permanent.
-      const int64_t e = p.outages > 0 ? p.outage_ns / p.outages : kPermanent;
+      int64_t e = p.outages > 0 ? p.outage_ns / p.outages : kPermanent;
+      // Where the library damps flapping paths, its damping state says more: a path flapping
+      // now is out of use until the flapping stops and the hold-down it earned runs out
+      // (policy::FlappingOutageRemaining), and none is back before its hold-down ends.
+      if (damping) {
+        for (const auto& d : damping->paths) {
+          if (d.peer != key.first || d.path != key.second) continue;
+          const int64_t down_for = std::max<int64_t>(0, now - *p.down_since);
+          const double held_s = std::max<int64_t>(0, d.hold_until_ns - now) / 1e9;
+          const bool flapping = d.downs_in_window >= 2 && d.first_down_ns > 0 &&
+                                now - d.first_down_ns <= damping->window.count() * 1000000LL;
+          if (flapping) {
+            const double remaining = policy::FlappingOutageRemaining(
+                d.downs_in_window, std::max<int64_t>(0, now - d.first_down_ns) / 1e9, held_s,
+                damping->holddown.count() / 1e3, damping->holddown_max.count() / 1e3);
+            e = down_for + static_cast<int64_t>(remaining * 1e9);
+          } else if (e != kPermanent) {
+            e = std::max(e, down_for + static_cast<int64_t>(held_s * 1e9));
+          }
+        }
+      }
       expected = std::max(expected, e);
       ++rails_down[key.first];
       if (key.first >= 0 && key.first < o_.size) {

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -65,6 +66,25 @@ struct CclEvent {
   std::string reason;
 };
 
+// A library's flap damping (ftccl's failback hold-down): a path that went down n times within
+// `window` stays out of use for min(holddown x 2^(n-1), holddown_max) after it answers again.
+struct FlapDamping {
+  std::chrono::milliseconds holddown{0};
+  std::chrono::milliseconds holddown_max{0};
+  std::chrono::milliseconds window{0};
+  // A path (peer in the group's original numbers, rail) that went down at least once: its downs
+  // within the window as last counted, the oldest of them, and the end of its hold-down
+  // (CLOCK_MONOTONIC ns, as CclEvent::time_ns).
+  struct Path {
+    int peer = -1;
+    int path = -1;
+    int downs_in_window = 0;
+    int64_t first_down_ns = 0;
+    int64_t hold_until_ns = 0;
+  };
+  std::vector<Path> paths;
+};
+
 class CclAdapter {
  public:
   virtual ~CclAdapter() = default;
@@ -103,6 +123,9 @@ class CclAdapter {
   // in bytes per second, 0 where it has none (this rank, a peer left out, one not measured
   // yet). Empty: the library measures no per-peer rates. Default: empty.
   virtual std::vector<double> PeerRates() const { return {}; }
+  // The library's flap damping and the state of it on each path; nullopt where the library has
+  // none (a path that works is used at once). Default: nullopt.
+  virtual std::optional<FlapDamping> Damping() const { return std::nullopt; }
   // The rails (indices into CclInit::rails) the library carries data on, given `rails` of
   // them; the capacity model counts only these. Empty: the library chooses its interfaces
   // itself and the set is not known. Default: every rail.

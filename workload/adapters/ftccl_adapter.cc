@@ -152,6 +152,30 @@ class FtcclAdapter final : public CclAdapter {
     return out;
   }
 
+  std::optional<FlapDamping> Damping() const override {
+    if (comm_ == nullptr) return std::nullopt;
+    const ftccl::CommOptions& o = comm_->options();
+    FlapDamping d;
+    d.holddown = std::chrono::milliseconds(o.failback_holddown.count());
+    d.holddown_max = std::chrono::milliseconds(o.failback_holddown_max.count());
+    d.window = std::chrono::milliseconds(o.flap_window.count());
+    const ftccl::CommStats s = comm_->Stats();
+    const int rails = comm_->num_rails();
+    for (size_t i = 0; i < s.path_downs_in_window.size() && rails > 0; ++i) {
+      if (s.path_downs_in_window[i] == 0) continue;
+      const size_t r = i / static_cast<size_t>(rails);
+      if (r >= members_.size()) continue;
+      FlapDamping::Path p;
+      p.peer = members_[r];
+      p.path = static_cast<int>(i % static_cast<size_t>(rails));
+      p.downs_in_window = static_cast<int>(s.path_downs_in_window[i]);
+      p.first_down_ns = s.path_first_down_ns[i];
+      p.hold_until_ns = s.path_hold_until_ns[i];
+      d.paths.push_back(p);
+    }
+    return d;
+  }
+
   // Cumulative over this rank's communicators (the one now and those it shrank from).
   std::vector<std::pair<std::string, uint64_t>> Stats() const override {
     if (comm_ == nullptr) return {};

@@ -148,6 +148,15 @@ struct CommStats {
   // else the most it carried while busy); 0 for this rank and for a peer not measured yet
   // (no data sent to it, or its paths dialled afresh).
   std::vector<double> peer_rate_bytes_per_s;
+  // Flap damping, by rank x rail (index peer * num_rails() + rail; of its channels, the one
+  // with the most downs): how many times the path went down within flap_window as last
+  // counted (at its latest down; 0: never down), when the oldest of those downs was, and until
+  // when its hold-down keeps it out of use after it answers again (failback_holddown x
+  // 2^(n-1), at most failback_holddown_max). Times are CLOCK_MONOTONIC ns, as Event::time_ns;
+  // 0: none.
+  std::vector<uint32_t> path_downs_in_window;
+  std::vector<int64_t> path_first_down_ns;
+  std::vector<int64_t> path_hold_until_ns;
 };
 
 // What the data path did about a fault, for the harness's metrics and for operators.

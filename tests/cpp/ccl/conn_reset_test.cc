@@ -29,19 +29,27 @@ constexpr int kRanks = 4;
 // Collectives every rank runs while the resets go on (about 10 s on a loaded two-core machine).
 constexpr int kOps = 24;
 
-// Destroys every TCP connection whose local address is `rank`'s address on `rail`.
-Result<int> ResetRail(int rank, int rail) {
+// Destroys every TCP connection whose local address is `address`.
+Result<int> ResetAddress(const std::string& address) {
   auto conns = faultline::ListTcpConnections("");
   if (!conns.ok()) return Internal(conns.status().ToString());
   std::vector<faultline::TcpSocketInfo> mine;
   faultline::TcpFilter f;
-  f.src = RailAddress(rank, rail);
+  f.src = address;
   for (const auto& s : conns.value()) {
     if (f.Matches(s)) mine.push_back(s);
   }
   auto n = faultline::DestroyTcpSockets("", mine);
   if (!n.ok()) return Internal(n.status().ToString());
   return n.value();
+}
+
+// Destroys every TCP connection whose local address is `rank`'s address on `rail`.
+Result<int> ResetRail(int rank, int rail) { return ResetAddress(RailAddress(rank, rail)); }
+
+// The damping test's rail addresses: 127.0.0.200 + 10 x rail + rank.
+std::string DampingRail(int rank, size_t rail) {
+  return "127.0.0." + std::to_string(200 + 10 * static_cast<int>(rail) + rank);
 }
 
 // kDuplicates: every chunk also goes out a second time on the other connection (wire_faults), so
@@ -131,6 +139,89 @@ TEST_P(ConnResetTest, RepeatedRail0ResetsLoseNoChunkAndNoAcknowledgement) {
       << "too few connections were reset\n"
       << result.Describe();
   for (const RankOutcome& r : result.ranks) EXPECT_EQ(r.value("ops", 0), kOps) << result.Describe();
+}
+
+// Flap damping as CommStats reports it: rank 1's rail-0 connection to rank 0 is reset three
+// times, each time after it was back in use, so it goes down three times within the flap
+// window. Its pair (peer 0, rail 0) then shows 3 downs, the oldest at the first reset, and a
+// hold-down of holddown x 2^2 from the third; rail 1, never down, shows none.
+TEST(ConnResetDamping, StatsReportEachPathsDownsAndHoldDown) {
+  CommLaunch launch;
+  launch.size = 2;
+  launch.op_timeout = Millis(5000);
+  launch.wall_limit = std::chrono::seconds(60);
+  launch.configure = [](CommOptions& o) {
+    // Rail addresses of their own (127.0.0.20x), so that the other tests' resets of the usual
+    // ones, run alongside, do not add downs here.
+    for (size_t rail = 0; rail < o.rails.size(); ++rail) o.rails[rail] = DampingRail(o.rank, rail);
+    o.failback_holddown = Millis(40);
+    o.failback_holddown_max = Millis(5000);
+    o.flap_window = Millis(20000);
+  };
+  LaunchResult result = LaunchCommunicators(launch, [&](Communicator& comm, RankReporter& rep) {
+    const int rank = comm.rank();
+    auto run = [&](int i) {
+      CollCase c;
+      c.kind = CollKind::kAllReduce;
+      c.dt = DataType::kI32;
+      c.op = ReduceOp::kSum;
+      c.count = 1 << 16;
+      c.salt = 9100 + static_cast<uint64_t>(i);
+      bool correct = false;
+      return RunAndCheck(comm, c, rep, &correct);
+    };
+    int64_t first_reset_ns = 0;
+    for (int i = 0; i < 3; ++i) {
+      FTCCL_RETURN_IF_ERROR(run(10 * i));
+      if (rank == 1) {
+        const int64_t at =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+                .count();
+        auto n = ResetAddress(DampingRail(1, 0));
+        if (!n.ok()) {
+          rep.Value("reset_unavailable", 1);
+          rep.Progress("conn_reset: " + n.status().ToString());
+          return Status::Ok();
+        }
+        if (i == 0) first_reset_ns = at;
+      }
+      // Until the path is back in use (redialled, answered, its hold-down over): collectives
+      // keep data flowing so that the next reset is a new down, not the same one.
+      for (int k = 1; k <= 8; ++k) {
+        FTCCL_RETURN_IF_ERROR(run(10 * i + k));
+        std::this_thread::sleep_for(std::chrono::milliseconds(60));
+      }
+    }
+    if (rank == 1) {
+      const CommStats s = comm.Stats();
+      const size_t rails = static_cast<size_t>(comm.num_rails());
+      rep.Value("slots", static_cast<int64_t>(s.path_downs_in_window.size()));
+      rep.Value("downs_rail0", s.path_downs_in_window[0 * rails + 0]);
+      rep.Value("downs_rail1", s.path_downs_in_window[0 * rails + 1]);
+      rep.Value("first_down_after_reset_ms", (s.path_first_down_ns[0] - first_reset_ns) / 1000000);
+      rep.Value("hold_ms", (s.path_hold_until_ns[0] - s.path_first_down_ns[0]) / 1000000);
+      rep.Value("hold_rail1", s.path_hold_until_ns[1]);
+      rep.Value("self_downs", s.path_downs_in_window[1 * rails + 0]);
+    }
+    return Status::Ok();
+  });
+  if (result.ranks.size() > 1 && result.ranks[1].value("reset_unavailable", 0) == 1) {
+    GTEST_SKIP() << "this kernel cannot destroy sockets (SOCK_DESTROY): "
+                 << result.ranks[1].last_progress;
+  }
+  ASSERT_TRUE(result.AllOk()) << result.Describe();
+  const RankOutcome& r1 = result.ranks[1];
+  EXPECT_EQ(r1.value("slots"), 2 * 2) << result.Describe();
+  EXPECT_EQ(r1.value("downs_rail0"), 3) << result.Describe();
+  EXPECT_EQ(r1.value("downs_rail1"), 0) << result.Describe();
+  EXPECT_EQ(r1.value("hold_rail1"), 0) << result.Describe();
+  EXPECT_EQ(r1.value("self_downs"), 0) << result.Describe();
+  // The first down is the first reset, seen at once (the reset fails the socket here).
+  EXPECT_GE(r1.value("first_down_after_reset_ms"), 0) << result.Describe();
+  EXPECT_LT(r1.value("first_down_after_reset_ms"), 200) << result.Describe();
+  // The hold-down earned by the third down, 40 ms x 4, counted from that down, which came at
+  // least two rounds of 8 x 60 ms after the first.
+  EXPECT_GE(r1.value("hold_ms"), 2 * 8 * 60 + 160) << result.Describe();
 }
 
 INSTANTIATE_TEST_SUITE_P(All, ConnResetTest,

@@ -218,6 +218,53 @@ TEST(CostModel, RailAtTenPercentForGoodShrinkWinsAndARestartDoesNotHelp) {
             Of(d, RecoveryPolicy::kFailover).lost_gpu_seconds);
 }
 
+TEST(FlappingOutage, AsLongAgainThenTheHoldDownTheDownsEarn) {
+  // Damping of 100 ms x 2^(n-1), at most 5 s. Two downs in 0.4 s: as long again, by when 4
+  // downs earn 800 ms.
+  EXPECT_NEAR(FlappingOutageRemaining(2, 0.4, 0.1, 0.1, 5), 0.4 + 0.8, 1e-12);
+  // Three downs in 0.8 s: 0.8 s more, then 6 downs' 3.2 s.
+  EXPECT_NEAR(FlappingOutageRemaining(3, 0.8, 0.2, 0.1, 5), 0.8 + 3.2, 1e-12);
+  // Eight downs: the hold-down is at its cap.
+  EXPECT_NEAR(FlappingOutageRemaining(8, 3, 5, 0.1, 5), 3 + 5, 1e-12);
+  // A hold-down already earned that ends later than the estimate bounds it from below.
+  EXPECT_NEAR(FlappingOutageRemaining(2, 0, 2.5, 0.1, 5), 2.5, 1e-12);
+  // No damping: the flapping alone.
+  EXPECT_NEAR(FlappingOutageRemaining(4, 1.5, 0, 0, 0), 1.5, 1e-12);
+}
+
+// A rail of one host of three flaps (the fault mix's flap storm, the state the coordinator
+// measured): at the second down its estimate keeps failover, at the third the flapping and
+// the hold-down it will earn outprice the capacity a shrink gives up.
+TEST(CostModel, FlappingRailFailoverAtTheSecondDownShrinkAtTheThird) {
+  PolicyState s;
+  s.fault_class = FaultClassKind::kLink;
+  s.world_size = 3;
+  s.step_time_s = 0.055;
+  s.comm_fraction = 0.45;
+  s.surviving_bandwidth_fraction = 0.53;
+  s.checkpoint_age_s = 0.6;
+  s.restart_cost_s = 0.4;
+  s.shrink_cost_s = 0.05;
+  s.shrink_ranks = 1;
+  s.shrunk_step_time_s = 0.044;
+  s.wait_bound_s = 3;
+  s.steps_remaining = 92;
+  s.outage_so_far_s = 0.05;
+  s.expected_outage_s = 0.05 + FlappingOutageRemaining(2, 0.43, 0.2, 0.1, 5);
+  PolicyDecision d = Decide(s);
+  ExpectConsistent(s, d);
+  EXPECT_EQ(d.chosen, RecoveryPolicy::kFailover);
+  s.steps_remaining = 86;
+  s.expected_outage_s = 0.05 + FlappingOutageRemaining(3, 0.8, 0.4, 0.1, 5);
+  d = Decide(s);
+  ExpectConsistent(s, d);
+  EXPECT_EQ(d.chosen, RecoveryPolicy::kShrink);
+  // The same third down priced from the mean of the path's past outages alone (~0.2 s), as
+  // the selector did without the library's damping, kept failover.
+  s.expected_outage_s = 0.25;
+  EXPECT_EQ(Decide(s).chosen, RecoveryPolicy::kFailover);
+}
+
 TEST(CostModel, TransientOutageLongerThanTheWaitBoundFailoverWins) {
   const PolicyState s = LinkState();  // D = 60 s, wait bound 2 s, restart 120 s
   const PolicyDecision d = Decide(s);

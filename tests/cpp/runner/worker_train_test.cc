@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "injector/sock_diag.h"
 #include "runner/core/report_json.h"
 #include "runner/core/worker_log.h"
 #include "runner/exec/launcher.h"
@@ -63,7 +64,8 @@ std::string ExpectedSha(uint64_t samples, uint64_t seed) {
 // A train job's ranks; one directory for logs and checkpoints, removed at the end.
 class TrainJob {
  public:
-  explicit TrainJob(int ranks) : ranks_(ranks) {
+  // Rails 127.0.<rail_net>.<rank + 1> and 127.0.<rail_net + 1>.<rank + 1>.
+  explicit TrainJob(int ranks, int rail_net = 1) : ranks_(ranks), rail_net_(rail_net) {
     char tmpl[] = "/tmp/faultline_train_test_XXXXXX";
     dir_ = mkdtemp(tmpl);
   }
@@ -87,15 +89,35 @@ class TrainJob {
     const std::string bootstrap = "127.0.0.1:" + std::to_string(FreePort());
     std::vector<LaunchSpec> world;
     for (int r = 0; r < ranks_; ++r) {
-      std::vector<std::string> args = {FAULTLINE_WORKER_BIN, "--ccl", "ftccl", "--rank",
-                                       std::to_string(r), "--size", std::to_string(ranks_),
-                                       "--bootstrap", bootstrap, "--rails",
-                                       "127.0.1." + std::to_string(r + 1) + ",127.0.2." +
-                                           std::to_string(r + 1),
-                                       "--log", LogPath(r), "--init-timeout", "20s", "--timeout",
-                                       "10s", "--seed", "3", "--workload", "train",
-                                       "--grad-bytes", std::to_string(kGradBytes) + "b", "--batch",
-                                       std::to_string(kBatch), "--checkpoint-dir", dir_};
+      std::vector<std::string> args = {
+          FAULTLINE_WORKER_BIN,
+          "--ccl",
+          "ftccl",
+          "--rank",
+          std::to_string(r),
+          "--size",
+          std::to_string(ranks_),
+          "--bootstrap",
+          bootstrap,
+          "--rails",
+          "127.0." + std::to_string(rail_net_) + "." + std::to_string(r + 1) + ",127.0." +
+              std::to_string(rail_net_ + 1) + "." + std::to_string(r + 1),
+          "--log",
+          LogPath(r),
+          "--init-timeout",
+          "20s",
+          "--timeout",
+          "10s",
+          "--seed",
+          "3",
+          "--workload",
+          "train",
+          "--grad-bytes",
+          std::to_string(kGradBytes) + "b",
+          "--batch",
+          std::to_string(kBatch),
+          "--checkpoint-dir",
+          dir_};
       args.insert(args.end(), extra.begin(), extra.end());
       LaunchSpec spec;
       spec.argv = std::move(args);
@@ -147,6 +169,7 @@ class TrainJob {
 
  private:
   int ranks_;
+  int rail_net_;
   std::string dir_;
   std::string name_;
   std::unique_ptr<LocalNetnsLauncher> launcher_;
@@ -266,6 +289,58 @@ TEST(WorkerTrainTest, AdaptiveDecidesAfterALostRank) {
   ASSERT_TRUE(log1.ok());
   EXPECT_TRUE(log1->decisions.empty());  // only the coordinator logs decisions
   EXPECT_EQ(log0->wrong_elements + log1->wrong_elements, 0u);
+}
+
+// adaptive with a flapping path: rank 1's rail-1 connections are reset again and again (as the
+// injector's conn_reset does), each time after the path came back. The library damps the
+// path; the coordinator's estimate of the outage then covers the flapping to come and the
+// hold-down the library will keep (policy::FlappingOutageRemaining: with ftccl's default
+// damping, 100 ms doubling per down, at least 3.2 s from a third down), not the mean of the
+// path's past outages (tens of ms here) or as long again as the outage so far (the path is
+// held down for at most 1.6 s after the fifth reset, so that estimate stays near 2 s).
+TEST(WorkerTrainTest, AdaptivePricesAFlappingPathWithTheLibrarysHoldDown) {
+  constexpr int kRanks = 3;
+  // Rails of its own (127.0.5.x, 127.0.6.x): the resets must not reach the other tests' jobs.
+  TrainJob job(kRanks, 5);
+  job.Start("flapping", {"--steps", "150", "--compute-ms", "20", "--checkpoint-every", "50",
+                         "--policy", "adaptive"});
+  ASSERT_TRUE(job.WaitForSteps(0, 10, milliseconds(20000))) << "the job never got going";
+  int resets = 0;
+  for (int i = 0; i < 5; ++i) {
+    auto conns = ListTcpConnections("");
+    ASSERT_TRUE(conns.ok()) << conns.status().ToString();
+    std::vector<TcpSocketInfo> mine;
+    TcpFilter f;
+    f.src = "127.0.6.2";  // rank 1, rail 1
+    for (const auto& c : conns.value()) {
+      if (f.Matches(c)) mine.push_back(c);
+    }
+    auto n = DestroyTcpSockets("", mine);
+    if (!n.ok() && n.status().code() == Code::kUnavailable) {
+      GTEST_SKIP() << "this kernel cannot destroy sockets: " << n.status().ToString();
+    }
+    ASSERT_TRUE(n.ok()) << n.status().ToString();
+    resets += n.value();
+    std::this_thread::sleep_for(milliseconds(250));
+  }
+  EXPECT_GE(resets, 5);
+  for (int r = 0; r < kRanks; ++r) job.Wait(r, milliseconds(40000));
+  auto log0 = LoadWorkerLog(job.LogPath(0));
+  ASSERT_TRUE(log0.ok()) << log0.status().ToString();
+  ASSERT_GE(log0->decisions.size(), 1u);
+  double longest_ahead = 0;  // the most any decision expected of the outage beyond now
+  for (const DecisionRecord& d : log0->decisions) {
+    EXPECT_TRUE(policy::ValidateDecisionJson(d.decision).ok())
+        << policy::ValidateDecisionJson(d.decision).ToString();
+    const auto& in = d.decision["inputs"];
+    if (in["expected_outage_s"].is_null()) continue;
+    longest_ahead = std::max(
+        longest_ahead, in["expected_outage_s"].get<double>() - in["outage_so_far_s"].get<double>());
+  }
+  std::printf("[ flapping ] %zu decisions; the longest outage still expected: %.3f s\n",
+              log0->decisions.size(), longest_ahead);
+  EXPECT_GE(longest_ahead, 3.0);
+  EXPECT_EQ(log0->wrong_elements, 0u);
 }
 
 TEST(WorkerTrainTest, BadTrainCommandLinesStartNothing) {

@@ -41,8 +41,16 @@ Engine::Engine(const CommOptions& options, const BootstrapTable& table,
       rng_(options.wire_faults.seed * 1000003u + static_cast<uint64_t>(options.rank)),
       st_rail_bytes_(new std::atomic<uint64_t>[table.num_rails + 1]),
       st_peer_rate_(new std::atomic<double>[options.size]),
+      st_downs_(new std::atomic<uint32_t>[options.size * table.num_rails]),
+      st_first_down_ns_(new std::atomic<int64_t>[options.size * table.num_rails]),
+      st_hold_until_ns_(new std::atomic<int64_t>[options.size * table.num_rails]),
       rail_ips_(std::move(rail_ips)) {
   for (int r = 0; r < size_; ++r) st_peer_rate_[r] = 0;
+  for (int i = 0; i < size_ * num_rails_; ++i) {
+    st_downs_[i] = 0;
+    st_first_down_ns_[i] = 0;
+    st_hold_until_ns_[i] = 0;
+  }
   // One more than the rails: the bytes sent over relays.
   for (int r = 0; r <= num_rails_; ++r) st_rail_bytes_[r] = 0;
   for (auto& ic : conns) {
@@ -100,7 +108,7 @@ Status Engine::Start() {
     if (!c.alive && !c.relay) {
       // Not connected at init (a rail down at start): down from the start, and set up by the
       // higher rank of the pair as a broken connection is (CheckTimers, OnHello).
-      c.health.RecordDown(start, health_params_);
+      RecordDown(static_cast<int>(i), start);
       c.health.up_since_down = false;
       c.reconnect = rank_ > c.peer;
       c.next_connect = start;
@@ -290,6 +298,11 @@ CommStats Engine::Stats() const {
   for (int r = 0; r < num_rails_; ++r) s.payload_bytes_sent_per_rail.push_back(st_rail_bytes_[r]);
   s.relay_payload_bytes_sent = st_rail_bytes_[num_rails_];
   for (int r = 0; r < size_; ++r) s.peer_rate_bytes_per_s.push_back(st_peer_rate_[r]);
+  for (int i = 0; i < size_ * num_rails_; ++i) {
+    s.path_downs_in_window.push_back(st_downs_[i]);
+    s.path_first_down_ns.push_back(st_first_down_ns_[i]);
+    s.path_hold_until_ns.push_back(st_hold_until_ns_[i]);
+  }
   if (serving_relays_) s.relay_bytes_forwarded = backend_->relay_bytes_forwarded();
   return s;
 }

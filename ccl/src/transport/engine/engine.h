@@ -341,6 +341,9 @@ class Engine final : public Transport, public FaultTarget {
   void CheckTimers();
   // Takes a path out of use: its unacknowledged chunks move to the others, it is probed.
   void MarkDown(int ci, Clock::time_point now, const std::string& reason);
+  // Counts a down of conns_[ci] for flap damping (PathHealth::RecordDown) and publishes the
+  // damping of its peer and rail for Stats().
+  void RecordDown(int ci, Clock::time_point now);
   // A connection broke. `peer_closed`: the peer closed it in order (its process is ending), so
   // it is not set up again.
   void ConnFailed(int ci, const std::string& reason, bool peer_closed = false);
@@ -452,6 +455,10 @@ class Engine final : public Transport, public FaultTarget {
       st_dups_{0}, st_ooo_{0}, st_acks_{0}, st_nacks_{0}, st_staged_{0};
   std::unique_ptr<std::atomic<uint64_t>[]> st_rail_bytes_;
   std::unique_ptr<std::atomic<double>[]> st_peer_rate_;  // by rank (CommStats)
+  // By rank x rail (CommStats::path_downs_in_window, ...), written by RecordDown.
+  std::unique_ptr<std::atomic<uint32_t>[]> st_downs_;
+  std::unique_ptr<std::atomic<int64_t>[]> st_first_down_ns_;
+  std::unique_ptr<std::atomic<int64_t>[]> st_hold_until_ns_;
   std::vector<PathLoad> leave_scratch_;  // LeaveChunk's, kept to spare an allocation per chunk
 
   std::mutex events_mu_;

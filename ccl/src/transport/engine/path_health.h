@@ -70,6 +70,8 @@ class PathHealth final {
   TimePoint probe_outstanding_since() const { return ping_outstanding_since_; }
   TimePoint hold_until() const { return hold_until_; }
   size_t downs_in_window() const { return downs_.size(); }
+  // The oldest down counted in downs_in_window (epoch: none).
+  TimePoint oldest_down() const { return downs_.empty() ? TimePoint{} : downs_.front(); }
   double srtt_ms() const { return srtt_ms_; }
   double rttvar_ms() const { return rttvar_ms_; }
   bool have_rtt() const { return have_rtt_; }

@@ -39,6 +39,29 @@ void Engine::SendPing(int ci, Clock::time_point now) {
   Flush(ci);
 }
 
+void Engine::RecordDown(int ci, Clock::time_point now) {
+  Conn& c = conns_[ci];
+  c.health.RecordDown(now, health_params_);
+  if (c.relay || c.rail < 0 || c.rail >= num_rails_) return;
+  // The channel of this peer and rail with the most downs in the window speaks for the pair.
+  const PathHealth* worst = &c.health;
+  for (int cj : peers_[c.peer].conns) {
+    const Conn& o = conns_[cj];
+    if (!o.relay && o.rail == c.rail && o.health.downs_in_window() > worst->downs_in_window()) {
+      worst = &o.health;
+    }
+  }
+  auto ns = [](Clock::time_point t) -> int64_t {
+    return t == Clock::time_point{}
+               ? 0
+               : std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  };
+  const size_t slot = static_cast<size_t>(c.peer * num_rails_ + c.rail);
+  st_downs_[slot] = static_cast<uint32_t>(worst->downs_in_window());
+  st_first_down_ns_[slot] = ns(worst->oldest_down());
+  st_hold_until_ns_[slot] = ns(worst->hold_until());
+}
+
 void Engine::MarkDown(int ci, Clock::time_point now, const std::string& reason) {
   Conn& c = conns_[ci];
   Peer& p = peers_[c.peer];
@@ -48,14 +71,14 @@ void Engine::MarkDown(int ci, Clock::time_point now, const std::string& reason) 
     // hold-down grows. A second report of the same down (the peer's notice) does not count.
     if (c.health.up_since_down) {
       c.health.up_since_down = false;
-      c.health.RecordDown(now, health_params_);
+      RecordDown(ci, now);
     }
     return;
   }
   c.health.suspect = true;
   c.health.up_since_down = false;
   c.health.failback_pending = false;
-  c.health.RecordDown(now, health_params_);
+  RecordDown(ci, now);
   std::vector<uint64_t> moved;
   for (auto& [seq, ch] : p.unacked) {
     if (ch.conn == ci && !ch.in_ready && !ch.delivered && seq >= p.delivered) moved.push_back(seq);
@@ -109,7 +132,7 @@ void Engine::ConnFailed(int ci, const std::string& reason, bool peer_closed) {
   if (again) {
     // A path already down (suspect, not up since) whose socket now fails too, e.g. closed by
     // the peer to connect afresh, is the same down: it does not count again for damping.
-    if (!c.health.suspect || c.health.up_since_down) c.health.RecordDown(now, health_params_);
+    if (!c.health.suspect || c.health.up_since_down) RecordDown(ci, now);
     c.health.up_since_down = false;
     c.reconnect = rank_ > peer;
     c.next_connect = now;
