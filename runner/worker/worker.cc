@@ -1,6 +1,10 @@
 #include "runner/worker/worker.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -37,6 +41,52 @@ int64_t NowNs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// The interfaces of this rank's rails (each an IPv4 address, found on the interface that holds
+// it, or an interface name), as the kernel lists them now; a rail found nowhere is left out.
+std::vector<std::string> RailInterfaces(const std::vector<std::string>& rails) {
+  std::vector<std::string> names;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return names;
+  for (const std::string& rail : rails) {
+    in_addr want{};
+    const bool is_addr = inet_pton(AF_INET, rail.c_str(), &want) == 1;
+    for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
+      if (a->ifa_name == nullptr) continue;
+      const bool match =
+          is_addr ? a->ifa_addr != nullptr && a->ifa_addr->sa_family == AF_INET &&
+                        reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr.s_addr == want.s_addr
+                  : rail == a->ifa_name;
+      if (match) {
+        names.push_back(a->ifa_name);
+        break;
+      }
+    }
+  }
+  freeifaddrs(list);
+  return names;
+}
+
+// Whether the kernel has one of `interfaces` down: not administratively up, without carrier
+// (not IFF_RUNNING), or gone (a port removed). Loopback rails never are.
+bool AnyInterfaceDown(const std::vector<std::string>& interfaces) {
+  if (interfaces.empty()) return false;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return false;
+  bool down = false;
+  for (const std::string& name : interfaces) {
+    bool found = false, up = false;
+    for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
+      if (a->ifa_name == nullptr || name != a->ifa_name) continue;
+      found = true;
+      up = (a->ifa_flags & IFF_UP) != 0 && (a->ifa_flags & IFF_RUNNING) != 0;
+      break;
+    }
+    if (!found || !up) down = true;
+  }
+  freeifaddrs(list);
+  return down;
 }
 
 // The log file: every line is one write(2), so a killed worker leaves whole lines behind.
@@ -1050,6 +1100,8 @@ class Worker final {
     kSlots,
   };
   static constexpr int64_t kPermanent = std::numeric_limits<int64_t>::max();
+  // Added to a rank's score slot when its own rail port went down during the fault.
+  static constexpr int64_t kOwnPortDown = 4;
 
   // After the score slots, groups of up to kMaxMatrixRanks ranks gather which paths each rank
   // sees down (one slot per ordered pair), from which every rank computes the same smallest
@@ -1072,9 +1124,10 @@ class Worker final {
 
   // The ranks a shrink must drop so that no member of the group has a path down to another:
   // a greedy vertex cover of the down paths among the members (the rank with the most down
-  // paths first, the lowest world rank on a tie; the coordinator too: the lowest survivor
-  // leads the new group), at most group - 1 ranks. Without the matrix (large groups): the one
-  // rank of the highest score other than the coordinator. The same on every rank: a pure
+  // paths first; on a tie a rank whose own port went down during the fault, then the lowest
+  // world rank; the coordinator too: the lowest survivor leads the new group), at most
+  // group - 1 ranks. Without the matrix (large groups): the one rank of the highest score
+  // (own port down first) other than the coordinator. The same on every rank: a pure
   // function of the gathered slots.
   std::vector<int> AffectedCover(const std::vector<int64_t>& v) const {
     const std::vector<int> members = Members();
@@ -1102,9 +1155,15 @@ class Worker final {
         ++degree[a];
         ++degree[b];
       }
+      auto own_port_down = [&](int r) {
+        return (v[kSlots + static_cast<size_t>(r)] & kOwnPortDown) != 0;
+      };
       int pick = -1;
       for (const auto& [r, d] : degree) {
-        if (pick < 0 || d > degree[pick]) pick = r;
+        if (pick < 0 || d > degree[pick] ||
+            (d == degree[pick] && own_port_down(r) && !own_port_down(pick))) {
+          pick = r;
+        }
       }
       cover.push_back(pick);
       for (auto it = edges.begin(); it != edges.end();) {
@@ -1301,7 +1360,18 @@ class Worker final {
     } else if ((*v)[kDown] != 0 || fault_news_) {
       (*v)[kClass] = 1;
     }
-    if ((*v)[kClass] != 0) (*v)[kSlots + o_.rank] = cut_off ? 2 : 1;
+    // This rank's own NIC port went down during the fault (the kernel's view of its rails,
+    // checked at every boundary while a path is down or news is fresh): it is the one a shrink
+    // should drop when the down paths alone do not say which end is at fault (a single pair).
+    if (AnyPathDown() || fault_news_) {
+      if (rail_interfaces_.empty()) rail_interfaces_ = RailInterfaces(o_.rails);
+      if (AnyInterfaceDown(rail_interfaces_)) own_port_down_ = true;
+    } else {
+      own_port_down_ = false;
+    }
+    if ((*v)[kClass] != 0) {
+      (*v)[kSlots + o_.rank] = (cut_off ? 2 : 1) + (own_port_down_ ? kOwnPortDown : 0);
+    }
     // The surviving bandwidth, measured: the fault-free steps' mean allreduce time over the
     // last step's (the rate every rank got, whatever the library did about the fault).
     double b = 1;
@@ -1568,6 +1638,8 @@ class Worker final {
   std::vector<double> ref_rates_;
   std::map<std::pair<int, int>, PathState> paths_;  // (peer, path)
   bool relay_on_ = false;
+  std::vector<std::string> rail_interfaces_;  // this rank's rails' interfaces (RailInterfaces)
+  bool own_port_down_ = false;  // one of them was seen down during the fault now going on
   bool fault_news_ = false;     // a fault event since the last step boundary
   bool news_deferred_ = false;  // adaptive: news gathered, decided after one measured step
   uint64_t prev_base_ = 0;      // base_ before the last step (AgreeOnStep undoes that step)

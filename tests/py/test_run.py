@@ -699,7 +699,8 @@ def test_train_link_down_wait_holds_and_adaptive_decides_on_the_path(fl):
     the shrink set one host's ranks) and every decision line validates. Neither loses a
     sample unless it shrank: the final parameters are the fault-free twin's. Fixed shrink
     does not reroute: it drops one host's ranks at the first boundary after the fault, and
-    the survivors finish exactly with fewer samples than the twin."""
+    the survivors finish exactly with fewer samples than the twin. The ranks dropped are those
+    of host 1, whose port went down, not those of the healthy host."""
     sc = os.path.join(POLICY_SCENARIOS, "train_link_down.yaml")
     r = fl.run(sc, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -742,9 +743,11 @@ def test_train_link_down_wait_holds_and_adaptive_decides_on_the_path(fl):
     first = lines[0]
     assert first["trigger"] == "path_down" and first["inputs"]["fault_class"] == "link", first
     assert first["t_s"] >= ad_fault["applied_s"], (first, ad_fault)
-    # A shrink would drop the ranks of one host (both see the rail down), and the model was
-    # told so; its estimate of the survivors' step is a positive time.
-    assert sorted(first["shrink_set"]) in ([0, 1], [2, 3]), first
+    # A shrink would drop the ranks of the host whose port went down (every path between the
+    # hosts is down, so the paths alone do not say which host; its ranks saw their own rail
+    # interface down), and the model was told so; its estimate of the survivors' step is a
+    # positive time.
+    assert sorted(first["shrink_set"]) == [2, 3], first
     assert first["inputs"]["shrink_ranks"] == 2
     assert first["inputs"]["shrunk_step_time_s"] is None or first["inputs"]["shrunk_step_time_s"] > 0
     chosen = [d["chosen"] for d in ad["train"]["decisions"]]
@@ -761,13 +764,41 @@ def test_train_link_down_wait_holds_and_adaptive_decides_on_the_path(fl):
     assert not [e for e in sh_events if e.get("kind") == "policy_decision"]  # a fixed policy
     shrinks = [e for e in sh_events if e.get("type") == "shrink"]
     assert shrinks and all(e["ok"] and e["group"] == 2 for e in shrinks), shrinks
-    assert {tuple(sorted(e["excluded"])) for e in shrinks} in ({(0, 1)}, {(2, 3)}), shrinks
+    assert {tuple(sorted(e["excluded"])) for e in shrinks} == {(2, 3)}, shrinks
     # At the first boundary after the detection: well before the path came back.
     assert all(sh_fault["applied_s"] <= e["t_s"] < sh_fault["reverted_s"] for e in shrinks), (
         shrinks, sh_fault)
     assert sh["train"]["useful_samples"] < 100 * 4 * 4, sh["train"]
     for rep in list(reps.values()) + [twin]:
         fl.assert_nothing_left(rep["environment"]["run_id"])
+
+
+def test_train_shrink_drops_the_rank_whose_port_went_down(fl, tmp_path):
+    """Two hosts, one rank each: the rail-0 port of host 1 goes down. Both ranks see the one
+    path between them down, so the paths alone cannot say which end to drop; rank 1 saw its
+    own rail interface down (the kernel's view), so the shrink leaves rank 1 out, and rank 0,
+    whose ports all work, finishes the job alone with exact results."""
+    sc = tmp_path / "own_port.yaml"
+    sc.write_text("""name: shrink-own-port
+seed: 7
+topology: {hosts: 2, ranks_per_host: 1, rails: 2, rail_gbps: 1}
+ccl: ftccl
+matrix: {policy: [shrink]}
+workload: {kind: train, steps: 60, batch: 4, compute: 20ms, grad_bytes: 1MiB,
+           checkpoint_every: 20, wait_bound: 2s}
+faults:
+  - {id: down, at: 1s, type: link_down, target: {host: 1, rail: 0}, for: 1s}
+""")
+    r = fl.run(str(sc), timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    with open(os.path.join(fl.out, "policy=shrink", "report.json")) as f:
+        rep = json.load(f)
+    assert rep["outcome"] == "survived" and rep["correctness"]["wrong"] == 0, rep
+    with open(os.path.join(fl.out, "policy=shrink", "events.jsonl")) as f:
+        shrinks = [e for e in map(json.loads, f) if e.get("type") == "shrink"]
+    assert shrinks and all(e["ok"] and e["excluded"] == [1] for e in shrinks), shrinks
+    assert {e["rank"] for e in shrinks} == {0}, shrinks
+    fl.assert_nothing_left(rep["environment"]["run_id"])
 
 
 def test_worker_takes_a_rail_by_interface_name_and_refuses_one_without_ipv4(tmp_path):
