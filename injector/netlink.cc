@@ -52,6 +52,8 @@ LinkState ToState(rtnl_link* link) {
   if (rtnl_link_get_link_netnsid(link, &nsid) != 0) nsid = -1;
   s.link_netnsid = nsid;
   s.master_ifindex = rtnl_link_get_master(link);
+  uint32_t changes = 0;
+  if (rtnl_link_get_carrier_changes(link, &changes) == 0) s.carrier_changes = changes;
   return s;
 }
 

@@ -57,6 +57,9 @@ struct LinkState {
   int link_ifindex = 0;       // IFLA_LINK (the veth peer's ifindex), 0 when absent
   int32_t link_netnsid = -1;  // IFLA_LINK_NETNSID, -1 when the peer is in this namespace
   int master_ifindex = 0;
+  // IFLA_CARRIER_CHANGES: the carrier's transitions (up and down) since the device was made;
+  // a port that went down and came back between two looks shows here. 0 when not reported.
+  uint32_t carrier_changes = 0;
 };
 
 Result<LinkState> GetLink(NlSock& sock, std::string_view name);

@@ -3,7 +3,6 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
-#include <net/if.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -25,6 +24,7 @@
 #include <thread>
 #include <utility>
 
+#include "injector/netlink.h"
 #include "runner/core/worker_log.h"
 #include "runner/policy/cost_model.h"
 #include "runner/worker/train_model.h"
@@ -66,27 +66,6 @@ std::vector<std::string> RailInterfaces(const std::vector<std::string>& rails) {
   }
   freeifaddrs(list);
   return names;
-}
-
-// Whether the kernel has one of `interfaces` down: not administratively up, without carrier
-// (not IFF_RUNNING), or gone (a port removed). Loopback rails never are.
-bool AnyInterfaceDown(const std::vector<std::string>& interfaces) {
-  if (interfaces.empty()) return false;
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return false;
-  bool down = false;
-  for (const std::string& name : interfaces) {
-    bool found = false, up = false;
-    for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
-      if (a->ifa_name == nullptr || name != a->ifa_name) continue;
-      found = true;
-      up = (a->ifa_flags & IFF_UP) != 0 && (a->ifa_flags & IFF_RUNNING) != 0;
-      break;
-    }
-    if (!found || !up) down = true;
-  }
-  freeifaddrs(list);
-  return down;
 }
 
 // The log file: every line is one write(2), so a killed worker leaves whole lines behind.
@@ -1360,15 +1339,9 @@ class Worker final {
     } else if ((*v)[kDown] != 0 || fault_news_) {
       (*v)[kClass] = 1;
     }
-    // This rank's own NIC port went down during the fault (the kernel's view of its rails,
-    // checked at every boundary while a path is down or news is fresh): it is the one a shrink
+    // Whether this rank's own NIC port went down during the fault: it is the one a shrink
     // should drop when the down paths alone do not say which end is at fault (a single pair).
-    if (AnyPathDown() || fault_news_) {
-      if (rail_interfaces_.empty()) rail_interfaces_ = RailInterfaces(o_.rails);
-      if (AnyInterfaceDown(rail_interfaces_)) own_port_down_ = true;
-    } else {
-      own_port_down_ = false;
-    }
+    WatchOwnPorts(AnyPathDown() || fault_news_);
     if ((*v)[kClass] != 0) {
       (*v)[kSlots + o_.rank] = (cut_off ? 2 : 1) + (own_port_down_ ? kOwnPortDown : 0);
     }
@@ -1379,6 +1352,46 @@ class Worker final {
       b = std::clamp(static_cast<double>(clean_ar_ns_) / clean_steps_ / last_ar_ns_, 0.0, 1.0);
     }
     (*v)[kNegBandwidth] = -static_cast<int64_t>(b * 1e6);
+  }
+
+  // The kernel's view of this rank's rail ports (rtnetlink, in the rank's namespace), at every
+  // boundary of the adaptive and shrink policies. With no fault on, it notes each port's
+  // carrier transitions so far; during a fault, a port that is not running, is gone, or whose
+  // carrier changed since (it went down, even if it is back by this boundary) sets
+  // own_port_down_ until the fault is over. Where the rails' ports cannot be read, nothing is
+  // set (the cover falls back to the lowest rank).
+  void WatchOwnPorts(bool fault_on) {
+    if (port_watch_off_) return;
+    if (!nl_) {
+      auto sock = NlSock::Connect();
+      if (!sock.ok()) {
+        std::fprintf(stderr, "faultline-worker: rank %d: not watching its ports: %s\n", o_.rank,
+                     sock.status().ToString().c_str());
+        port_watch_off_ = true;
+        return;
+      }
+      nl_ = std::move(sock).value();
+      rail_interfaces_ = RailInterfaces(o_.rails);
+    }
+    bool down = false;
+    std::vector<uint32_t> changes;
+    for (const std::string& name : rail_interfaces_) {
+      auto link = GetLink(*nl_, name);
+      if (!link.ok()) {
+        down = true;  // gone: a port removed
+        changes.push_back(0);
+        continue;
+      }
+      if (!link->running) down = true;
+      changes.push_back(link->carrier_changes);
+    }
+    if (!fault_on) {
+      port_changes_ = std::move(changes);
+      own_port_down_ = false;
+      return;
+    }
+    if (port_changes_.size() == changes.size() && port_changes_ != changes) down = true;
+    if (down) own_port_down_ = true;
   }
 
   // The decision's inputs that do not depend on the fault. `ranks`: the group before it.
@@ -1638,8 +1651,13 @@ class Worker final {
   std::vector<double> ref_rates_;
   std::map<std::pair<int, int>, PathState> paths_;  // (peer, path)
   bool relay_on_ = false;
-  std::vector<std::string> rail_interfaces_;  // this rank's rails' interfaces (RailInterfaces)
-  bool own_port_down_ = false;  // one of them was seen down during the fault now going on
+  // WatchOwnPorts: this rank's rails' interfaces (RailInterfaces), their carrier transitions
+  // when no fault was on, and whether one went down during the fault now going on.
+  std::optional<NlSock> nl_;
+  bool port_watch_off_ = false;
+  std::vector<std::string> rail_interfaces_;
+  std::vector<uint32_t> port_changes_;
+  bool own_port_down_ = false;
   bool fault_news_ = false;     // a fault event since the last step boundary
   bool news_deferred_ = false;  // adaptive: news gathered, decided after one measured step
   uint64_t prev_base_ = 0;      // base_ before the last step (AgreeOnStep undoes that step)

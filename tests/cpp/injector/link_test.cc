@@ -6,6 +6,7 @@
 #include "base/clock.h"
 #include "injector/injection.h"
 #include "injector/link_flap.h"
+#include "injector/netlink.h"
 #include "injector/realtime_scope.h"
 #include "injector/registry.h"
 #include "tests/cpp/injector/test_util.h"
@@ -120,6 +121,36 @@ TEST(LinkFlap, EveryTransitionHappensAndEndsUp) {
   EXPECT_GT(seen_down.load(), 0) << "an independent observer never saw the link down";
   EXPECT_TRUE(HasFlag(IpLink(t->a(), "va"), "UP"));
   ASSERT_TRUE(inj->RevertAt().ok());
+}
+
+// LinkState::carrier_changes counts every carrier transition, so one who looks only before and
+// after a flap (as a rank at its step boundaries) still learns the port went down: three
+// down-up cycles are six transitions on both ends of the veth.
+TEST(LinkFlap, CarrierChangesCountEveryTransitionOnBothEnds) {
+  FL_SKIP_WITHOUT_NETNS(t);
+  auto sa = NlSock::ConnectInNetns(t->a());
+  auto sb = NlSock::ConnectInNetns(t->b());
+  ASSERT_TRUE(sa.ok() && sb.ok());
+  auto a0 = GetLink(*sa, "va");
+  auto b0 = GetLink(*sb, "vb");
+  ASSERT_TRUE(a0.ok() && b0.ok());
+  auto inj = ArmOrDie(*t, "link_flap",
+                      {{"netns", t->a()},
+                       {"dev", "va"},
+                       {"down", "10ms"},
+                       {"up", "10ms"},
+                       {"count", 3},
+                       {"jitter", "0ms"},
+                       {"seed", 1}});
+  ASSERT_NE(inj, nullptr);
+  ASSERT_TRUE(inj->ApplyAt(MonoNow() + 1'000'000).ok());
+  ASSERT_TRUE(inj->RevertAt().ok());
+  auto a1 = GetLink(*sa, "va");
+  auto b1 = GetLink(*sb, "vb");
+  ASSERT_TRUE(a1.ok() && b1.ok());
+  EXPECT_TRUE(a1->running);
+  EXPECT_EQ(a1->carrier_changes - a0->carrier_changes, 6u);
+  EXPECT_EQ(b1->carrier_changes - b0->carrier_changes, 6u);
 }
 
 TEST(PortDrop, RemoveMakesTheDeviceDisappearAndRevertRestoresAddresses) {
