@@ -1,9 +1,6 @@
 #include "runner/worker/worker.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <ifaddrs.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -24,6 +21,7 @@
 #include <thread>
 #include <utility>
 
+#include "base/ifaddr.h"
 #include "injector/netlink.h"
 #include "runner/core/worker_log.h"
 #include "runner/policy/cost_model.h"
@@ -47,24 +45,13 @@ int64_t NowNs() {
 // it, or an interface name), as the kernel lists them now; a rail found nowhere is left out.
 std::vector<std::string> RailInterfaces(const std::vector<std::string>& rails) {
   std::vector<std::string> names;
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return names;
   for (const std::string& rail : rails) {
-    in_addr want{};
-    const bool is_addr = inet_pton(AF_INET, rail.c_str(), &want) == 1;
-    for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
-      if (a->ifa_name == nullptr) continue;
-      const bool match =
-          is_addr ? a->ifa_addr != nullptr && a->ifa_addr->sa_family == AF_INET &&
-                        reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr.s_addr == want.s_addr
-                  : rail == a->ifa_name;
-      if (match) {
-        names.push_back(a->ifa_name);
-        break;
-      }
+    if (auto dev = InterfaceWithIpv4(rail); dev.ok()) {
+      names.push_back(*dev);
+    } else if (InterfaceIpv4(rail).ok()) {
+      names.push_back(rail);
     }
   }
-  freeifaddrs(list);
   return names;
 }
 
