@@ -8,3 +8,15 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     rep = outcome.get_result()
     setattr(item, "rep_" + rep.when, rep)
+
+
+def pytest_configure(config):
+    # The tiers (scripts/run-tests): `make test` runs the tests not marked slow, `make check`
+    # all of them. A test's tier is declared on the test.
+    config.addinivalue_line(
+        "markers", "slow: only in `make check` (minutes of machine time, or a Slurm cluster, "
+        "torch, a policy or incident library)")
+    # pytest-xdist runs the rest on several workers; these run alone, after them.
+    config.addinivalue_line(
+        "markers", "serial: cannot share the machine with another test (the marker's comment "
+        "at the test says why)")

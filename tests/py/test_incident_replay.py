@@ -2,6 +2,7 @@
 clocks, a switch's log, an NCCL job's error lines) and `faultline run` of the scenario it
 writes, where Gloo must reproduce the production job's fail-stop symptom (the ranks that
 printed NCCL errors return errors) and ftccl must survive the same fault."""
+import glob
 import json
 import os
 import re
@@ -105,20 +106,24 @@ def test_year_less_stamps_roll_over_new_year(tmp_path):
     assert "for: 5000ms}" in r.stdout, r.stdout
 
 
-def leftovers():
+def leftovers(run_ids):
+    """The namespaces of these runs (fl-<run id>-: other tests' runs make and remove theirs
+    meanwhile) and the project's nft tables in the root namespace (which no test changes on
+    purpose: every fault acts in namespaces of its own)."""
     netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     tables = subprocess.run(["nft", "list", "tables"], capture_output=True, text=True).stdout
-    return ([l for l in netns.splitlines() if l.startswith("fl-")],
+    return ([l for l in netns.splitlines() if any(l.startswith(f"fl-{i}-") for i in run_ids)],
             [l for l in tables.splitlines() if "faultline" in l])
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="faultline run needs root")
+@pytest.mark.slow  # a replay on two libraries: make check
 def test_replay_reproduces_on_gloo_and_ftccl_survives(tmp_path):
     scenario = tmp_path / "replay.yaml"
     r = faultline("import", os.path.join(DATA, "nccl-port-down"), *MAPS, "--bytes", "4MiB",
                   "--name", "nccl-port-down", "-o", str(scenario))
     assert r.returncode == 0, r.stderr
-    before = leftovers()
+    tables_before = leftovers([])[1]
     env = dict(os.environ, FAULTLINE_JOURNAL_DIR=str(tmp_path / "journal"))
     out = tmp_path / "out"
     run = faultline("run", str(scenario), "--out", str(out), timeout=300, env=env)
@@ -143,7 +148,12 @@ def test_replay_reproduces_on_gloo_and_ftccl_survives(tmp_path):
     for rank in ("1", "3"):
         assert 0 < checks["reproduce.ranks"]["value"][rank] <= checks["reproduce.ranks"]["limit"]["within_ms"]
     assert "the incident was reproduced" in (out / "ccl=gloo" / "summary.md").read_text()
-    assert leftovers() == before
+    run_ids = [rep["environment"]["run_id"] for rep in (ft, gl)]
+    assert all(run_ids), run_ids
+    assert leftovers(run_ids) == ([], tables_before)
+    # Namespaces of any name: the run's journal records each before it is made, drops it once
+    # it is gone.
+    assert not glob.glob(str(tmp_path / "journal" / "*.json"))
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="faultline run needs root")

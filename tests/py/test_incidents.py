@@ -20,6 +20,8 @@ INCIDENTS = os.path.join(ROOT, "scenarios", "incidents")
 # teardown; the box leaves room for a loaded machine and catches a replay that starts to hang
 # or drag (the runner's own watchdog ends a hung run sooner).
 TIME_BOX_S = int(os.environ.get("FAULTLINE_INCIDENTS_BOX_S", "240"))
+# The incident library runs in make check only (over a minute).
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="session", autouse=True)
