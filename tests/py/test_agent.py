@@ -7,6 +7,7 @@ import os
 import secrets
 import socket
 import subprocess
+import threading
 import time
 
 import pytest
@@ -24,6 +25,23 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def listening(proc, timeout=10):
+    """Reads the agent's stderr up to its "listening on" line, printed once its own socket is
+    bound and listening: True. Otherwise what it said before it exited (killed after
+    `timeout` s)."""
+    timer = threading.Timer(timeout, proc.kill)
+    timer.start()
+    said = []
+    try:
+        for line in proc.stderr:
+            if "listening on" in line:
+                return True
+            said.append(line)
+    finally:
+        timer.cancel()
+    return "".join(said) or f"the agent never listened (exit {proc.wait()})"
 
 
 @pytest.fixture
@@ -44,22 +62,22 @@ def agent(tmp_path):
         sh("ip", "-n", a, "link", "set", "h0", "up")
         sh("ip", "-n", b, "link", "set", "s0", "up")
         token = secrets.token_hex(16)
-        port = free_port()
         journal = tmp_path / "journal"
         env = dict(os.environ, FAULTLINE_AGENT_TOKEN=token)
-        proc = subprocess.Popen(
-            [FAULTLINE, "agent", "--listen", "127.0.0.1", "--port", str(port),
-             "--allow", f"{a}/h0", "--journal", str(journal), "--lease-ms", "5000"],
-            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        # The port free_port() found may be taken by another test's process before the agent
+        # binds it, and a connection to it would then reach that process. The agent's own
+        # "listening" line says the port is its; a port taken meanwhile is tried again.
+        for attempt in range(5):
+            port = free_port()
+            proc = subprocess.Popen(
+                [FAULTLINE, "agent", "--listen", "127.0.0.1", "--port", str(port),
+                 "--allow", f"{a}/h0", "--journal", str(journal), "--lease-ms", "5000"],
+                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            said = listening(proc)
+            if said is True:
                 break
-            except OSError:
-                assert proc.poll() is None, proc.stderr.read()
-                assert time.monotonic() < deadline, "the agent never listened"
-                time.sleep(0.05)
+            proc.wait()
+            assert "Address already in use" in said and attempt < 4, said
         yield {"proc": proc, "port": port, "token": token, "a": a, "b": b, "journal": journal}
     finally:
         if proc is not None and proc.poll() is None:

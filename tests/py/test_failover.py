@@ -28,6 +28,8 @@ def run_and_check(fl, name):  # noqa: F811
     return rep
 
 
+# Serial: bounds detection to 100/250 ms, a latency that another run's ranks on these cores stretch.
+@pytest.mark.serial
 @pytest.mark.parametrize("name,max_detect_ms", [
     ("link_down_rail0.yaml", 100),     # the rank's own link goes down: netlink
     ("link_down_switch.yaml", 100),    # carrier loss on one side, the peer's notice on the other

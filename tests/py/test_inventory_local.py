@@ -83,9 +83,15 @@ def fabric():
         ip("netns", "del", ns, check=False)
 
 
-def run_in(ns, *args, timeout=120):
+def journal_env(tmp_path):
+    """This test's own journal, not the machine's default (/run/faultline/journal), which a
+    test running beside it would share."""
+    return dict(os.environ, FAULTLINE_JOURNAL_DIR=str(tmp_path / "journal"))
+
+
+def run_in(ns, *args, timeout=120, env=None):
     return subprocess.run(["ip", "netns", "exec", ns, FAULTLINE, *args], capture_output=True,
-                          text=True, timeout=timeout)
+                          text=True, timeout=timeout, env=env)
 
 
 def link(ns, dev):
@@ -97,8 +103,8 @@ def test_a_netns_scenario_runs_on_this_machines_interfaces(fabric, tmp_path):
     scen.write_text(SCENARIO)
     hosts = host_file(tmp_path / "hosts.yaml", 2)
     out = tmp_path / "out"
-    before = set(ip("netns", "list").stdout.split())
-    r = run_in(fabric, "run", str(scen), "--inventory", hosts, "--out", str(out))
+    r = run_in(fabric, "run", str(scen), "--inventory", hosts, "--out", str(out),
+               env=journal_env(tmp_path))
     assert r.returncode == 0, r.stdout + r.stderr
     assert f"2 inventory hosts on this machine (network namespace {fabric})" in r.stdout
     rep = json.loads((out / "report.json").read_text())
@@ -125,15 +131,22 @@ def test_a_netns_scenario_runs_on_this_machines_interfaces(fabric, tmp_path):
     for col in ("h0_r0_tx_gbps", "h0_r1_tx_gbps", "h1_r0_tx_gbps", "h1_r1_tx_gbps"):
         i = header.index(col)
         assert max(row[i] for row in rows if row[i] is not None) > 0.1, col
-    # Healed, and nothing of the run is left: the link is up, no namespace was made.
+    # Healed, and nothing of the run is left: the link is up, no namespace was made. Other
+    # tests make and remove namespaces meanwhile: the run's by their names (fl-<run id>-), and
+    # of any name by its journal, which records each namespace before it is made.
     assert "UP" in link(fabric, "h1r0")["flags"]
-    assert set(ip("netns", "list").stdout.split()) == before
+    run_id = env["run_id"]
+    assert run_id
+    assert [n for n in ip("netns", "list").stdout.split() if n.startswith(f"fl-{run_id}-")] == []
+    netns_entries = [e for e in (tmp_path / "journal").glob("*.json")
+                     if json.loads(e.read_text()).get("kind") == "netns"]
+    assert netns_entries == [], netns_entries
 
 
 def test_qp_error_on_tcp_rails_is_skipped_with_the_inventory_reason(fabric, tmp_path):
     hosts = host_file(tmp_path / "hosts.yaml", 2)
     r = run_in(fabric, "run", os.path.join(ROOT, "scenarios", "nightly", "qp_error.yaml"),
-               "--inventory", hosts, "--out", str(tmp_path / "out"))
+               "--inventory", hosts, "--out", str(tmp_path / "out"), env=journal_env(tmp_path))
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.count("inventory host box0 rail h0r0 names no RDMA port (rdma:), so ftccl "
                           "runs over TCP there and qp_error has no verbs QP to fail") == 8, r.stdout
@@ -190,12 +203,12 @@ def test_a_placed_training_run_gets_its_own_fault_free_twin(fabric, tmp_path):
     scen.write_text(TRAIN)
     hosts = host_file(tmp_path / "hosts.yaml", 2)
     r = subprocess.run([FAULTLINE, "run", str(scen), "--out", str(tmp_path / "netns")],
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, timeout=300, env=journal_env(tmp_path))
     assert r.returncode == 0, r.stdout + r.stderr
     reports = []
     for out in ("inv1", "inv2"):
         r = run_in(fabric, "run", str(scen), "--inventory", hosts, "--out", str(tmp_path / out),
-                   timeout=300)
+                   timeout=300, env=journal_env(tmp_path))
         assert r.returncode == 0, r.stdout + r.stderr
         reports.append(json.loads((tmp_path / out / "report.json").read_text()))
     assert [rep["train"]["twin"]["reused"] for rep in reports] == [False, True]

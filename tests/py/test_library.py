@@ -173,10 +173,11 @@ def test_folder_run_writes_combined_junit_and_index(tmp_path):
     log = r.stdout + r.stderr
     assert r.returncode == 0, log
 
-    netem = subprocess.run(["tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"],
-                           capture_output=True, text=True)
-    if netem.returncode == 0:
-        subprocess.run(["tc", "qdisc", "del", "dev", "lo", "root"], capture_output=True)
+    # Whether the kernel has sch_netem, asked on the lo of a network namespace of the probe's
+    # own (gone with it), not the machine's: a qdisc there would delay every test's loopback
+    # traffic and change the root namespace other tests compare before and after.
+    netem = subprocess.run(["unshare", "--net", "tc", "qdisc", "add", "dev", "lo", "root",
+                            "netem", "delay", "1ms"], capture_output=True, text=True)
     has_netem = netem.returncode == 0
 
     dirs = {

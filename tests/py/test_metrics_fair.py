@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from test_run import check_report_shape, fl, namespaces_possible, netns_names, position_of  # noqa: F401,E501 (fixtures)
+from test_run import check_report_shape, fl, namespaces_possible, position_of  # noqa: F401,E501 (fixtures)
 
 
 def write(tmp_path, name, text):
@@ -98,14 +98,13 @@ def test_an_expectation_the_overriding_ccl_cannot_measure_is_bad_input(fl, tmp_p
         expect:
           failover_first_ms: {max: 100}
         """)
-    ns_before = netns_names()
-    r = fl.run(sc, "--ccl", "gloo")
+    r, left = fl.run_refused(sc, "--ccl", "gloo")
     assert r.returncode == 2, r.stdout + r.stderr
     line, col = position_of(sc, "failover_first_ms:", "{max")
     assert f"{sc}:{line}:{col}: expect.failover_first_ms needs CCL path events, which gloo" \
         in r.stderr, r.stderr
     assert "--ccl gloo" in r.stderr
-    assert sorted(n for n in netns_names() - ns_before if n.startswith("fl-")) == []
+    assert left == [], f"namespaces created by a refused run: {left}"
     assert not os.path.exists(os.path.join(fl.out, "ranks"))
     assert root_state_unchanged(fl)
 

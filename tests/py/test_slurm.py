@@ -17,10 +17,11 @@ BUILD = os.environ.get("FAULTLINE_BUILD", os.path.join(ROOT, "build"))
 FAULTLINE = os.path.join(BUILD, "bin", "faultline")
 DEMO = os.path.join(ROOT, "scenarios", "demo.yaml")
 
-pytestmark = pytest.mark.skipif(
+# make check only (a Slurm cluster per test: minutes in all).
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     shutil.which("slurmctld", path="/usr/sbin:/usr/bin") is None
     or shutil.which("munged", path="/usr/sbin:/usr/bin") is None,
-    reason="Debian's slurm-wlm and munge are not installed (scripts/install-deps installs them)")
+    reason="Debian's slurm-wlm and munge are not installed (scripts/install-deps installs them)")]
 
 
 def sh(*args, check=True, env=None, timeout=120):
@@ -155,6 +156,8 @@ def test_down_without_cluster_is_a_clear_error(box):
     assert "no cluster is up" in r.stderr
 
 
+# Serial: its kill delays (0.15/0.4/0.6 s) are to land while daemons start at an idle box's pace.
+@pytest.mark.serial
 def test_cluster_up_killed_midway_is_undone_by_cleanup(box):
     """SIGKILL at any point of `cluster up`: the journal has every namespace, daemon and the
     directory, so `faultline cleanup` removes them."""
@@ -301,6 +304,13 @@ def agent_pids(cdir_marker):
     return [p for p, c in live_processes_mentioning(" agent ") if cdir_marker in c]
 
 
+def cluster_agents(info):
+    """`faultline agent` processes (and the srun that started them) of runs on this cluster:
+    their --allow names its hosts' namespaces (fl-<cluster run id>-h<i>)."""
+    return [(p, c) for p, c in live_processes_mentioning("faultline agent")
+            if f"fl-{info['run_id']}-" in c]
+
+
 def wait_for(pred, timeout, step=0.05):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -323,9 +333,11 @@ def test_agent_killed_mid_fault_is_replaced_and_heals(box, tmp_path):
     h0 = info["host_netns"][0]
     try:
         assert wait_for(lambda: not link_up(h0, "r0"), 30), "the fault was never applied"
-        victims = [p for p, c in live_processes_mentioning("faultline agent")
+        # This cluster's agents only (other tests' come and go meanwhile: one that ended
+        # before `identify` is none of this cluster's h0).
+        victims = [p for p, c in cluster_agents(info)
                    if os.path.realpath(f"/proc/{p}/ns/net") and
-                   sh("ip", "netns", "identify", str(p)).stdout.strip() == h0]
+                   sh("ip", "netns", "identify", str(p), check=False).stdout.strip() == h0]
         assert len(victims) == 1, victims
         os.kill(victims[0], signal.SIGKILL)
         killed_at = time.time()
@@ -372,7 +384,9 @@ def test_runner_killed_agents_heal_when_their_lease_lapses(box, tmp_path):
     # The lease is 3 s: the link is back and the agents are gone within a few seconds, long
     # before the fault's scheduled end.
     assert wait_for(lambda: link_up(h0, "r0"), 8), "the agent did not heal after its lease"
-    assert wait_for(lambda: not live_processes_mentioning("faultline agent"), 8)
+    # This cluster's agents (and their srun): their --allow names its hosts' namespaces. Other
+    # tests' agents may run meanwhile.
+    assert wait_for(lambda: not cluster_agents(info), 8), cluster_agents(info)
     assert time.time() - killed_at < 8
     sh(FAULTLINE, "cluster", "down", env=box)
     subprocess.run([FAULTLINE, "cleanup"], env=box, capture_output=True)
@@ -476,10 +490,10 @@ def test_node_failure_ends_as_a_crashed_host_and_spares_the_other_hosts(box, tmp
     lrep_path = os.path.join(out_l, "report.json")
 
     def local_fault_applied():
-        # The local run's own host 0 (not the cluster's) has its rail 0 down.
-        for n in netns_names() - {h0}:
-            if not n.endswith("-h0"):
-                continue
+        # The local run's own host 0 (not the cluster's, nor another test's run's) has its
+        # rail 0 down: the run journals its namespaces into this test's journal.
+        for run_id in journaled_run_ids(box["FAULTLINE_JOURNAL_DIR"]) - {info["run_id"]}:
+            n = f"fl-{run_id}-h0"
             try:
                 if not link_up(n, "r0"):
                     return True
@@ -500,7 +514,13 @@ def test_node_failure_ends_as_a_crashed_host_and_spares_the_other_hosts(box, tmp
     assert "rank 1" in stdout and "rank 1" in stdout_l
     sh(FAULTLINE, "cluster", "down", env=box)
     assert_nothing_left(box, [info["run_id"]])
-    assert live_processes_mentioning(out) == [] and live_processes_mentioning("srun ") == []
+    # No srun of this test's runs is left: each names its --out (in --error) and its run's id
+    # (in --job-name). Other tests' sruns may run meanwhile.
+    rid = rep["environment"]["run_id"]
+    assert rid and live_processes_mentioning(out) == []
+    assert [c for _, c in live_processes_mentioning("srun ")
+            if out in c or out_l in c or f"--job-name=faultline-{rid}" in c
+            or f"--job-name=faultline-agents-{rid}" in c] == []
 
 
 # An inventory of the one-box cluster's hosts, as a user writes one for real hosts: the Slurm
