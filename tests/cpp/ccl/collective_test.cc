@@ -337,7 +337,10 @@ TEST_P(RankCountTest, UnalignedBuffers) {
 }
 
 // Both rails carry payload on every rank, and a run without injected damage sees no CRC
-// error and no duplicate.
+// error. A duplicate needs a second copy of a chunk, and without injected damage a second copy
+// is only ever a resend: under CPU load a slow but live path can be declared down and its
+// chunks resent while the first copies still arrive. So the duplicates dropped over all ranks
+// are at most the chunks resent over all ranks (none resent: no duplicate), whatever the load.
 TEST_P(RankCountTest, BothRailsCarryTraffic) {
   const int ranks = GetParam();
   if (ranks == 1) GTEST_SKIP() << "a single rank sends nothing";
@@ -360,16 +363,25 @@ TEST_P(RankCountTest, BothRailsCarryTraffic) {
         rep.Fail("rail " + std::to_string(rail) + " carried no payload");
       }
     }
-    if (stats.crc_errors != 0 || stats.duplicates_dropped != 0) {
-      rep.Fail("undamaged run: crc_errors " + std::to_string(stats.crc_errors) +
-               ", duplicates_dropped " + std::to_string(stats.duplicates_dropped));
+    if (stats.crc_errors != 0) {
+      rep.Fail("undamaged run: crc_errors " + std::to_string(stats.crc_errors));
     }
     if (stats.data_frames_sent == 0 || stats.data_frames_received == 0) {
       rep.Fail("no data frames counted");
     }
+    // The resends are counted after a barrier: every duplicate a peer counted before the
+    // barrier came from a resend made before it (a resend is counted before its copy goes out).
+    rep.Value("duplicates_dropped", static_cast<int64_t>(stats.duplicates_dropped));
+    FTCCL_RETURN_IF_ERROR(comm.Barrier());
+    rep.Value("chunks_retransmitted", static_cast<int64_t>(comm.Stats().chunks_retransmitted));
     return Status::Ok();
   });
-  EXPECT_TRUE(result.AllOk()) << result.Describe();
+  ASSERT_TRUE(result.AllOk()) << result.Describe();
+  const int64_t dups = result.Sum("duplicates_dropped");
+  const int64_t resent = result.Sum("chunks_retransmitted");
+  EXPECT_LE(dups, resent) << "undamaged run: " << dups
+                          << " duplicates dropped, but only " << resent
+                          << " chunks resent (every second copy must be a resend)";
 }
 
 // The per-peer throughput (CommStats::peer_rate_bytes_per_s): one entry per rank, 0 for this
