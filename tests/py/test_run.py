@@ -305,6 +305,10 @@ def timeseries_rows(out_dir):
 # ---------------------------------------------------------------------------------------------
 # Fault-free runs.
 
+# Serial: goodput_loss_pct of a fault-free run compares its throughput before and after the
+# baseline window; another test's ranks starting or ending on these cores moves it past 40 %
+# (measured -51 % and 41 % under pytest -n 2).
+@pytest.mark.serial
 @pytest.mark.parametrize("ccl_args,ccl", [([], "ftccl"), (["--ccl", "gloo"], "gloo")])
 def test_fault_free_run_survives(fl, ccl_args, ccl):
     sc = scenario("clean_allreduce.yaml")
