@@ -71,7 +71,9 @@ TEST(RankLauncherTest, LargeOutputDoesNotBlockARank) {
     return 0;
   });
   EXPECT_TRUE(result.AllOk()) << result.Describe();
-  EXPECT_EQ(result.ranks[1].last_progress, std::string(100, 'x') + "19999");
+  std::string last(100, 'x');
+  last += "19999";
+  EXPECT_EQ(result.ranks[1].last_progress, last);
 }
 
 TEST(RankLauncherTest, RailAddressesAreDistinct) {

@@ -94,7 +94,9 @@ TEST(Verdict, FaultNotReachedInARunThatSurvivedIsAHarnessError) {
   nlohmann::json r = testing::PassingReport();
   r["faults"][2]["error"] = kRanksEndedFirstError;
   ASSERT_EQ(FaultErrors(r).size(), 1u);
-  EXPECT_EQ(FaultErrors(r)[0], std::string("fault f3: ") + kRanksEndedFirstError);
+  std::string want = "fault f3: ";
+  want += kRanksEndedFirstError;
+  EXPECT_EQ(FaultErrors(r)[0], want);
   EXPECT_EQ(VerdictOf(r), Verdict::kHarnessError);
   EXPECT_EQ(VerdictExitCode(VerdictOf(r)), 3);
   const Shown s = WritersOn(r);
