@@ -1,5 +1,6 @@
 #include "log.h"
 
+#include <atomic>
 #include <cstdarg>
 #include <cstdlib>
 #include <cstring>
@@ -20,7 +21,9 @@ Level ParseLevel() {
   return Level::kWarn;
 }
 
-int g_rank = -1;
+// Every communicator of the process sets it in Init, and several may be made at once (threads
+// of one process, as the C API test and a torch process with several groups do): atomic.
+std::atomic<int> g_rank{-1};
 std::mutex g_mu;
 
 }  // namespace
@@ -30,7 +33,7 @@ Level CurrentLevel() {
   return level;
 }
 
-void SetRank(int rank) { g_rank = rank; }
+void SetRank(int rank) { g_rank.store(rank, std::memory_order_relaxed); }
 
 void Write(Level level, const char* subsys, const char* file, int line, const char* fmt, ...) {
   static const char* kNames[] = {"ERROR", "WARN", "INFO", "DEBUG"};
@@ -43,14 +46,14 @@ void Write(Level level, const char* subsys, const char* file, int line, const ch
   clock_gettime(CLOCK_MONOTONIC, &ts);
   const char* base = std::strrchr(file, '/');
   base = base ? base + 1 : file;
+  const int rank = g_rank.load(std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(g_mu);
   if (level <= Level::kWarn) {
     std::fprintf(stderr, "%ld.%06ld ftccl[%d] %s %s: %s (%s:%d)\n", static_cast<long>(ts.tv_sec),
-                 ts.tv_nsec / 1000, g_rank, kNames[static_cast<int>(level)], subsys, msg, base,
-                 line);
+                 ts.tv_nsec / 1000, rank, kNames[static_cast<int>(level)], subsys, msg, base, line);
   } else {
     std::fprintf(stderr, "%ld.%06ld ftccl[%d] %s %s: %s\n", static_cast<long>(ts.tv_sec),
-                 ts.tv_nsec / 1000, g_rank, kNames[static_cast<int>(level)], subsys, msg);
+                 ts.tv_nsec / 1000, rank, kNames[static_cast<int>(level)], subsys, msg);
   }
 }
 

@@ -76,9 +76,10 @@ int ParentOf(int pid) {
   return ppid;
 }
 
-// The rank process of Slurm task `procid` of step job.step on this host: the task's process
-// whose parent is the task itself (the rank under `faultline task-exec`), else the task.
-Result<int> FindTaskPid(int procid, const std::string& job, const std::string& step) {
+}  // namespace
+
+Result<int> FindSlurmTaskPid(int procid, const std::string& job, const std::string& step,
+                             uint64_t netns_inode) {
   std::set<int> task;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator("/proc", ec)) {
@@ -89,6 +90,8 @@ Result<int> FindTaskPid(int procid, const std::string& job, const std::string& s
     if (env["SLURM_PROCID"] != std::to_string(procid)) continue;
     if (!job.empty() && env["SLURM_JOB_ID"] != job) continue;
     if (!step.empty() && env["SLURM_STEP_ID"] != step) continue;
+    auto inode = ProcessNetnsInode(pid);
+    if (!inode.ok() || *inode != netns_inode) continue;
     task.insert(pid);
   }
   for (int pid : task) {
@@ -98,6 +101,8 @@ Result<int> FindTaskPid(int procid, const std::string& job, const std::string& s
   return NotFound("no process of task " + std::to_string(procid) + " (job " + job + "." + step +
                   ") on this host");
 }
+
+namespace {
 
 // The IPv4 address of interface `dev` in namespace `netns`.
 Result<std::string> Ipv4Of(const std::string& netns, const std::string& dev) {
@@ -146,8 +151,10 @@ Status Agent::CheckTarget(nlohmann::json* params) {
   nlohmann::json& p = *params;
   if (p.contains("procid")) {
     if (!p["procid"].is_number_integer()) return InvalidArgument("procid must be an integer");
-    FL_ASSIGN_OR_RETURN(int pid, FindTaskPid(p["procid"].get<int>(), p.value("job_id", ""),
-                                             p.value("step_id", "")));
+    // The task runs in the host's namespace, the one the fault names.
+    FL_ASSIGN_OR_RETURN(uint64_t host_ns, NetnsInode(Netns(p.value("netns", ""))));
+    FL_ASSIGN_OR_RETURN(int pid, FindSlurmTaskPid(p["procid"].get<int>(), p.value("job_id", ""),
+                                                  p.value("step_id", ""), host_ns));
     p.erase("procid");
     p.erase("job_id");
     p.erase("step_id");

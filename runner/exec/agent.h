@@ -42,6 +42,8 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
+
 namespace faultline::runner {
 
 struct AgentOptions {
@@ -56,5 +58,14 @@ struct AgentOptions {
 
 // Runs the agent until the lease lapses, `bye`, or a signal; returns the exit code.
 int RunAgent(const AgentOptions& options);
+
+// The rank process of Slurm task `procid` of step `job`.`step` (empty: any) on this host: of
+// the processes whose environment names that task and that run in the network namespace
+// `netns_inode` (the host's), the one whose parent is among them (the rank under `faultline
+// task-exec`), else the only one. The namespace matters because job ids are unique per Slurm
+// controller, not per machine: two one-box clusters on one machine both have a job 1.
+// Fails with NotFound when no such process (or no single one) exists.
+Result<int> FindSlurmTaskPid(int procid, const std::string& job, const std::string& step,
+                             uint64_t netns_inode);
 
 }  // namespace faultline::runner

@@ -180,6 +180,9 @@ def test_cluster_up_killed_midway_is_undone_by_cleanup(box):
     assert any(ns and daemons for _, ns, daemons in caught), caught
 
 
+# Serial: both launchers' verdicts rest on "recovery within 4 s" and the clock offsets on
+# round trips, which another test's ranks on these cores move (it failed once under -n 2).
+@pytest.mark.serial
 def test_demo_under_slurm_gives_the_local_verdict(box, tmp_path):
     info = up(box, "--hosts", "2", "--ranks-per-host", "2", "--rails", "2", "--rail-gbps", "1")
     # The same scenario through both launchers; the verdicts must agree. On a shared box a
