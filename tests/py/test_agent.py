@@ -130,6 +130,9 @@ def tx_bytes(ns, dev):
     return out["stats64"]["tx"]["bytes"]
 
 
+# Serial: the agent's samples must land within 5 ms of their 20 ms grid; another test's ranks
+# on these cores pushed one 9.3 ms off it under -n 2.
+@pytest.mark.serial
 def test_agent_samples_only_its_allowlisted_ports_on_its_own_clock(agent):
     c = Conn(agent)
     a, b = agent["a"], agent["b"]

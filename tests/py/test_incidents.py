@@ -31,6 +31,9 @@ def built():
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="faultline run needs root")
+# Serial: the incidents' expectations bound recovery (80 % within 10 s), which another test's
+# ranks on these cores stretch (measured 10.97 s under -n 2 with a build beside it).
+@pytest.mark.serial
 def test_every_incident_passes(tmp_path):
     files = sorted(glob.glob(os.path.join(INCIDENTS, "*.yaml")))
     assert len(files) >= 3, files

@@ -449,6 +449,10 @@ def run_and_kill(argv, env, fault_applied, kill):
     return time.time() - killed_at, run.returncode, stdout
 
 
+# Serial: twice under -n 2 (never alone) rank 1 of the local run was not among the live
+# processes when its fault was in force, so the kill found nothing; the cause is not
+# understood yet, and until it is the test runs alone.
+@pytest.mark.serial
 def test_node_failure_ends_as_a_crashed_host_and_spares_the_other_hosts(box, tmp_path):
     """A failed node, emulated by SIGKILL of everything in its namespace (slurmd, step daemons,
     its agent, its ranks) mid-run. Slurm marks it down; the step goes on (--no-kill) and the
