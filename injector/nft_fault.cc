@@ -26,6 +26,10 @@ Status NftDropFault::Apply(MonoNs) { return nft_->Run(script_); }
 Status NftDropFault::Revert() {
   FL_ASSIGN_OR_RETURN(bool has, nft_->HasTable("netdev", table_));
   if (!has) return Status::Ok();
+  // What the fault did over its whole life, read before the table and its counters go.
+  auto seen = nft_->CounterPackets("netdev", table_, "seen");
+  auto dropped = nft_->CounterPackets("netdev", table_, "dropped");
+  if (seen.ok() && dropped.ok()) final_counts_ = std::make_pair(*seen, *dropped);
   return nft_->Run("delete table netdev " + table_);
 }
 
@@ -37,6 +41,9 @@ Result<nlohmann::json> NftDropFault::Observe() {
     FL_ASSIGN_OR_RETURN(int64_t dropped, nft_->CounterPackets("netdev", table_, "dropped"));
     out["seen_packets"] = seen;
     out["dropped_packets"] = dropped;
+  } else if (final_counts_) {
+    out["seen_packets"] = final_counts_->first;
+    out["dropped_packets"] = final_counts_->second;
   }
   return out;
 }

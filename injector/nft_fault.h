@@ -20,7 +20,8 @@ class NftDropFault : public Fault {
   Result<nlohmann::json> Prepare(const TargetPolicy& policy) override;
   Status Apply(MonoNs scheduled) override;
   Status Revert() override;
-  // {"in_effect": table present, "table", "seen_packets", "dropped_packets"}.
+  // {"in_effect": table present, "table", "seen_packets", "dropped_packets"}: the counters
+  // now while the table is in effect, and after Revert their totals when it was removed.
   Result<nlohmann::json> Observe() override;
 
  protected:
@@ -36,6 +37,8 @@ class NftDropFault : public Fault {
   std::string table_;
   std::string script_;
   std::optional<NftSession> nft_;
+  // The counters read just before Revert removed the table: {seen, dropped}.
+  std::optional<std::pair<int64_t, int64_t>> final_counts_;
 };
 
 }  // namespace faultline

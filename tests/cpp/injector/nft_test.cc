@@ -87,8 +87,14 @@ TEST(Blackhole, DropsEverythingWhileTheLinkStaysUp) {
   bool lower_up = false;
   for (const auto& f : link.value("flags", nlohmann::json::array())) lower_up |= f == "LOWER_UP";
   EXPECT_TRUE(lower_up) << link.dump();
+  const int64_t dropped = NftDroppedPackets(t->b());
   ASSERT_TRUE(inj->RevertAt().ok());
   EXPECT_EQ(NftTables(t->b()), "");
+  // The revert's observation keeps what the fault did: the counters' totals at removal.
+  const nlohmann::json& gone = inj->revert_timing().observation;
+  EXPECT_EQ(gone.value("in_effect", true), false) << gone.dump();
+  EXPECT_GE(gone.value("dropped_packets", int64_t{-1}), dropped) << gone.dump();
+  EXPECT_GE(dropped, 300);
   EXPECT_EQ(UdpTransfer(*t, 100), 100);
 }
 
