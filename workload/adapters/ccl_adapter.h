@@ -2,7 +2,9 @@
 // layer that the runner's worker, the benchmarks (ftccl-perf, gloo-perf) and the tests drive.
 // One implementation per library, one file each (<name>_adapter.cc); CreateCclAdapter picks one
 // by name. Which exist depends on the build: ftccl always, gloo where Gloo was found
-// (FAULTLINE_HAVE_GLOO), nccl where NCCL and CUDA are (FAULTLINE_HAVE_NCCL).
+// (FAULTLINE_HAVE_GLOO), nccl where NCCL and CUDA are (FAULTLINE_HAVE_NCCL). What each library
+// can do, built here or not, is its row of the CCL traits table (ccl_traits.h); where an adapter
+// answers the same question (EmitsEvents, CanShrink) it says what its row says.
 //
 // Contract for every adapter:
 //  - Every call returns by its deadline (Init: init_timeout; Run, Barrier and Finish: the

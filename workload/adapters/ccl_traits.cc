@@ -1,0 +1,108 @@
+#include "workload/adapters/ccl_traits.h"
+
+#include <iterator>
+
+namespace faultline::workload::adapters {
+namespace {
+
+#ifdef FAULTLINE_HAVE_GLOO
+constexpr bool kGlooBuilt = true;
+#else
+constexpr bool kGlooBuilt = false;
+#endif
+#ifdef FAULTLINE_HAVE_NCCL
+constexpr bool kNcclBuilt = true;
+#else
+constexpr bool kNcclBuilt = false;
+#endif
+
+constexpr CclTraits kTraits[] = {
+    {
+        .id = CclId::kFtccl,
+        .name = "ftccl",
+        .built_here = true,
+        .built_from = "",
+        .how_to_build = "",
+        .emits_path_events = true,
+        .serves_fault_hook = true,
+        .can_shrink = true,
+        .honours_peer_loss_timeout = true,
+        .has_queue_pairs = true,  // its verbs transport, on RDMA rails
+        .needs_store_dir = false,  // rank 0's bootstrap listener
+        .needs_own_gpu = false,
+        .launch = LaunchStyle::kForkedRank,
+    },
+    {
+        .id = CclId::kGloo,
+        .name = "gloo",
+        .built_here = kGlooBuilt,
+        .built_from = "Gloo",
+        .how_to_build = "apt install libgloo-dev, then configure with -DFAULTLINE_WITH_GLOO=ON",
+        .emits_path_events = false,
+        .serves_fault_hook = false,
+        .can_shrink = false,
+        .honours_peer_loss_timeout = false,
+        .has_queue_pairs = false,  // the adapter uses Gloo's TCP transport
+        .needs_store_dir = true,   // a FileStore
+        .needs_own_gpu = false,
+        .launch = LaunchStyle::kForkedRank,
+    },
+    {
+        .id = CclId::kNccl,
+        .name = "nccl",
+        .built_here = kNcclBuilt,
+        .built_from = "NCCL and CUDA",
+        .how_to_build = "install the CUDA toolkit and NCCL (nccl.h, libnccl), then configure with "
+                        "-DFAULTLINE_WITH_CUDA=ON",
+        .emits_path_events = false,
+        .serves_fault_hook = false,
+        .can_shrink = false,
+        .honours_peer_loss_timeout = false,
+        .has_queue_pairs = true,  // its IB transport, where every rail has an RDMA port
+        .needs_store_dir = true,  // the unique id goes through it
+        .needs_own_gpu = true,
+        .launch = LaunchStyle::kForkedRank,
+    },
+};
+
+constexpr bool RowsInIdOrderWithUniqueNames() {
+  const int n = static_cast<int>(std::size(kTraits));
+  for (int i = 0; i < n; ++i) {
+    if (static_cast<int>(kTraits[i].id) != i || kTraits[i].name.empty()) return false;
+    for (int j = 0; j < i; ++j) {
+      if (kTraits[j].name == kTraits[i].name) return false;
+    }
+  }
+  return true;
+}
+static_assert(RowsInIdOrderWithUniqueNames(), "one row per CclId, in order, each its own name");
+static_assert(kTraits[0].built_here, "ftccl is always built");
+
+}  // namespace
+
+std::span<const CclTraits> AllCclTraits() { return kTraits; }
+
+const CclTraits* FindCclTraits(std::string_view name) {
+  for (const CclTraits& t : kTraits) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+const CclTraits& CclTraitsOf(CclId id) { return kTraits[static_cast<int>(id)]; }
+
+std::vector<std::string> CclNames() {
+  std::vector<std::string> names;
+  for (const CclTraits& t : kTraits) names.emplace_back(t.name);
+  return names;
+}
+
+std::string CclNamesWhere(bool (*has)(const CclTraits&)) {
+  std::string out;
+  for (const CclTraits& t : kTraits) {
+    if (has(t)) out += (out.empty() ? "" : ", ") + std::string(t.name);
+  }
+  return out;
+}
+
+}  // namespace faultline::workload::adapters

@@ -1,0 +1,77 @@
+// The one table of CCL traits: what each collective communication library the harness knows
+// can do, as the scenario parser, the `faultline` command line, the run driver, the
+// requirement checks and the worker need to know it before (or without) creating an adapter.
+// One row per library, in CclId order. Adding a library = its adapter (<name>_adapter.cc), one
+// CclId value, one row in ccl_traits.cc and its CMake.
+//
+// The table is compiled into faultline_workload, which the runner and the worker both link, with
+// the build's FAULTLINE_HAVE_GLOO / FAULTLINE_HAVE_NCCL: `built_here` says what this build has,
+// whatever the caller was compiled with. Where an adapter also answers a question itself
+// (CclAdapter::EmitsEvents, CanShrink), the two agree (tests/cpp/workload/ccl_traits_test.cc).
+// The table is immutable; every function here is thread-safe.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace faultline::workload::adapters {
+
+// Which library; the index of its row.
+enum class CclId { kFtccl, kGloo, kNccl };
+
+// How the ranks of a library are started.
+enum class LaunchStyle {
+  // The runner's launcher starts one faultline-worker per rank (fork and exec in the rank's
+  // host namespace, or one srun step in fleet mode); the adapter joins the group itself.
+  kForkedRank,
+  // Not used by any row yet: the library's own launcher starts the ranks (mpirun, or Hydra with
+  // a launch agent that enters each host namespace; `srun --mpi=...` in fleet mode), as Open MPI
+  // and MPICH need. The run driver refuses it until it can drive one.
+  kMpiLauncher,
+};
+
+struct CclTraits {
+  CclId id;
+  // As spelled in scenarios (`ccl:`), on the command line (--ccl) and by CclAdapter::Name().
+  std::string_view name;
+  // Compiled into this build (an adapter exists: CreateCclAdapter accepts the name).
+  bool built_here;
+  // What a build needs for it, and how to get one that has it (for the refusal where
+  // built_here is false); empty for a library that is always built.
+  std::string_view built_from;
+  std::string_view how_to_build;
+  // The library reports path events (path_down, migrated, ...); without them detection_ms and
+  // failover_first_ms are null. CclAdapter::EmitsEvents() says the same.
+  bool emits_path_events;
+  // Its ranks serve the fault-hook protocol (injector/FAULT_HOOK.md: conn_corrupt, qp_error).
+  bool serves_fault_hook;
+  // It can shrink its group without a lost rank (policy shrink). CclAdapter::CanShrink().
+  bool can_shrink;
+  // It gives a peer up after CclInit::peer_loss_timeout without a working path (policies wait
+  // and adaptive hold ranks on that bound).
+  bool honours_peer_loss_timeout;
+  // On RDMA rails it carries data over verbs queue pairs (qp_error fails one through the fault
+  // hook, so it needs serves_fault_hook too).
+  bool has_queue_pairs;
+  // Its ranks meet through a rendezvous directory private to the group (CclInit::store_dir).
+  bool needs_store_dir;
+  // Each rank of a group needs a GPU of its own (NCCL refuses two ranks of one communicator on
+  // one device).
+  bool needs_own_gpu;
+  LaunchStyle launch;
+};
+
+// Every row, in CclId order (also the order of names in messages).
+std::span<const CclTraits> AllCclTraits();
+// The row of `name`; nullptr for a name no row has (built here or not).
+const CclTraits* FindCclTraits(std::string_view name);
+// The row of `id`.
+const CclTraits& CclTraitsOf(CclId id);
+// Every row's name in table order: the allowed values of `ccl:` and --ccl.
+std::vector<std::string> CclNames();
+// The names of the rows for which `has` holds, joined by ", " ("ftccl"); "" when none.
+std::string CclNamesWhere(bool (*has)(const CclTraits&));
+
+}  // namespace faultline::workload::adapters
