@@ -10,6 +10,7 @@
 #include "runner/cli/command.h"
 #include "runner/exec/run.h"
 #include "runner/exec/suite.h"
+#include "workload/adapters/ccl_traits.h"
 
 namespace faultline::cli {
 
@@ -34,8 +35,12 @@ void RegisterRun(CLI::App& app, Action* action) {
   cmd->add_flag("--report-only", opts->report_only,
                 "check and report expectations, but exit 0 when only expectations failed "
                 "(for a baseline expected to fail them)");
-  cmd->add_option("--ccl", *ccl, "override the scenario's ccl (ftccl|gloo|nccl)")
-      ->check(CLI::IsMember({"ftccl", "gloo", "nccl"}));
+  std::string ccl_names;
+  for (const std::string& n : workload::adapters::CclNames()) {
+    ccl_names += (ccl_names.empty() ? "" : "|") + n;
+  }
+  cmd->add_option("--ccl", *ccl, "override the scenario's ccl (" + ccl_names + ")")
+      ->check(CLI::IsMember(workload::adapters::CclNames()));
   cmd->add_option("--allow", opts->allow, "extra injector allowlist entry NETNS/DEV");
   cmd->add_option("--worker", opts->worker_path, "faultline-worker binary (default: beside this one)");
   cmd->add_option("--launcher", opts->launcher,
@@ -56,11 +61,16 @@ void RegisterRun(CLI::App& app, Action* action) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--op-timeout-ms", opts->op_timeout_ms, "deadline of one collective")
       ->capture_default_str();
+  using workload::adapters::CclTraits;
   cmd->footer(
-      "Every ftccl rank serves the fault hook (injector/FAULT_HOOK.md) at OUT/ranks/rankN.hook, "
+      "Every " +
+      workload::adapters::CclNamesWhere([](const CclTraits& t) { return t.serves_fault_hook; }) +
+      " rank serves the fault hook (injector/FAULT_HOOK.md) at OUT/ranks/rankN.hook, "
       "or under /run/faultline/hooks when that path is too long for a Unix socket; report.json "
       "lists them under environment.fault_hook. A run with conn_corrupt or qp_error faults is "
-      "skipped, with the reason, for a ccl that serves no hook (gloo, nccl).");
+      "skipped, with the reason, for a ccl that serves no hook (" +
+      workload::adapters::CclNamesWhere([](const CclTraits& t) { return !t.serves_fault_hook; }) +
+      ").");
   cmd->callback([=] {
     *action = [=] {
       runner::RunOptions o = *opts;
@@ -73,9 +83,7 @@ void RegisterRun(CLI::App& app, Action* action) {
         }
         o.selection.only.push_back(std::move(kv));
       }
-      if (*ccl == "ftccl") o.ccl = runner::CclName::kFtccl;
-      if (*ccl == "gloo") o.ccl = runner::CclName::kGloo;
-      if (*ccl == "nccl") o.ccl = runner::CclName::kNccl;
+      if (!ccl->empty()) o.ccl = runner::CclNameFromString(*ccl);
       return runner::RunScenarios(o);
     };
   });

@@ -221,8 +221,8 @@ ParseOutcome Parser::RunRoot(const YAML::Node& root) {
       }
     }
     if (root["ccl"]) {
-      if (auto v = Choice(root["ccl"], "ccl", {"ftccl", "gloo", "nccl"})) {
-        s.ccl = *v == "ftccl" ? CclName::kFtccl : *v == "gloo" ? CclName::kGloo : CclName::kNccl;
+      if (auto v = Choice(root["ccl"], "ccl", workload::adapters::CclNames())) {
+        s.ccl = *CclNameFromString(*v);
       }
     }
     if (root["policy"]) {
@@ -476,18 +476,27 @@ void Parser::CheckPolicy(const YAML::Node& p, const Scenario& s) {
     return;
   }
   // shrink needs CclAdapter::Shrink; wait needs the peer-loss timeout and the path events;
-  // adaptive needs all of them.
-  const bool ftccl_only = pol == RecoveryPolicyName::kShrink ||
-                          pol == RecoveryPolicyName::kWait ||
-                          pol == RecoveryPolicyName::kAdaptive;
-  if (ftccl_only && s.ccl != CclName::kFtccl) {
+  // adaptive needs all of them. The CCL traits table says which library has what.
+  using workload::adapters::CclTraits;
+  bool (*needs)(const CclTraits&) = nullptr;
+  if (pol == RecoveryPolicyName::kShrink) {
+    needs = [](const CclTraits& t) { return t.can_shrink; };
+  } else if (pol == RecoveryPolicyName::kWait) {
+    needs = [](const CclTraits& t) { return t.emits_path_events && t.honours_peer_loss_timeout; };
+  } else if (pol == RecoveryPolicyName::kAdaptive) {
+    needs = [](const CclTraits& t) {
+      return t.can_shrink && t.emits_path_events && t.honours_peer_loss_timeout;
+    };
+  }
+  if (needs != nullptr && !needs(workload::adapters::CclTraitsOf(s.ccl))) {
+    const std::string able = workload::adapters::CclNamesWhere(needs);
     Error(p,
           std::string("policy ") + RecoveryPolicyString(pol) + " needs a library that " +
               (pol == RecoveryPolicyName::kShrink
                    ? "can shrink its group"
                    : "reports its path events and takes a peer-loss timeout") +
-              "; " + CclNameString(s.ccl) + "'s adapter cannot (ftccl can)",
-          "use 'ccl: ftccl', or 'policy: failover'" +
+              "; " + CclNameString(s.ccl) + "'s adapter cannot (" + able + " can)",
+          "use 'ccl: " + able.substr(0, able.find(',')) + "', or 'policy: failover'" +
               std::string(kind == WorkloadKind::kTrain ? " / 'policy: fail_stop'" : ""));
   }
 }
@@ -921,8 +930,8 @@ void Parser::ParseReproduce(const YAML::Node& n, Scenario* s) {
   r.loc = Loc(n);
   bool ok = true;
   if (Required(n, "ccl", "reproduce", "add 'ccl: gloo' (the fail-stop library of the replay)")) {
-    if (auto v = Choice(n["ccl"], "reproduce.ccl", {"ftccl", "gloo", "nccl"})) {
-      r.ccl = *v == "ftccl" ? CclName::kFtccl : *v == "gloo" ? CclName::kGloo : CclName::kNccl;
+    if (auto v = Choice(n["ccl"], "reproduce.ccl", workload::adapters::CclNames())) {
+      r.ccl = *CclNameFromString(*v);
     } else {
       ok = false;
     }
@@ -1084,15 +1093,14 @@ const char* WorkloadKindName(WorkloadKind k) {
 }
 
 const char* CclNameString(CclName c) {
-  switch (c) {
-    case CclName::kFtccl:
-      return "ftccl";
-    case CclName::kGloo:
-      return "gloo";
-    case CclName::kNccl:
-      return "nccl";
-  }
-  return "?";
+  // Every row's name is a string literal: data() ends in a NUL.
+  return workload::adapters::CclTraitsOf(c).name.data();
+}
+
+std::optional<CclName> CclNameFromString(std::string_view name) {
+  const workload::adapters::CclTraits* t = workload::adapters::FindCclTraits(name);
+  if (t == nullptr) return std::nullopt;
+  return t->id;
 }
 
 const char* RecoveryPolicyString(RecoveryPolicyName p) {
@@ -1178,7 +1186,9 @@ std::optional<int64_t> FaultSpec::LatestEndNs() const {
   return at_ns + *for_ns;
 }
 
-bool CclEmitsPathEvents(CclName ccl) { return ccl == CclName::kFtccl; }
+bool CclEmitsPathEvents(CclName ccl) {
+  return workload::adapters::CclTraitsOf(ccl).emits_path_events;
+}
 
 std::vector<Diagnostic> ExpectationsUnmeasurable(const Scenario& s, CclName ccl,
                                                  const std::string& file) {
@@ -1190,7 +1200,11 @@ std::vector<Diagnostic> ExpectationsUnmeasurable(const Scenario& s, CclName ccl,
                    "expect." + key + " needs CCL path events, which " + CclNameString(ccl) +
                        " does not emit",
                    "remove it (failover_latency_ms is measured for every ccl, from collective "
-                   "progress where there are no path events), or run with ccl ftccl"});
+                   "progress where there are no path events), or run with ccl " +
+                       workload::adapters::CclNamesWhere(
+                           [](const workload::adapters::CclTraits& t) {
+                             return t.emits_path_events;
+                           })});
   }
   return out;
 }

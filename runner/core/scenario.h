@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "workload/adapters/ccl_traits.h"
 
 namespace faultline::runner {
 
@@ -92,8 +93,13 @@ struct Topology {
   const InventoryRail* InventoryRailAt(int host, int rail) const;
 };
 
-enum class CclName { kFtccl, kGloo, kNccl };
-const char* CclNameString(CclName c);  // "ftccl", "gloo", "nccl"
+// The library of a run: a row of the CCL traits table (workload/adapters/ccl_traits.h), which
+// says what each one can do.
+using CclName = workload::adapters::CclId;
+const char* CclNameString(CclName c);  // the row's name: "ftccl", "gloo", "nccl"
+// The library named `name` as in a scenario or on the command line; nullopt for a name no row
+// of the table has.
+std::optional<CclName> CclNameFromString(std::string_view name);
 
 // `policy:`, what the ranks do at a fault. failover: the library's own recovery (ftccl's
 // reroute, rebalance and relay); a call that fails ends the run. shrink: after a collective
@@ -296,7 +302,7 @@ inline constexpr const char* kMatrixKeys[] = {"op",        "dtype", "reduce", "r
 // At most this many combinations in one file.
 inline constexpr int kMaxMatrixRuns = 1000;
 
-// Whether `ccl` reports path events (path_down, resumed, ...): only ftccl does.
+// Whether `ccl` reports path events (path_down, resumed, ...): its traits' emits_path_events.
 bool CclEmitsPathEvents(CclName ccl);
 
 // The expectations `scenario` sets that can never be measured with `ccl` (detection_ms and
