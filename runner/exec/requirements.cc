@@ -12,9 +12,14 @@
 #include "runner/core/inventory.h"
 #include "runner/exec/torch_workload.h"
 #include "runner/faults/registry.h"
+#include "workload/adapters/ccl_traits.h"
 
 namespace faultline::runner {
 namespace {
+
+using workload::adapters::CclNamesWhere;
+using workload::adapters::CclTraits;
+using workload::adapters::FindCclTraits;
 
 // "a, b and c": the kinds whose descriptors need `feature`, in registry order.
 std::string KindsNeeding(const std::string& feature) {
@@ -84,16 +89,21 @@ std::string VerbsMissingReason(const RdmaSysPaths& paths) {
 
 std::optional<std::string> InventoryVerbsMissing(const Topology& t, std::string_view ccl,
                                                  const RdmaSysPaths& paths) {
-  if (ccl != "ftccl") {
-    return "ccl " + std::string(ccl) +
-           " has no verbs QP a fault hook can fail (qp_error needs ftccl's verbs transport)";
+  // qp_error fails a queue pair through the rank's fault hook: the library needs both.
+  auto hook_reaches_qps = [](const CclTraits& c) {
+    return c.has_queue_pairs && c.serves_fault_hook;
+  };
+  const CclTraits* traits = FindCclTraits(ccl);
+  if (traits == nullptr || !hook_reaches_qps(*traits)) {
+    return "ccl " + std::string(ccl) + " has no verbs QP a fault hook can fail (qp_error needs " +
+           CclNamesWhere(hook_reaches_qps) + "'s verbs transport)";
   }
   for (const InventoryHost& h : t.inventory) {
     for (const InventoryRail& r : h.rails) {
       if (!r.is_rdma()) {
-        return "inventory host " + h.name + " rail " + r.netdev +
-               " names no RDMA port (rdma:), so ftccl runs over TCP there and qp_error has no "
-               "verbs QP to fail";
+        return "inventory host " + h.name + " rail " + r.netdev + " names no RDMA port (rdma:), " +
+               "so " + std::string(ccl) + " runs over TCP there and qp_error has no verbs QP to " +
+               "fail";
       }
     }
   }
@@ -131,9 +141,11 @@ std::optional<std::string> RequirementChecker::Missing(const std::vector<std::st
       if (auto why = InventoryVerbsMissing(*topology, ccl)) return why;
       continue;
     }
-    if (f == "fault_hook" && ccl != "ftccl") {
+    const CclTraits* traits = FindCclTraits(ccl);
+    if (f == "fault_hook" && (traits == nullptr || !traits->serves_fault_hook)) {
       return "ccl " + std::string(ccl) + " serves no fault hook (" + KindsNeeding("fault_hook") +
-             " need ranks that serve injector/FAULT_HOOK.md; only ftccl does)";
+             " need ranks that serve injector/FAULT_HOOK.md; only " +
+             CclNamesWhere([](const CclTraits& c) { return c.serves_fault_hook; }) + " does)";
     }
     // What torch needs depends on the ccl (its backend); probed once per ccl.
     const std::string key = f == "torch" ? f + ":" + std::string(ccl) : f;
@@ -161,7 +173,8 @@ std::optional<std::string> RequirementChecker::Probe(const std::string& feature)
     while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) help.append(buf, n);
     ::pclose(p);
     if (help.find("--fault-hook") != std::string::npos) return std::nullopt;
-    return "ftccl ranks serve no fault hook (" + worker_path_ +
+    return CclNamesWhere([](const CclTraits& c) { return c.serves_fault_hook; }) +
+           " ranks serve no fault hook (" + worker_path_ +
            " has no --fault-hook option; see injector/FAULT_HOOK.md)";
   }
   if (feature.rfind("torch:", 0) == 0) return ProbeTorch(feature.substr(6));

@@ -50,12 +50,13 @@ class RequirementChecker final {
   // the first missing one is missing, e.g. "kernel lacks sch_netem (...)". Each feature is
   // probed once per checker.
   //   sch_netem:  a netem qdisc can be created (a probe in a private network namespace).
-  //   fault_hook: the ranks serve the fault-hook protocol (injector/FAULT_HOOK.md): the ccl is
-  //               ftccl and the worker announces a --fault-hook option in its --help.
+  //   fault_hook: the ranks serve the fault-hook protocol (injector/FAULT_HOOK.md): the ccl's
+  //               traits say it serves it (workload/adapters/ccl_traits.h) and the worker
+  //               announces a --fault-hook option in its --help.
   //   verbs:      ranks whose rails are RDMA ports, so that qp_error has a verbs QP to fail:
-  //               an inventory `topology` every rail of which names an RDMA port, run with
-  //               ftccl (InventoryVerbsMissing); never a netns topology (VerbsMissingReason
-  //               says why).
+  //               an inventory `topology` every rail of which names an RDMA port, run with a
+  //               ccl that has queue pairs and serves the fault hook (InventoryVerbsMissing);
+  //               never a netns topology (VerbsMissingReason says why).
   //   torch:      a torch_ddp workload's ranks can run over `ccl` (torch_workload.h ProbeTorch).
   std::optional<std::string> Missing(const std::vector<std::string>& features, std::string_view ccl,
                                      const Topology* topology = nullptr);

@@ -45,6 +45,7 @@
 #include "runner/exec/torch_workload.h"
 #include "runner/faults/registry.h"
 #include "runner/worker/worker.h"
+#include "workload/adapters/ccl_traits.h"
 
 namespace faultline::runner {
 namespace {
@@ -254,8 +255,8 @@ class Run final {
   int64_t incarnation_start_ns_ = 0;  // t0, then when the runner relaunched the ranks
   std::optional<int64_t> last_restart_cost_ms_;  // measured at the last restart
   std::vector<RestartRecord> restarts_;
-  // Where each rank serves its fault hook (ftccl only; empty otherwise), by global rank, and
-  // what the report says about it.
+  // Where each rank serves its fault hook (where the ccl's traits say it serves one; empty
+  // otherwise), by global rank, and what the report says about it.
   std::vector<std::string> hook_paths_;
   nlohmann::json hook_record_;
   // How long before its time an action is prepared: arming a fault fsyncs the journal.
@@ -660,12 +661,13 @@ std::vector<std::string> Run::InventoryRankEnv(int h) const {
 }
 
 void Run::ChooseHookPaths() {
-  // Every ftccl rank serves the fault hook (conn_corrupt, qp_error; also `faultline inject` by
-  // hand during a run) at out/ranks/rankN.hook. A Unix socket path holds at most 107 bytes;
-  // under a deep --out the sockets go to /run/faultline/hooks instead, and the report says so.
+  // Every rank of a ccl whose traits say it serves the fault hook (ftccl) serves it
+  // (conn_corrupt, qp_error; also `faultline inject` by hand during a run) at
+  // out/ranks/rankN.hook. A Unix socket path holds at most 107 bytes; under a deep --out the
+  // sockets go to /run/faultline/hooks instead, and the report says so.
   const int world = sc_.topology.world_size();
   hook_paths_.assign(world, "");
-  if (sc_.ccl != CclName::kFtccl) {
+  if (!workload::adapters::CclTraitsOf(sc_.ccl).serves_fault_hook) {
     hook_record_ = {
         {"served", false},
         {"why", std::string("ccl ") + CclNameString(sc_.ccl) + " serves no fault hook"}};
@@ -710,9 +712,12 @@ Result<nlohmann::json> Run::FaultParams(const TimelineAction& a) const {
       auto g = a.target.GlobalRank(sc_.topology);
       if (!g) return Status(Code::kInvalidArgument, "fault " + a.fault_id + ": no rank target");
       if (*g >= static_cast<int>(hook_paths_.size()) || hook_paths_[*g].empty()) {
+        const std::string serving = workload::adapters::CclNamesWhere(
+            [](const workload::adapters::CclTraits& c) { return c.serves_fault_hook; });
         return Status(Code::kUnavailable, "fault " + a.fault_id + ": ccl " +
                                               CclNameString(sc_.ccl) + " serves no fault hook (" +
-                                              a.kind + " needs one; only ftccl ranks serve it)");
+                                              a.kind + " needs one; only " + serving +
+                                              " ranks serve it)");
       }
       p["hook"] = hook_paths_[*g];
       return p;

@@ -23,6 +23,7 @@
 #include "runner/worker/train_model.h"
 #include "runner/worker/worker.h"
 #include "workload/adapters/ccl_adapter.h"
+#include "workload/adapters/ccl_traits.h"
 #include "workload/collective.h"
 
 namespace faultline::runner {
@@ -54,7 +55,12 @@ int Main(int argc, char** argv) {
   std::string op = "allreduce", dtype = "f32", redop = "sum", bytes = "1MiB";
   std::string duration, timeout = "60s", init_timeout = "30s";
   int64_t iters = -1;
-  app.add_option("--ccl", o.ccl, "ftccl|gloo (and nccl where built)")->required();
+  using workload::adapters::CclNamesWhere;
+  using workload::adapters::CclTraits;
+  app.add_option("--ccl", o.ccl,
+                 CclNamesWhere([](const CclTraits& t) { return t.built_here; }) +
+                     " (the libraries built here)")
+      ->required();
   app.add_option("--rank", o.rank, "this rank")->required()->check(CLI::NonNegativeNumber);
   app.add_option("--size", o.size, "ranks in the group")->required()->check(CLI::PositiveNumber);
   app.add_option("--bootstrap", o.bootstrap, "IP:PORT of rank 0 on the management network")
@@ -63,7 +69,8 @@ int Main(int argc, char** argv) {
       ->required()
       ->delimiter(',');
   app.add_option("--store-dir", o.store_dir,
-                 "gloo, nccl: rendezvous directory seen by every rank, private to this group");
+                 CclNamesWhere([](const CclTraits& t) { return t.needs_store_dir; }) +
+                     ": rendezvous directory seen by every rank, private to this group");
   app.add_option("--op", op, "allreduce|allgather|reducescatter|broadcast|alltoall")
       ->capture_default_str();
   app.add_option("--dtype", dtype, "f32|f64|f16|bf16|i32|i64|u8")->capture_default_str();
@@ -120,8 +127,9 @@ int Main(int argc, char** argv) {
   auto* restart_opt = app.add_option("--restart-cost-ms", restart_cost_ms,
                                      "train: the restart cost measured at the last restart");
   app.add_option("--fault-hook", o.fault_hook,
-                 "ftccl: serve the fault-hook protocol (injector/FAULT_HOOK.md: conn_corrupt, "
-                 "qp_error) on a Unix socket at this path");
+                 CclNamesWhere([](const CclTraits& t) { return t.serves_fault_hook; }) +
+                     ": serve the fault-hook protocol (injector/FAULT_HOOK.md: conn_corrupt, "
+                     "qp_error) on a Unix socket at this path");
   int64_t start_at = -1;
   app.add_option("--start-at", start_at,
                  "CLOCK_MONOTONIC ns at which the first collective starts (the runner's time zero)");
@@ -224,11 +232,17 @@ int Main(int argc, char** argv) {
     }
     rail = *addr;
   }
-  if ((o.ccl == "gloo" || o.ccl == "nccl") && o.store_dir.empty()) {
-    return Usage(o.ccl + " needs --store-dir");
-  }
-  if (!o.fault_hook.empty() && o.ccl != "ftccl") {
-    return Usage("--fault-hook: " + o.ccl + " serves no fault hook (only ftccl does)");
+  // What the library needs of the command line, from the CCL traits table; a name no row has
+  // is the adapter registry's to refuse.
+  if (const CclTraits* traits = workload::adapters::FindCclTraits(o.ccl)) {
+    if (traits->needs_store_dir && o.store_dir.empty()) {
+      return Usage(o.ccl + " needs --store-dir");
+    }
+    if (!o.fault_hook.empty() && !traits->serves_fault_hook) {
+      return Usage("--fault-hook: " + o.ccl + " serves no fault hook (only " +
+                   CclNamesWhere([](const CclTraits& t) { return t.serves_fault_hook; }) +
+                   " does)");
+    }
   }
   auto adapter = workload::adapters::CreateCclAdapter(o.ccl);
   if (!adapter.ok()) return Usage(adapter.status().message());
