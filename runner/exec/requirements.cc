@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <system_error>
@@ -180,6 +181,49 @@ std::optional<std::string> RequirementChecker::Probe(const std::string& feature)
   if (feature.rfind("torch:", 0) == 0) return ProbeTorch(feature.substr(6));
   if (feature == "verbs") return VerbsMissingReason();
   return "unknown requirement '" + feature + "'";
+}
+
+int VisibleGpus(const std::string& dev_dir) {
+  int nodes = 0;
+  for (const std::string& e : DirEntries(dev_dir)) {
+    if (e.size() > 6 && e.compare(0, 6, "nvidia") == 0 &&
+        std::all_of(e.begin() + 6, e.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      ++nodes;
+    }
+  }
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (visible == nullptr) return nodes;
+  int listed = 0;
+  for (std::string_view v = visible; !v.empty();) {
+    const size_t comma = v.find(',');
+    if (!v.substr(0, comma).empty()) ++listed;
+    if (comma == std::string_view::npos) break;
+    v.remove_prefix(comma + 1);
+  }
+  return std::min(nodes, listed);
+}
+
+std::optional<std::string> CclRunRefusal(const CclTraits& ccl, int world, bool local,
+                                         const std::string& dev_dir) {
+  const std::string name(ccl.name);
+  if (!ccl.built_here) {
+    return "ccl " + name + " needs " + std::string(ccl.built_from) +
+           ", which this build does not have (" + std::string(ccl.how_to_build) + ")";
+  }
+  if (ccl.launch != workload::adapters::LaunchStyle::kForkedRank) {
+    return "ccl " + name +
+           " starts its ranks through its own launcher, which faultline run does not drive yet";
+  }
+  if (ccl.needs_own_gpu && local) {
+    const int gpus = VisibleGpus(dev_dir);
+    if (gpus < world) {
+      return "ccl " + name + " needs a GPU of its own for each rank (two ranks of " +
+             "one group cannot share a device), and this run puts " + std::to_string(world) +
+             " ranks on this machine, which shows " + std::to_string(gpus) + " (" + dev_dir +
+             "/nvidia<N>, CUDA_VISIBLE_DEVICES)";
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace faultline::runner

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "runner/core/scenario.h"
+#include "workload/adapters/ccl_traits.h"
 
 namespace faultline::runner {
 
@@ -40,6 +41,18 @@ std::string VerbsMissingReason(const RdmaSysPaths& paths = {});
 // paths.ib_class), else why not, naming the rail or device. REQUIRES: t.is_inventory().
 std::optional<std::string> InventoryVerbsMissing(const Topology& t, std::string_view ccl,
                                                  const RdmaSysPaths& paths = {});
+
+// The GPUs this machine shows a process: the /dev/nvidia<N> nodes under `dev_dir`, fewer where
+// CUDA_VISIBLE_DEVICES lists fewer.
+int VisibleGpus(const std::string& dev_dir = "/dev");
+
+// Why `faultline run` cannot start the `world` ranks of `ccl` with this build (and, where
+// `local`, every rank on this machine), from the CCL traits table: a library not built here
+// (the message says how to build it), one whose ranks start through a launcher the run driver
+// does not drive yet, one that needs a GPU per rank where fewer are visible. nullopt when it
+// can.
+std::optional<std::string> CclRunRefusal(const workload::adapters::CclTraits& ccl, int world,
+                                         bool local, const std::string& dev_dir = "/dev");
 
 class RequirementChecker final {
  public:

@@ -39,6 +39,7 @@
 #include "runner/exec/launcher.h"
 #include "runner/exec/rail_capacity.h"
 #include "runner/exec/rail_sampler.h"
+#include "runner/exec/requirements.h"
 #include "runner/exec/slurm_cluster.h"
 #include "runner/exec/slurm_launcher.h"
 #include "runner/exec/topology.h"
@@ -1832,9 +1833,11 @@ int RunParsedScenario(Scenario sc, const RunOptions& options) {
     std::fprintf(stderr, "%s: %s\n", options.scenario_path.c_str(), why->c_str());
     return 2;
   }
-  if (sc.ccl == CclName::kNccl) {
-    std::fprintf(stderr, "%s: ccl nccl needs NCCL and CUDA, which this build does not have\n",
-                 options.scenario_path.c_str());
+  // What the CCL traits table says this build and machine cannot run (a library not built
+  // here, a GPU per rank where fewer are visible) is bad input, refused before anything starts.
+  if (auto why = CclRunRefusal(workload::adapters::CclTraitsOf(sc.ccl),
+                               sc.topology.world_size(), options.launcher != "slurm")) {
+    std::fprintf(stderr, "%s: %s\n", options.scenario_path.c_str(), why->c_str());
     return 2;
   }
   if (geteuid() != 0) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -13,6 +14,7 @@
 #include "runner/core/link_log.h"
 #include "runner/exec/requirements.h"
 #include "runner/core/scenario.h"
+#include "workload/adapters/ccl_traits.h"
 
 namespace faultline::runner {
 namespace {
@@ -285,6 +287,58 @@ workload: {op: allreduce, bytes: 1MiB, duration: 3s}
   EXPECT_NE(d.find("r.yaml:2:12: unknown requirement 'sch_netme' (did you mean 'sch_netem'?)"),
             std::string::npos)
       << d;
+}
+
+// What `faultline run` refuses from the CCL traits table: a library not built here, with how
+// to build it; one that needs a GPU per rank, where fewer show (a fake /dev); a launch style
+// the run driver does not drive.
+TEST(Requires, CclRunRefusalFollowsTheTraitsTable) {
+  using workload::adapters::CclTraits;
+  using workload::adapters::CclTraitsOf;
+  const std::filesystem::path dev =
+      std::filesystem::temp_directory_path() / ("faultline_gpu_test_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dev);
+  for (const char* node : {"nvidia0", "nvidiactl", "nvidia-uvm"}) {
+    std::ofstream(dev / node).put('\n');
+  }
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  EXPECT_EQ(VisibleGpus(dev.string()), 1);
+
+  EXPECT_EQ(CclRunRefusal(CclTraitsOf(CclName::kFtccl), 4, true, dev.string()), std::nullopt);
+  for (const CclTraits& t : workload::adapters::AllCclTraits()) {
+    if (t.built_here) continue;
+    auto why = CclRunRefusal(t, 1, true, dev.string());
+    ASSERT_TRUE(why.has_value()) << t.name;
+    EXPECT_EQ(*why, "ccl " + std::string(t.name) + " needs " + std::string(t.built_from) +
+                        ", which this build does not have (" + std::string(t.how_to_build) + ")");
+  }
+  // nccl as a build that has it sees it.
+  CclTraits nccl = CclTraitsOf(CclName::kNccl);
+  ASSERT_TRUE(nccl.needs_own_gpu);
+  nccl.built_here = true;
+  auto shared = CclRunRefusal(nccl, 2, true, dev.string());
+  ASSERT_TRUE(shared.has_value());
+  EXPECT_NE(shared->find("ccl nccl needs a GPU of its own for each rank"), std::string::npos)
+      << *shared;
+  EXPECT_NE(shared->find("puts 2 ranks on this machine, which shows 1"), std::string::npos)
+      << *shared;
+  EXPECT_EQ(CclRunRefusal(nccl, 1, true, dev.string()), std::nullopt);
+  EXPECT_EQ(CclRunRefusal(nccl, 2, false, dev.string()), std::nullopt);  // ranks on other hosts
+  std::ofstream(dev / "nvidia1").put('\n');
+  EXPECT_EQ(VisibleGpus(dev.string()), 2);
+  EXPECT_EQ(CclRunRefusal(nccl, 2, true, dev.string()), std::nullopt);
+  setenv("CUDA_VISIBLE_DEVICES", "1", 1);
+  EXPECT_EQ(VisibleGpus(dev.string()), 1);
+  setenv("CUDA_VISIBLE_DEVICES", "", 1);
+  EXPECT_EQ(VisibleGpus(dev.string()), 0);
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  std::filesystem::remove_all(dev);
+
+  CclTraits mpi = CclTraitsOf(CclName::kFtccl);
+  mpi.launch = workload::adapters::LaunchStyle::kMpiLauncher;
+  auto launcher = CclRunRefusal(mpi, 2, true);
+  ASSERT_TRUE(launcher.has_value());
+  EXPECT_NE(launcher->find("through its own launcher"), std::string::npos) << *launcher;
 }
 
 // ---------------------------------------------------------------------------------------
