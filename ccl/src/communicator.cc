@@ -298,6 +298,7 @@ void Communicator::Impl::WorkerLoop() {
       ctx.sig = task.sig;
       ctx.deadline = task.deadline;
       ctx.slice_bytes = options_.slice_bytes;
+      ctx.small_allreduce_bytes = options_.small_allreduce_bytes;
       transport_->Begin(seq, task.sig);
       st = task.run(ctx);
       if (!st.ok()) {
@@ -543,7 +544,7 @@ RequestPtr Communicator::AllReduceAsync(const void* send, void* recv, size_t cou
                                         ReduceOp op, Millis timeout) {
   return impl_->Submit(Sig(CollKind::kAllReduce, dt, op, 0, count), timeout,
                        CheckArgs(send, recv, count, dt, op, 0, size()),
-                       [=](const algo::Ctx& c) { return algo::AllReduceRing(c, send, recv, count, dt, op); });
+                       [=](const algo::Ctx& c) { return algo::AllReduce(c, send, recv, count, dt, op); });
 }
 
 RequestPtr Communicator::AllGatherAsync(const void* send, void* recv, size_t count, DataType dt,

@@ -43,6 +43,8 @@ Status ApplyEnvOverrides(CommOptions* o) {
   FTCCL_RETURN_IF_ERROR(Override("FTCCL_CHANNELS_PER_RAIL", 1, 64, &o->channels_per_rail));
   FTCCL_RETURN_IF_ERROR(Override("FTCCL_CHUNK_BYTES", 1024, 64ull << 20, &o->chunk_bytes));
   FTCCL_RETURN_IF_ERROR(Override("FTCCL_SLICE_BYTES", 1024, 1ull << 30, &o->slice_bytes));
+  FTCCL_RETURN_IF_ERROR(
+      Override("FTCCL_SMALL_ALLREDUCE_BYTES", 0, 1ull << 30, &o->small_allreduce_bytes));
   FTCCL_RETURN_IF_ERROR(Override("FTCCL_SOCKET_BUFFER_BYTES", 0, 1ull << 30, &o->socket_buffer_bytes));
   FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_INIT_TIMEOUT_MS", 1, 3600000, &o->init_timeout));
   FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_INIT_PATH_GRACE_MS", 0, 3600000, &o->init_path_grace));
@@ -82,6 +84,7 @@ std::vector<std::pair<std::string, std::string>> EffectiveKnobs(const CommOption
       {"channels_per_rail", std::to_string(o.channels_per_rail)},
       {"chunk_bytes", std::to_string(o.chunk_bytes)},
       {"slice_bytes", std::to_string(o.slice_bytes)},
+      {"small_allreduce_bytes", std::to_string(o.small_allreduce_bytes)},
       {"socket_buffer_bytes", std::to_string(o.socket_buffer_bytes)},
       {"init_timeout_ms", std::to_string(o.init_timeout.count())},
       {"init_path_grace_ms", std::to_string(o.init_path_grace.count())},

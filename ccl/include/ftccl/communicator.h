@@ -63,6 +63,11 @@ struct CommOptions {
   int channels_per_rail = 1;                  // FTCCL_CHANNELS_PER_RAIL
   size_t chunk_bytes = 256 * 1024;            // FTCCL_CHUNK_BYTES: largest payload of one frame
   size_t slice_bytes = 1024 * 1024;           // FTCCL_SLICE_BYTES: pipelining unit of ring steps
+  // FTCCL_SMALL_ALLREDUCE_BYTES: an allreduce of at most this many bytes uses recursive
+  // doubling (ceil(log2 n) exchanges of the whole buffer) instead of the ring (2(n-1) steps of
+  // 1/n of it); 0: always the ring. Must be the same on every rank. The default covers the
+  // latency-bound sizes; bench/compare-small measures where the two cross (bench/README.md).
+  size_t small_allreduce_bytes = 64 * 1024;
   int socket_buffer_bytes = 4 * 1024 * 1024;  // FTCCL_SOCKET_BUFFER_BYTES: SO_SNDBUF/SO_RCVBUF, 0 = kernel
   Millis init_timeout{30000};                 // FTCCL_INIT_TIMEOUT_MS: bootstrap + connection setup
   // TCP: once every peer has a connection, the others get this much longer at init; a path

@@ -44,6 +44,8 @@ struct Ctx {
   transport::Signature sig;
   Clock::time_point deadline;
   size_t slice_bytes = 1 << 20;
+  // Allreduce of at most this many bytes uses recursive doubling (CommOptions).
+  size_t small_allreduce_bytes = 0;
 
   transport::OpPtr Send(int peer, uint32_t tag, const void* buf, size_t len) const {
     return t->Send(peer, {coll_seq, tag}, sig, buf, len);
@@ -84,6 +86,13 @@ inline uint32_t Tag(uint32_t phase, uint32_t step, uint32_t slice) {
 Status CheckGeometry(const Ctx& ctx, size_t max_block_elems, size_t slice_elems);
 size_t SliceElems(const Ctx& ctx, DataType dt);
 
+// Allreduce: recursive doubling up to ctx.small_allreduce_bytes (latency-bound sizes), else
+// the ring (bandwidth-bound sizes). Every rank must have the same threshold.
+Status AllReduce(const Ctx& ctx, const void* send, void* recv, size_t count, DataType dt,
+                 ReduceOp op);
+bool UsesRecursiveDoubling(const Ctx& ctx, size_t count, DataType dt);
+Status AllReduceRecursiveDoubling(const Ctx& ctx, const void* send, void* recv, size_t count,
+                                  DataType dt, ReduceOp op);
 Status AllReduceRing(const Ctx& ctx, const void* send, void* recv, size_t count, DataType dt,
                      ReduceOp op);
 Status ReduceScatterRing(const Ctx& ctx, const void* send, void* recv, size_t count, DataType dt,

@@ -178,6 +178,90 @@ INSTANTIATE_TEST_SUITE_P(Slow8Ranks, CollectiveTest,
                                                               SizeClass::k64MiB)),
                          ParamName);
 
+// --- small-message allreduce (recursive doubling) -----------------------------------------
+
+class SmallAllReduceTest : public ::testing::TestWithParam<int> {};
+
+// Up to CommOptions::small_allreduce_bytes an allreduce runs recursive doubling: every dtype x
+// reduction at sizes around the switch point, out of place and in place, matches the
+// reference. Rank counts that are no power of two fold their extra ranks in and out.
+TEST_P(SmallAllReduceTest, EveryTypeAndReductionMatchesReference) {
+  const int ranks = GetParam();
+  CommLaunch launch;
+  launch.size = ranks;
+  LaunchResult result = LaunchCommunicators(launch, [&](Communicator& comm, RankReporter& rep) {
+    const size_t limit = comm.options().small_allreduce_bytes;
+    if (limit < 64) return Internal("small_allreduce_bytes is " + std::to_string(limit));
+    uint64_t salt = 500;
+    for (DataType dt : kAllTypes) {
+      const size_t es = DataTypeSize(dt);
+      // One element, an odd count, and the largest count that still takes recursive doubling.
+      for (size_t count : {size_t{1}, size_t{4097} % (limit / es) | 1, limit / es}) {
+        for (ReduceOp op : kAllOps) {
+          CollCase c;
+          c.kind = CollKind::kAllReduce;
+          c.dt = dt;
+          c.op = op;
+          c.count = count;
+          c.salt = salt++;
+          c.misalign = (salt % 3) * 8;
+          bool correct = false;
+          Status st = RunAndCheck(comm, c, rep, &correct);
+          if (!st.ok()) return st.WithContext(c.Name());
+        }
+      }
+    }
+    return Status::Ok();
+  });
+  EXPECT_TRUE(result.AllOk()) << result.Describe();
+}
+
+// The small sizes really take recursive doubling: each of its ranks 0..p-1 sends the whole
+// buffer once per exchange step (log2 p of them, p the largest power of two <= n), where the
+// ring sends 2(n-1)/n of it in all; a rank folded in sends it once. The payload a rank sends
+// is therefore at least those bytes (a resend only adds), which the ring never reaches.
+TEST_P(SmallAllReduceTest, SmallSizesSendTheWholeBufferEveryStep) {
+  const int ranks = GetParam();
+  CommLaunch launch;
+  launch.size = ranks;
+  constexpr size_t kCount = 4096;  // f32: 16 KiB
+  constexpr int kRounds = 20;
+  LaunchResult result = LaunchCommunicators(launch, [&](Communicator& comm, RankReporter& rep) {
+    std::vector<float> buf(kCount, 1.0f);
+    auto sent = [&comm] {
+      uint64_t total = 0;
+      for (uint64_t b : comm.Stats().payload_bytes_sent_per_rail) total += b;
+      return total;
+    };
+    FTCCL_RETURN_IF_ERROR(comm.Barrier());
+    const uint64_t before = sent();
+    for (int i = 0; i < kRounds; ++i) {
+      FTCCL_RETURN_IF_ERROR(
+          comm.AllReduce(buf.data(), buf.data(), kCount, DataType::kF32, ReduceOp::kMax));
+    }
+    rep.Value("sent", static_cast<int64_t>(sent() - before));
+    return comm.Barrier();
+  });
+  ASSERT_TRUE(result.AllOk()) << result.Describe();
+  int p = 1;
+  int steps = 0;
+  while (p * 2 <= ranks) {
+    p *= 2;
+    ++steps;
+  }
+  const int64_t bytes = static_cast<int64_t>(kCount * sizeof(float));
+  for (size_t r = 0; r < result.ranks.size(); ++r) {
+    const int rank = static_cast<int>(r);
+    const int64_t per_round = rank >= p ? bytes : (steps + (rank + p < ranks ? 1 : 0)) * bytes;
+    EXPECT_GE(result.ranks[r].value("sent"), kRounds * per_round) << "rank " << rank;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, SmallAllReduceTest, ::testing::Values(2, 3, 4, 5, 6),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return RanksTag(info.param);
+                         });
+
 // --- allreduce in place ---------------------------------------------------------------------
 
 class InPlaceTest : public ::testing::TestWithParam<int> {};
