@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -115,10 +116,21 @@ struct RankRecord {
   int32_t rank = 0;
   uint64_t size_index = 0;
   double mean_us = 0;
+  // CPU time (user + system, every thread of the rank's process) per timed iteration.
+  double cpu_us = 0;
   uint64_t wrong = 0;
   char message[256] = {};
 };
 static_assert(sizeof(RankRecord) < PIPE_BUF);
+
+// User plus system CPU time of this process (all its threads: the library's progress threads
+// count), in microseconds.
+double ProcessCpuUs() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  auto us = [](const timeval& tv) { return tv.tv_sec * 1e6 + static_cast<double>(tv.tv_usec); };
+  return us(ru.ru_utime) + us(ru.ru_stime);
+}
 
 void SendRecord(int fd, RankRecord rec) {
   const char* p = reinterpret_cast<const char*>(&rec);
@@ -238,12 +250,14 @@ int RankMain(const PerfBackend& backend, const PerfOptions& o, const RankEnv& en
       }
       s = FromAdapter(ccl->Barrier(timeout));
       if (!s.ok()) return Internal("barrier: " + s.message());
+      const double cpu0 = ProcessCpuUs();
       const auto t0 = SteadyClock::now();
       for (int i = 0; i < o.iters; ++i) {
         s = FromAdapter(ccl->Run(args, timeout));
         if (!s.ok()) return Internal("iteration " + std::to_string(i) + ": " + s.message());
       }
       const auto t1 = SteadyClock::now();
+      rec.cpu_us = (ProcessCpuUs() - cpu0) / o.iters;
       rec.mean_us = std::chrono::duration<double, std::micro>(t1 - t0).count() / o.iters;
       if (o.check) {
         std::memset(recv.data, 0xFF, l.recv_elems * ts);  // NaN or all ones: never a result
@@ -285,8 +299,17 @@ struct Row {
   double time_us = 0;
   double algbw = 0;
   double busbw = 0;
+  // CPU time of one collective summed over all ranks (user + system, every thread).
+  double cpu_us = 0;
   uint64_t wrong = 0;
 };
+
+// CPU seconds all ranks spend per GB of the collective's size (the larger of a rank's buffers,
+// as `size`): what moving and checking a byte costs, comparable across libraries.
+double CpuSecondsPerGb(const Row& row) {
+  if (row.layout.bytes == 0) return 0;
+  return row.cpu_us * 1e-6 / (static_cast<double>(row.layout.bytes) / 1e9);
+}
 
 // The parent: starts the ranks (fork launches of runner::LocalNetnsLauncher, each with its
 // channel to the parent), prints the table, writes the JSON.
@@ -503,6 +526,7 @@ void PerfRun::Collect() {
       row.layout = LayoutFor(o_.coll, o_.dtype, o_.ranks, sizes_[next_row]);
       for (const RankRecord& r : results_[next_row]) {
         row.time_us = std::max(row.time_us, r.mean_us);
+        row.cpu_us += r.cpu_us;
         row.wrong += r.wrong;
       }
       row.algbw = row.time_us > 0 ? static_cast<double>(row.layout.bytes) / row.time_us / 1e3 : 0;
@@ -538,19 +562,19 @@ void PerfRun::PrintHeader() {
     std::printf("\n");
   }
   std::printf("#\n");
-  std::printf("# %10s %12s %6s %6s %11s %8s %8s %8s\n", "size", "count", "type", "redop", "time",
-              "algbw", "busbw", "#wrong");
-  std::printf("# %10s %12s %6s %6s %11s %8s %8s %8s\n", "(B)", "(elements)", "", "", "(us)",
-              "(GB/s)", "(GB/s)", "");
+  std::printf("# %10s %12s %6s %6s %11s %8s %8s %8s %10s %9s\n", "size", "count", "type",
+              "redop", "time", "algbw", "busbw", "#wrong", "cpu", "cpu/GB");
+  std::printf("# %10s %12s %6s %6s %11s %8s %8s %8s %10s %9s\n", "(B)", "(elements)", "", "",
+              "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(s)");
   std::fflush(stdout);
 }
 
 void PerfRun::PrintRow(const Row& row) {
   const std::string wrong = o_.check ? std::to_string(row.wrong) : "N/A";
-  std::printf("  %10zu %12zu %6s %6s %11.1f %8.3f %8.3f %8s\n", row.layout.bytes,
+  std::printf("  %10zu %12zu %6s %6s %11.1f %8.3f %8.3f %8s %10.1f %9.3f\n", row.layout.bytes,
               row.layout.print_count, DTypeName(o_.dtype),
               IsReduction(o_.coll) ? RedOpName(o_.redop) : "none", row.time_us, row.algbw,
-              row.busbw, wrong.c_str());
+              row.busbw, wrong.c_str(), row.cpu_us, CpuSecondsPerGb(row));
   std::fflush(stdout);
 }
 
@@ -585,6 +609,8 @@ void PerfRun::WriteJson() {
     r["time_us"] = row.time_us;
     r["algbw_gbps"] = row.algbw;
     r["busbw_gbps"] = row.busbw;
+    r["cpu_us"] = row.cpu_us;
+    r["cpu_s_per_gb"] = row.layout.bytes > 0 ? nlohmann::json(CpuSecondsPerGb(row)) : nullptr;
     if (o_.check) {
       r["wrong"] = row.wrong;
     } else {
