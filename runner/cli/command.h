@@ -24,6 +24,7 @@ void RegisterRun(CLI::App& app, Action* action);
 void RegisterImport(CLI::App& app, Action* action);
 void RegisterReport(CLI::App& app, Action* action);
 void RegisterCompare(CLI::App& app, Action* action);
+void RegisterTrend(CLI::App& app, Action* action);
 void RegisterCalibrate(CLI::App& app, Action* action);
 void RegisterSimulate(CLI::App& app, Action* action);
 void RegisterCluster(CLI::App& app, Action* action);

@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   faultline::cli::RegisterImport(app, &action);
   faultline::cli::RegisterReport(app, &action);
   faultline::cli::RegisterCompare(app, &action);
+  faultline::cli::RegisterTrend(app, &action);
   faultline::cli::RegisterCalibrate(app, &action);
   faultline::cli::RegisterSimulate(app, &action);
   faultline::cli::RegisterCluster(app, &action);

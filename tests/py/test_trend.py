@@ -1,0 +1,81 @@
+"""faultline trend end to end on real runs: ten nights of a blackhole scenario on ftccl, and the
+same first six nights followed by four with a planted regression (FTCCL_SUSPECT_FLOOR_MS=300
+in the runner's environment, which its ranks inherit: a silent path is suspected after 300 ms
+instead of ~60 ms, so failover slows by about a quarter of a second). The trend must flag
+exactly that scenario's failover metrics from the first planted night on, and nothing on the
+ten clean nights."""
+import json
+import os
+import subprocess
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.environ.get("FAULTLINE_BUILD", os.path.join(ROOT, "build"))
+FAULTLINE = os.path.join(BUILD, "bin", "faultline")
+SCENARIO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scenarios",
+                        "blackhole_rail0.yaml")
+# What the suspicion floor moves: the instants from the fault to detection and to failover,
+# and the stall that contains them.
+FAILOVER_METRICS = {"detection_ms", "failover_first_ms", "failover_latency_ms", "stall_ms"}
+
+
+def night(tmp_path, name, planted):
+    env = dict(os.environ, FAULTLINE_JOURNAL_DIR=str(tmp_path / "journal"))
+    env.pop("FTCCL_SUSPECT_FLOOR_MS", None)
+    if planted:
+        env["FTCCL_SUSPECT_FLOOR_MS"] = "300"
+    out = str(tmp_path / name)
+    r = subprocess.run([FAULTLINE, "run", SCENARIO, "--out", out], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, f"{name}: exit {r.returncode}\n{r.stdout}\n{r.stderr}"
+    return out
+
+
+def trend(tmp_path, nights, name):
+    out = str(tmp_path / name)
+    r = subprocess.run([FAULTLINE, "trend", *nights, "--out", out], capture_output=True,
+                       text=True, timeout=60)
+    with open(os.path.join(out, "trend.json")) as f:
+        return r, json.load(f), out
+
+
+# Slow: fourteen runs of several seconds. Serial: the clean nights must not flag anything, so
+# the run-to-run noise must be the machine's, not that of other tests' ranks.
+@pytest.mark.slow
+@pytest.mark.serial
+def test_trend_flags_the_planted_regression_from_its_night_and_nothing_without_it(tmp_path):
+    clean = [night(tmp_path, f"clean-{i}", False) for i in range(1, 11)]
+    slow = [night(tmp_path, f"slow-{i}", True) for i in range(7, 11)]
+
+    r, t, out = trend(tmp_path, clean, "trend-clean")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert t["regressions"] == 0
+    flagged = [(s["key"], m["metric"]) for s in t["scenarios"] for m in s["metrics"]
+               if m["status"] == "REGRESSION"]
+    assert flagged == []
+
+    r, t, out = trend(tmp_path, clean[:6] + slow, "trend-planted")
+    assert r.returncode == 1, r.stdout + r.stderr
+    flagged = {(s["key"], m["metric"]): m for s in t["scenarios"] for m in s["metrics"]
+               if m["status"] == "REGRESSION"}
+    assert {k for k, _ in flagged} == {"py-blackhole-rail0 [ftccl]"}
+    metrics = {m for _, m in flagged}
+    assert "failover_latency_ms" in metrics and metrics <= FAILOVER_METRICS, metrics
+    for m in flagged.values():
+        assert m["first_night_label"] == slow[0], m
+        assert m["after_median"] > m["baseline_median"] + m["threshold"]
+    assert t["regressions"] == len(flagged)
+    # The page and the summary name it; the page's text has no raw Markdown.
+    with open(os.path.join(out, "trend.html")) as f:
+        html = f.read()
+    assert "REGRESSION" in html and "| ---" not in html and "##" not in html
+    with open(os.path.join(out, "trend.md")) as f:
+        assert "| py-blackhole-rail0 [ftccl] | failover_latency_ms | REGRESSION |" in f.read()
+
+
+def test_trend_refuses_a_single_night_and_a_missing_folder(tmp_path):
+    r = subprocess.run([FAULTLINE, "trend", str(tmp_path / "nope"), str(tmp_path / "nope2"),
+                        "--out", str(tmp_path / "t")], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "faultline trend:" in r.stderr
+    assert not os.path.exists(tmp_path / "t")
