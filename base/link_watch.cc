@@ -45,7 +45,8 @@ Result<PortState> LinkWatch::Get(const std::string& name) {
   rta->rta_type = IFLA_IFNAME;
   rta->rta_len = static_cast<unsigned short>(RTA_LENGTH(name.size() + 1));
   std::memcpy(RTA_DATA(rta), name.c_str(), name.size() + 1);
-  req.nh.nlmsg_len = static_cast<uint32_t>(NLMSG_LENGTH(sizeof(ifinfomsg)) + RTA_SPACE(name.size() + 1));
+  req.nh.nlmsg_len =
+      static_cast<uint32_t>(NLMSG_LENGTH(sizeof(ifinfomsg)) + RTA_SPACE(name.size() + 1));
   sockaddr_nl kernel{};
   kernel.nl_family = AF_NETLINK;
   if (sendto(fd_.get(), &req, req.nh.nlmsg_len, 0, reinterpret_cast<const sockaddr*>(&kernel),

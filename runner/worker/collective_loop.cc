@@ -96,8 +96,7 @@ int CollectiveLoop::Loop() {
         ++next_index_;
         continue;
       }
-      return rank_.Fail("collective " + std::to_string(op.index) + ": " + st.ToString(),
-                        op.end_ns);
+      return rank_.Fail("collective " + std::to_string(op.index) + ": " + st.ToString(), op.end_ns);
     }
     if (o_.check) {
       op.wrong = workload::CountWrong(spec_, layout_, rank_.group_rank(), args_.recv);

@@ -148,8 +148,8 @@ std::vector<int> FaultMatrix::AffectedCover(const std::vector<int64_t>& v,
 
 std::optional<double> FaultMatrix::ShrunkStepTime(const std::vector<int64_t>& v,
                                                   const std::vector<int>& members,
-                                                  const std::vector<int>& cover,
-                                                  double step_time_s, double comm_fraction) const {
+                                                  const std::vector<int>& cover, double step_time_s,
+                                                  double comm_fraction) const {
   if (!HasMatrix() || cover.empty()) return std::nullopt;
   std::vector<int> survivors;
   for (int r : members) {
@@ -168,8 +168,7 @@ std::optional<double> FaultMatrix::ShrunkStepTime(const std::vector<int64_t>& v,
   if (before <= 0) return std::nullopt;
   const int64_t after = slowest(survivors, before);
   const double speedup = after > 0 ? static_cast<double>(after) / before : 1.0;
-  return policy::RingStepTimeEstimate(step_time_s, comm_fraction,
-                                      static_cast<int>(members.size()),
+  return policy::RingStepTimeEstimate(step_time_s, comm_fraction, static_cast<int>(members.size()),
                                       static_cast<int>(survivors.size()), speedup);
 }
 

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "base/status.h"
 #include "base/link_watch.h"
+#include "base/status.h"
 
 namespace faultline::runner {
 

@@ -74,8 +74,8 @@ class Rank final {
   // Shrinks the group without `lost_ranks` (after `what` failed at failed_ns with `why`, or by
   // a decision): the shrink line, then the new group. kWorkerExitOk (with the shrink's
   // duration in *took_ns), or the error exit when the shrink failed.
-  int ShrinkWithout(const std::vector<int>& lost_ranks, const std::string& what,
-                    int64_t failed_ns, const Status& why, int64_t* took_ns);
+  int ShrinkWithout(const std::vector<int>& lost_ranks, const std::string& what, int64_t failed_ns,
+                    const Status& why, int64_t* took_ns);
 
   // New send / recv buffers; the old ones (revoked after a failure) stay allocated until the
   // end. kWorkerExitOk or the internal failure.

@@ -20,7 +20,9 @@ namespace faultline::runner {
 
 // CLOCK_MONOTONIC now, ns.
 int64_t NowNs();
-inline int64_t ToNs(std::chrono::milliseconds d) { return static_cast<int64_t>(d.count()) * 1000000; }
+inline int64_t ToNs(std::chrono::milliseconds d) {
+  return static_cast<int64_t>(d.count()) * 1000000;
+}
 // Sleeps until the absolute CLOCK_MONOTONIC time `t_ns` (through signals).
 void SleepUntilNs(int64_t t_ns);
 

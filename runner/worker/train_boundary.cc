@@ -140,10 +140,10 @@ policy::PolicyState TrainLoop::BaseState(int ranks) const {
   s.checkpoint_age_s = static_cast<double>(step_ - last_ckpt_step_) * step_s;
   // Unless the runner measured it: this process's start to ready (launch and rendezvous) plus
   // its last checkpoint write (a restart loads about as much).
-  s.restart_cost_s =
-      o_.restart_cost ? o_.restart_cost->count() / 1e3
-                      : std::max<int64_t>(0, rank_.ready_ns() - rank_.process_start_ns()) / 1e9 +
-                            last_ckpt_write_ns_ / 1e9;
+  s.restart_cost_s = o_.restart_cost
+                         ? o_.restart_cost->count() / 1e3
+                         : std::max<int64_t>(0, rank_.ready_ns() - rank_.process_start_ns()) / 1e9 +
+                               last_ckpt_write_ns_ / 1e9;
   s.shrink_cost_s = last_shrink_ns_ > 0 ? last_shrink_ns_ / 1e9 : 0.05;
   s.failover_switch_cost_s = 0;
   s.wait_bound_s = o_.wait_bound.count() / 1e3;

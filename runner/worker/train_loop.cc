@@ -286,8 +286,8 @@ int TrainLoop::WriteCheckpoint() {
   auto written = train::WriteCheckpoint(o_.checkpoint_dir, o_.rank, c);
   rec.end_ns = NowNs();
   if (!written.ok()) {
-    return rank_.EndWith(kWorkerExitInternal, "checkpoint of step " + std::to_string(step_) +
-                                                  ": " + written.status().ToString());
+    return rank_.EndWith(kWorkerExitInternal, "checkpoint of step " + std::to_string(step_) + ": " +
+                                                  written.status().ToString());
   }
   rec.bytes = *written;
   last_ckpt_step_ = step_;

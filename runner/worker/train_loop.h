@@ -76,8 +76,8 @@ class TrainLoop final {
   std::vector<train::Checkpoint> candidates_;  // --resume: this rank's readable checkpoints
   int64_t resume_start_ns_ = 0;
   std::vector<float> params_;
-  int64_t step_ = 0;   // steps done (the next step's global number)
-  uint64_t base_ = 0;  // samples done
+  int64_t step_ = 0;        // steps done (the next step's global number)
+  uint64_t base_ = 0;       // samples done
   uint64_t prev_base_ = 0;  // base_ before the last step (AgreeOnStep undoes that step)
   int64_t last_ckpt_step_ = 0;
   int64_t last_ckpt_write_ns_ = 0;
@@ -89,7 +89,7 @@ class TrainLoop final {
   // The library's measured throughput to each world rank (PeerRates) at the clean steps;
   // empty: the library measures none.
   std::vector<double> ref_rates_;
-  bool attention_ = true;  // some rank flagged the boundary in the last step
+  bool attention_ = true;            // some rank flagged the boundary in the last step
   int64_t boundary_from_step_ = -1;  // the boundary agrees at least at the step after this
   // Members, not locals: a library may touch them until it is destroyed.
   std::vector<int64_t> ctl_send_;

@@ -52,8 +52,8 @@ class AdaptivePolicy final : public Policy {
     if (over) decided_until_ns_ = kPermanent;
     if (!news && !outlasted) return share;
     policy::PolicyState s = g.base;
-    s.fault_class = v[FaultMatrix::kClass] == 2 ? policy::FaultClassKind::kNic
-                                                : policy::FaultClassKind::kLink;
+    s.fault_class =
+        v[FaultMatrix::kClass] == 2 ? policy::FaultClassKind::kNic : policy::FaultClassKind::kLink;
     s.surviving_bandwidth_fraction = std::clamp(-v[FaultMatrix::kNegBandwidth] / 1e6, 0.0, 1.0);
     if (over) {
       // A fault already over is an outage of length 0 that has ended.
@@ -88,8 +88,9 @@ class AdaptivePolicy final : public Policy {
 
   void Decided(const DecisionRequest& req, bool chosen) override {
     if (chosen && req.state.expected_outage_s && !req.fault_over) {
-      decided_until_ns_ = req.now_ns + static_cast<int64_t>(
-                                           (*req.state.expected_outage_s - req.state.outage_so_far_s) * 1e9);
+      decided_until_ns_ =
+          req.now_ns +
+          static_cast<int64_t>((*req.state.expected_outage_s - req.state.outage_so_far_s) * 1e9);
     }
   }
 

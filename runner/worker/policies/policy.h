@@ -72,10 +72,10 @@ struct RankLossView {
 // The coordinator's question to the cost model, and what the decision line carries with it.
 struct DecisionRequest {
   policy::PolicyState state;
-  std::string trigger;         // "path_down", "path_fault_over", "rank_lost"
+  std::string trigger;          // "path_down", "path_fault_over", "rank_lost"
   std::vector<int> shrink_set;  // world ranks a shrink would drop
   int64_t now_ns = 0;
-  bool fault_over = false;     // the paths came back before this boundary
+  bool fault_over = false;  // the paths came back before this boundary
 };
 
 struct Action {
@@ -89,7 +89,7 @@ struct Action {
     kShare,           // share the coordinator's decision (request) with every rank, then Apply
   };
   Kind kind = kContinue;
-  std::string why;  // kFailStop: the reason; kShrinkAffected: who shrank
+  std::string why;                         // kFailStop: the reason; kShrinkAffected: who shrank
   std::optional<DecisionRequest> request;  // kShare, on the coordinator: what to decide
 };
 

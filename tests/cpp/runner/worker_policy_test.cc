@@ -2,12 +2,12 @@
 // observations, no process: what each policy asks of the loop before and after a step, at a
 // step boundary, after a failed call and after a rank loss, and adaptive's decision requests
 // (deferral of path news, nic at once, outages over or outlasted, the rank-loss question).
-#include "runner/worker/policies/policy.h"
-
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <vector>
+
+#include "runner/worker/policies/policy.h"
 
 namespace faultline::runner::policies {
 namespace {
@@ -214,7 +214,7 @@ TEST(PolicyAdaptive, ReDecidesOnlyWhenTheOutageOutlastsTheLastDecision) {
   const Action first = p->AtBoundary(g.View(true, 10'000'000'000));
   ASSERT_TRUE(first.request.has_value());
   EXPECT_DOUBLE_EQ(*first.request->state.expected_outage_s, 2.0);  // 2 x so far
-  p->Decided(*first.request, /*chosen=*/true);  // expected to end 1 s from now
+  p->Decided(*first.request, /*chosen=*/true);                     // expected to end 1 s from now
   g.v[FaultMatrix::kNews] = 0;
   const Action within = p->AtBoundary(g.View(true, 10'500'000'000));
   EXPECT_EQ(within.kind, Action::kShare);

@@ -1,8 +1,6 @@
 // A rank's own port state: PortWatch (runner/worker/port_watch.h) over a fake port source
 // (ports down, gone, flapped between two looks, no source at all), and LinkWatch
 // (base/link_watch.h) against this namespace's loopback and a name that does not exist.
-#include "runner/worker/port_watch.h"
-
 #include <gtest/gtest.h>
 
 #include <map>
@@ -10,6 +8,7 @@
 #include <string>
 
 #include "base/link_watch.h"
+#include "runner/worker/port_watch.h"
 
 namespace faultline::runner {
 namespace {
@@ -39,7 +38,9 @@ PortWatch WatchOf(FakePorts* ports) {
         ++ports->opened;
         return std::unique_ptr<PortSource>(std::make_unique<FakeSource>(ports));
       },
-      [] { return std::vector<std::string>{"r0", "r1"}; });
+      [] {
+        return std::vector<std::string>{"r0", "r1"};
+      });
 }
 
 TEST(WorkerPortWatch, APortThatFlappedDuringTheFaultIsDownUntilTheFaultIsOver) {
