@@ -1,11 +1,18 @@
 // A rank's own port state: PortWatch (runner/worker/port_watch.h) over a fake port source
 // (ports down, gone, flapped between two looks, no source at all), and LinkWatch
-// (base/link_watch.h) against this namespace's loopback and a name that does not exist.
+// (base/link_watch.h) against this namespace's loopback and a name that does not exist, and
+// both against a real veth pair whose peer goes down and up, in a private network namespace
+// (skipped with the reason where one cannot be made).
 #include <gtest/gtest.h>
+#include <sched.h>
 
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "base/link_watch.h"
 #include "runner/worker/port_watch.h"
@@ -111,6 +118,58 @@ TEST(WorkerLinkWatch, ReadsLoopbackAndNamesAMissingLink) {
   // The socket keeps answering after an error.
   EXPECT_TRUE(watch->Get("lo").ok());
   EXPECT_EQ(watch->Get("").status().code(), Code::kInvalidArgument);
+}
+
+// Runs `body` on a thread of its own in a new network namespace (children it starts share it);
+// *skip gets the reason when there is none to be had.
+template <typename F>
+void InPrivateNetns(std::string* skip, F&& body) {
+  std::thread t([&] {
+    if (unshare(CLONE_NEWNET) != 0) {
+      *skip = std::string("no private network namespace: ") + std::strerror(errno);
+      return;
+    }
+    body();
+  });
+  t.join();
+}
+
+int Sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()); }
+
+TEST(WorkerLinkWatch, FollowsAVethWhosePeerGoesDownAndUp) {
+  std::string skip;
+  InPrivateNetns(&skip, [&] {
+    if (Sh("ip link add flw0 type veth peer name flw1 && ip link set flw0 up && "
+           "ip link set flw1 up && ip addr add 198.18.200.1/24 dev flw0") != 0) {
+      skip = "cannot create a veth pair here";
+      return;
+    }
+    auto watch = LinkWatch::Open();
+    ASSERT_TRUE(watch.ok()) << watch.status().ToString();
+    auto before = watch->Get("flw0");
+    ASSERT_TRUE(before.ok()) << before.status().ToString();
+    EXPECT_TRUE(before->running);
+    // The rank's port watch over the same kernel: its rail is flw0's address.
+    PortWatch ports = PortWatch::ForRails(0, {"198.18.200.1"});
+    ports.Look(/*fault_on=*/false);
+    ASSERT_EQ(Sh("ip link set flw1 down"), 0);
+    auto down = watch->Get("flw0");
+    ASSERT_TRUE(down.ok());
+    EXPECT_FALSE(down->running);
+    EXPECT_GT(down->carrier_changes, before->carrier_changes);
+    ASSERT_EQ(Sh("ip link set flw1 up"), 0);
+    auto up = watch->Get("flw0");
+    ASSERT_TRUE(up.ok());
+    EXPECT_GT(up->carrier_changes, down->carrier_changes);
+    // Down and back by the next look: the port still counts as having gone down.
+    ports.Look(/*fault_on=*/true);
+    EXPECT_FALSE(ports.off());
+    EXPECT_TRUE(ports.own_port_down());
+    ports.Look(/*fault_on=*/false);
+    EXPECT_FALSE(ports.own_port_down());
+    Sh("ip link del flw0");
+  });
+  if (!skip.empty()) GTEST_SKIP() << skip;
 }
 
 }  // namespace
