@@ -34,6 +34,12 @@
 //   adaptive   at each step boundary the ranks gather their fault state; on news the group's
 //              rank 0 asks the cost model (runner/policy/cost_model.h) for the cheapest policy,
 //              logs the decision and broadcasts it; every rank applies it.
+//
+// Units: rank.h (log, watchdog, the library's calls, the group, how a rank ends),
+// collective_loop.h, train_loop.h (the steps, checkpoints, resume and the step boundary),
+// policies/policy.h (each policy's choices, pure), path_tracker.h and fault_matrix.h (what a
+// rank knows of its paths and what the group gathers), port_watch.h (the rank's own ports,
+// over base/link_watch.h; ranks do not link the injector's netlink wrappers).
 #pragma once
 
 #include <chrono>
