@@ -5,7 +5,7 @@
 #include <set>
 #include <tuple>
 
-#include "runner/faults/registry.h"
+#include "runner/core/fault_kind.h"
 
 namespace faultline::runner {
 namespace {

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "base/units.h"
-#include "runner/faults/registry.h"
+#include "runner/core/fault_kind.h"
 #include "runner/core/split_mix64.h"
 
 namespace faultline::runner {

@@ -1,7 +1,8 @@
-// What fault kinds share: the parsing of `target:` and of the common parameter shapes
-// (durations, percentages, the peer rank), the keys every fault has, and small injector
-// parameter and capacity helpers. Used by the descriptors under runner/faults/<kind>/ and by
-// the scenario parser. Pure functions; thread-safe.
+// What fault kinds share: the parsing of the common parameter shapes (durations,
+// percentages, the peer rank) and small injector parameter and capacity helpers, beside the
+// fault entry's reads they share with the scenario parser (runner/core/fault_yaml.h: the keys
+// every fault has, `target:`). Used by the descriptors under runner/faults/<kind>/. Pure
+// functions; thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -10,20 +11,11 @@
 #include <string_view>
 #include <vector>
 
-#include "runner/faults/fault_descriptor.h"
+#include "runner/core/fault_kind.h"
+#include "runner/core/fault_yaml.h"
 #include "runner/core/scenario.h"
-#include "runner/core/yaml_reader.h"
 
 namespace faultline::runner::faults {
-
-// One fault's entry while it is parsed.
-struct FaultYaml {
-  YamlReader& reader;
-  const YAML::Node& node;    // the fault's mapping
-  const std::string& what;   // "fault 'f1'", for messages
-  const Scenario& scenario;  // topology, and whether it validated:
-  bool topology_ok = false;
-};
 
 // The hint for a `for` on a kind that acts once.
 inline constexpr std::string_view kActsOnceHint = "this fault acts once, at 'at'";
@@ -38,18 +30,6 @@ inline constexpr std::string_view kQdiscBypassedByRdma =
 inline constexpr std::string_view kSocketsBypassedByRdma =
     "it destroys kernel TCP sockets, and an RDMA rail's connections are queue pairs in the "
     "NIC, not sockets, so it would have no effect";
-
-// The keys a fault of `d` may carry besides `for` where `d` refuses it: id, type, at,
-// target, then `for` (held kinds) and the kind's own keys.
-std::vector<std::string> FaultKeys(const FaultDescriptor& d);
-
-// The hint for a missing `target:` of a fault with this target shape.
-std::string TargetHint(TargetShape shape);
-
-// Parses `n` (a fault's `target:`) into `f->target` for a kind of `shape` against
-// `y.scenario`'s topology: host, then rank (rank targets; link targets with nics: per_rank,
-// marking `port`), rail (link and path targets) and side (kLink). False after any error.
-bool ParseTarget(FaultYaml& y, const YAML::Node& n, TargetShape shape, FaultSpec* f);
 
 // `key` of the fault as a duration into `*out` when present; a missing required key or a bad
 // value is reported and clears `*ok`.

@@ -1,6 +1,5 @@
 #include "runner/faults/registry.h"
 
-#include "base/status.h"
 #include "runner/faults/bandwidth/bandwidth.h"
 #include "runner/faults/blackhole/blackhole.h"
 #include "runner/faults/conn_corrupt/conn_corrupt.h"
@@ -39,25 +38,6 @@ const std::vector<const FaultDescriptor*>& FaultDescriptors() {
       &RankKillFault(),     // injector/rank_kill.cc
   };
   return kinds;
-}
-
-const FaultDescriptor* FindFaultDescriptor(std::string_view name) {
-  for (const FaultDescriptor* d : FaultDescriptors()) {
-    if (d->name == name) return d;
-  }
-  return nullptr;
-}
-
-const FaultDescriptor& DescriptorOf(std::string_view name) {
-  const FaultDescriptor* d = FindFaultDescriptor(name);
-  FL_CHECK(d != nullptr);
-  return *d;
-}
-
-std::vector<std::string> FaultKindNames() {
-  std::vector<std::string> out;
-  for (const FaultDescriptor* d : FaultDescriptors()) out.emplace_back(d->name);
-  return out;
 }
 
 }  // namespace faultline::runner::faults

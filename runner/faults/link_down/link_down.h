@@ -3,7 +3,7 @@
 // class); the injector's half is injector/link_down.cc.
 #pragma once
 
-#include "runner/faults/fault_descriptor.h"
+#include "runner/core/fault_kind.h"
 
 namespace faultline::runner::faults {
 

@@ -4,7 +4,7 @@
 // the injector's half is injector/link_flap.cc.
 #pragma once
 
-#include "runner/faults/fault_descriptor.h"
+#include "runner/core/fault_kind.h"
 
 namespace faultline::runner::faults {
 

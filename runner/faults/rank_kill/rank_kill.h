@@ -3,7 +3,7 @@
 // the injector's half is injector/rank_kill.cc.
 #pragma once
 
-#include "runner/faults/fault_descriptor.h"
+#include "runner/core/fault_kind.h"
 
 namespace faultline::runner::faults {
 

@@ -1,9 +1,15 @@
-// FaultDescriptor: everything the runner knows about one fault kind, in one place. A kind is
-// its injector file (injector/<kind>.cc: apply, revert, observe) plus one runner folder
-// (runner/faults/<kind>/: this descriptor), each registered by name in an explicit registry
-// (injector/registry.cc and runner/faults/registry.cc). The scenario parser, the timeline,
-// the executor, the requirement check and the metrics ask the descriptor and never name a
-// kind themselves.
+// FaultDescriptor: everything the runner knows about one fault kind, in one place, and the
+// table of every kind. A kind is its injector file (injector/<kind>.cc: apply, revert,
+// observe) plus one runner folder (runner/faults/<kind>/: its descriptor), each registered by
+// name in an explicit registry (injector/registry.cc and runner/faults/registry.cc). The
+// scenario parser, the timeline, the executor, the requirement check and the metrics ask the
+// descriptor and never name a kind themselves.
+//
+// Layering: this header is the core's view of the fault kinds. The core (runner/core/) reads
+// the kinds only through it and includes nothing of runner/faults/; the kinds' folders include
+// the core (scenario types, YAML reads, timeline actions). FaultDescriptors() is the one
+// function of the table that the kinds provide: runner/faults/registry.cc defines it (built
+// into the same library, faultline_runner_core), and the lookups below are the core's.
 //
 // A descriptor is an immutable value; its functions are pure (no I/O). Thread-safe.
 #pragma once
@@ -19,7 +25,7 @@
 
 namespace faultline::runner::faults {
 
-struct FaultYaml;  // common.h
+struct FaultYaml;  // runner/core/fault_yaml.h
 
 // What a fault's `target:` names, and so how the executor addresses the injector.
 enum class TargetShape {
@@ -91,5 +97,15 @@ struct FaultDescriptor {
   // `for` is one of its keys.
   bool takes_for() const { return hold == Hold::kFor; }
 };
+
+// The table of fault kinds, defined by runner/faults/registry.cc: every kind, in
+// documentation order (the order error hints list them in).
+const std::vector<const FaultDescriptor*>& FaultDescriptors();
+// Null for an unknown name.
+const FaultDescriptor* FindFaultDescriptor(std::string_view name);
+// REQUIRES: `name` is a registered kind (aborts otherwise: a scenario's kinds are checked).
+const FaultDescriptor& DescriptorOf(std::string_view name);
+// The names of FaultDescriptors(), in its order.
+std::vector<std::string> FaultKindNames();
 
 }  // namespace faultline::runner::faults
