@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "runner/core/incident_import.h"
+#include "runner/incident/incident_import.h"
 #include "runner/core/scenario.h"
 #include "tests/fuzz/fuzz_check.h"
 

@@ -1,4 +1,4 @@
-// The incident importer (runner/core/incident_import.h): per-host clocks aligned by their
+// The incident importer (runner/incident/incident_import.h): per-host clocks aligned by their
 // wall - kernel offsets, switch ports, symptoms turned into a reproduce: verdict, and the
 // verdict itself (CheckReproduce).
 #include <gtest/gtest.h>
@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "runner/core/checks.h"
-#include "runner/core/incident_import.h"
-#include "runner/core/link_log.h"
+#include "runner/incident/incident_import.h"
+#include "runner/incident/link_log.h"
 #include "runner/core/scenario.h"
 
 namespace faultline::runner {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "runner/core/incident_import.h"
-#include "runner/core/link_log.h"
+#include "runner/incident/incident_import.h"
+#include "runner/incident/link_log.h"
 #include "runner/exec/requirements.h"
 #include "runner/core/scenario.h"
 #include "workload/adapters/ccl_traits.h"

@@ -1,4 +1,4 @@
-// The incident-log sources of runner/core/link_log.h beyond the kernel and `ip monitor`:
+// The incident-log sources of runner/incident/link_log.h beyond the kernel and `ip monitor`:
 // switch logs, RDMA port lines and ibstat dumps, NCCL / PyTorch / ncclras symptoms, the
 // per-line clock samples and year handling, and lines that start like a source but cannot be
 // read (a warning with file:line, never an exception).
@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "runner/core/link_log.h"
+#include "runner/incident/link_log.h"
 
 namespace faultline::runner {
 namespace {

@@ -1,5 +1,5 @@
 // A production incident's logs turned into a scenario (`faultline import`): the parsed link
-// events of hosts, RDMA ports and switches (runner/core/link_log.h) placed on the rails of a
+// events of hosts, RDMA ports and switches (runner/incident/link_log.h) placed on the rails of a
 // test topology, on one timeline, and the collective library's error lines (symptoms) turned
 // into a `reproduce:` verdict for the fail-stop library of the replay.
 //
@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "runner/core/link_log.h"
+#include "runner/incident/link_log.h"
 #include "runner/core/scenario.h"
 
 namespace faultline::runner {
