@@ -451,6 +451,25 @@ TEST(Simulator, SameSeedsSameResult) {
   EXPECT_NEAR(c.JobRatePerSecond() * 54 * 86400, 419, 1e-6);
 }
 
+// The units each class's rate is per (simulator.h): GPUs, hosts (a partly filled host counts),
+// and the NIC ports and links of the hosts; the job's rate is their sum.
+TEST(SimConfig, FailureUnitsPerClass) {
+  SimConfig c = SimConfig::Defaults();
+  c.gpus = 1001;
+  c.gpus_per_host = 8;
+  c.rails_per_host = 4;
+  c.rate_scale = 2;
+  EXPECT_EQ(c.Hosts(), 126);
+  EXPECT_DOUBLE_EQ(c.Units(FaultClass::kGpu), 1001);
+  EXPECT_DOUBLE_EQ(c.Units(FaultClass::kOther), 1001);
+  EXPECT_DOUBLE_EQ(c.Units(FaultClass::kHost), 126);
+  EXPECT_DOUBLE_EQ(c.Units(FaultClass::kNic), 126 * 4);
+  EXPECT_DOUBLE_EQ(c.Units(FaultClass::kNetwork), 126 * 4);
+  double per_hour = 0;
+  for (const auto& m : c.classes) per_hour += m.rate_per_unit_hour * c.Units(m.cls);
+  EXPECT_NEAR(c.JobRatePerSecond(), per_hour / 3600 * 2, 1e-15);
+}
+
 TEST(SimConfig, YamlOverridesAndErrorsWithTheirPlace) {
   SimConfig c = SimConfig::Defaults();
   ASSERT_TRUE(c.ApplyYaml("restart_cost: 5min\ncheckpoint_interval: 30min\n"
