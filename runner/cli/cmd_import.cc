@@ -1,14 +1,15 @@
-// faultline import LOG|DIR... --map DEVICE=hostH/railR[/switch]... [--map-switch SW:PORT=hostH/railR]...
+// faultline import LOG|DIR... --map DEVICE=hostH/railR[/switch]... [--map-switch
+// SW:PORT=hostH/railR]...
 //   [--map-rank NODE:LOCAL=hostH/rankL]... [--reproduce-ccl gloo] [--reproduce-outcome O]
 //   [--within DUR] [--year Y] [--at 2s] [--name NAME] [-o FILE]
 // Turns the link events of a production incident's logs (host kernels, `ip monitor link`,
 // RDMA ports, switches; runner/incident/link_log.h) into a scenario of link_down faults on one
-// timeline (runner/incident/import_command.h does all but the parsing of the command line), and the collective library's error lines into its
-// `reproduce:` verdict. A directory is read as one log per host: every regular file in it,
-// the host named by the file name up to its first dot (gpu-node-17.log -> gpu-node-17) for
-// lines that name none. Exit 0 with the scenario written (to stdout without -o); 2 on bad
-// input (unreadable log, bad flag, nothing mapped, or a scenario that would not validate),
-// with the reason. Lines a parser skipped are warned about with their place.
+// timeline (runner/incident/import_command.h does all but the parsing of the command line), and the
+// collective library's error lines into its `reproduce:` verdict. A directory is read as one log
+// per host: every regular file in it, the host named by the file name up to its first dot
+// (gpu-node-17.log -> gpu-node-17) for lines that name none. Exit 0 with the scenario written (to
+// stdout without -o); 2 on bad input (unreadable log, bad flag, nothing mapped, or a scenario that
+// would not validate), with the reason. Lines a parser skipped are warned about with their place.
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -49,9 +50,10 @@ int Import(const ImportArgs& a) {
 
 void RegisterImport(CLI::App& app, Action* action) {
   auto a = std::make_shared<ImportArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "import", "turn a production incident's logs (host kernels, ip monitor, RDMA ports, "
-                "switches, NCCL) into a replay scenario");
+  CLI::App* cmd =
+      app.add_subcommand("import",
+                         "turn a production incident's logs (host kernels, ip monitor, RDMA ports, "
+                         "switches, NCCL) into a replay scenario");
   cmd->add_option("logs", a->flags.logs,
                   "log files or directories of one log per host (dmesg, journalctl, syslog, ip "
                   "monitor, ibstat, switch syslog, NCCL output; - for stdin)")
@@ -79,15 +81,15 @@ void RegisterImport(CLI::App& app, Action* action) {
   cmd->add_option("--tail", a->flags.tail, "run time after the last event")->capture_default_str();
   cmd->add_option("--name", a->flags.name, "scenario name")->capture_default_str();
   cmd->add_option("-o,--out", a->out, "write the scenario here (default: stdout)");
-  cmd->add_option("--hosts", a->flags.hosts, "hosts (default: highest mapped host + 1, at least 2)");
-  cmd->add_option("--rails", a->flags.rails, "rails (default: highest mapped rail + 1, at least 2)");
+  cmd->add_option("--hosts", a->flags.hosts,
+                  "hosts (default: highest mapped host + 1, at least 2)");
+  cmd->add_option("--rails", a->flags.rails,
+                  "rails (default: highest mapped rail + 1, at least 2)");
   cmd->add_option("--ranks-per-host", a->flags.ranks_per_host,
                   "ranks per host (default: the highest --map-rank local rank + 1)");
   cmd->add_option("--op", a->flags.op, "collective of the workload")->capture_default_str();
   cmd->add_option("--bytes", a->flags.bytes, "message size of the workload")->capture_default_str();
-  cmd->callback([action, a] {
-    *action = [a] { return Import(*a); };
-  });
+  cmd->callback([action, a] { *action = [a] { return Import(*a); }; });
 }
 
 }  // namespace faultline::cli

@@ -133,9 +133,9 @@ std::optional<int> YearOfStamps(const std::vector<ParsedLog>& logs) {
     for (const auto& e : l.clocks) note(e.wall_ns, e.year_assumed);
   }
   if (!assumed || years.empty()) return std::nullopt;
-  return std::max_element(years.begin(), years.end(), [](const auto& x, const auto& y) {
-           return x.second < y.second;
-         })->first;
+  return std::max_element(years.begin(), years.end(),
+                          [](const auto& x, const auto& y) { return x.second < y.second; })
+      ->first;
 }
 
 std::vector<ParsedLog> ParseLogInputs(const std::vector<LogInput>& inputs, int year) {

@@ -32,9 +32,9 @@ struct ImportFlags {
   std::string at = "2s";
   std::string tail = "3s";
   std::string name = "imported-link-events";
-  int hosts = 0;                         // 0: from the mappings
-  int rails = 0;                         // 0: from the mappings
-  int ranks_per_host = -1;               // -1: from the mappings
+  int hosts = 0;            // 0: from the mappings
+  int rails = 0;            // 0: from the mappings
+  int ranks_per_host = -1;  // -1: from the mappings
   std::string op = "allreduce";
   std::string bytes = "16MiB";
 };

@@ -9,11 +9,10 @@
 // cache is per thread).
 #pragma once
 
-#include <nlohmann/json_fwd.hpp>
-
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <regex>
 #include <string>
@@ -43,8 +42,7 @@ std::optional<int64_t> AscTimeNs(const std::string& s);
 // A decimal number in [lo, hi]; nullopt when empty, not a number, or out of range.
 std::optional<int64_t> ToInt(const std::string& s, int64_t lo = 0,
                              int64_t hi = std::numeric_limits<int32_t>::max());
-std::optional<int> ToInt32(const std::string& s,
-                           int64_t hi = std::numeric_limits<int32_t>::max());
+std::optional<int> ToInt32(const std::string& s, int64_t hi = std::numeric_limits<int32_t>::max());
 // The resolution of a stamp with the fraction `frac` (".123", "" for whole seconds).
 int64_t ResolutionNs(const std::string& frac);
 // "eth2:" -> "eth2".
@@ -76,7 +74,6 @@ struct Unreadable {
   std::string why;
 };
 
-
 // kernel_log.cc: a kernel message about a link; nullopt when the line is something else.
 std::optional<Event> KernelEvent(const std::string& msg);
 // kernel_log.cc: an `ip monitor link` message ("3: eth2: <FLAGS> ... state DOWN ...").
@@ -91,13 +88,13 @@ std::optional<Event> RdmaEvent(const std::string& msg, std::optional<Unreadable>
 // An `ibstat` dump, possibly several, each after a timestamp line: the state of every
 // DEVICE/PORT; a state that differs from the previous dump's is an event.
 struct IbstatState {
-  std::string ca;                         // the current "CA 'mlx5_0'"
+  std::string ca;  // the current "CA 'mlx5_0'"
   int ca_line = 0;
-  std::string port;                       // the current "Port 1:"
+  std::string port;  // the current "Port 1:"
   int port_line = 0;
   bool port_has_state = false;
-  std::map<std::string, bool> last;       // "mlx5_0/1" -> up, from the previous dump
-  std::optional<int64_t> stamp_ns;        // the dump's time
+  std::map<std::string, bool> last;  // "mlx5_0/1" -> up, from the previous dump
+  std::optional<int64_t> stamp_ns;   // the dump's time
   int64_t stamp_res_ns = 0;
 };
 

@@ -178,8 +178,10 @@ TEST(ImportCommand, RunWritesTheScenarioAndSaysWhatItIgnored) {
                                   "for: 500ms"),
             std::string::npos)
       << run.result->yaml;
-  EXPECT_EQ(run.messages, std::vector<std::string>{"ignored the events of eth9 (no mapping for it)"});
-  EXPECT_EQ(ImportSummary(*run.result, ""), "1 fault(s) (0 permanent) from 2 link event(s), 0 symptom(s)");
+  EXPECT_EQ(run.messages,
+            std::vector<std::string>{"ignored the events of eth9 (no mapping for it)"});
+  EXPECT_EQ(ImportSummary(*run.result, ""),
+            "1 fault(s) (0 permanent) from 2 link event(s), 0 symptom(s)");
   EXPECT_EQ(ImportSummary(*run.result, "out.yaml"),
             "1 fault(s) (0 permanent) from 2 link event(s), 0 symptom(s) -> out.yaml");
 }
