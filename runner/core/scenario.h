@@ -161,7 +161,7 @@ struct Workload {
 };
 
 // A fault kind is named by its registry name ("link_down", ...); everything the runner knows
-// about it is its descriptor (runner/faults/registry.h).
+// about it is its descriptor (runner/core/fault_kind.h; the kinds: runner/faults/).
 namespace faults {
 struct FaultDescriptor;
 }

@@ -1,7 +1,7 @@
 // YamlReader: typed reads of YAML nodes that never stop at the first problem. Every problem
 // becomes a Diagnostic (file:line:column, message, hint) collected in the reader, and the read
 // returns nullopt/false, so a caller reports every error of a file in one pass. Shared by the
-// scenario parser (scenario.cc) and the fault kinds' parameter parsers (faults/). Not
+// scenario parser (scenario_*.cc) and the fault kinds' parameter parsers (faults/). Not
 // thread-safe; one reader per parse.
 #pragma once
 
