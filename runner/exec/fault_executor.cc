@@ -85,8 +85,7 @@ void FaultExecutor::HealAll(std::vector<std::string>* harness_errors) {
       if (!h->applied() || h->reverted()) continue;
       AppliedFault::HealResult r = h->Heal();
       if (r.reverted_ns) f.record.reverted_ns = r.reverted_ns;
-      if (!r.problem.empty())
-        harness_errors->push_back("healing fault " + f.record.id + r.problem);
+      if (!r.problem.empty()) harness_errors->push_back("healing fault " + f.record.id + r.problem);
     }
     f.newest = nullptr;
     f.by_cycle.clear();

@@ -112,21 +112,26 @@ nlohmann::json TrainJson(const History& h, const TrainingMetrics& t, const nlohm
   json holds = json::array();
   for (const HoldRecord& r : h.holds) {
     if (r.rank != 0) continue;  // every rank holds together; rank 0's is the group's
-    holds.push_back({{"t_s", since(r.start_ns)}, {"duration_ms", (r.end_ns - r.start_ns) / 1e6},
+    holds.push_back({{"t_s", since(r.start_ns)},
+                     {"duration_ms", (r.end_ns - r.start_ns) / 1e6},
                      {"returned", r.returned}});
   }
   json decisions = json::array();
   std::vector<double> latency_ms;
   for (const DecisionRecord& d : h.decisions) {
-    decisions.push_back({{"t_s", since(d.t_ns)}, {"rank", d.rank}, {"chosen", d.chosen},
-                         {"latency_ms", d.latency_ns / 1e6},
-                         {"fault_class", d.decision.value("inputs", json::object()).value("fault_class", "")}});
+    decisions.push_back(
+        {{"t_s", since(d.t_ns)},
+         {"rank", d.rank},
+         {"chosen", d.chosen},
+         {"latency_ms", d.latency_ns / 1e6},
+         {"fault_class", d.decision.value("inputs", json::object()).value("fault_class", "")}});
     latency_ms.push_back(d.latency_ns / 1e6);
   }
   std::sort(latency_ms.begin(), latency_ms.end());
   auto pct = [](const std::vector<double>& v, double p) -> json {
     if (v.empty()) return nullptr;
-    const size_t i = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5));
+    const size_t i =
+        std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5));
     return v[i];
   };
   return {{"useful_samples", t.useful_samples ? json(*t.useful_samples) : json()},
@@ -135,12 +140,12 @@ nlohmann::json TrainJson(const History& h, const TrainingMetrics& t, const nlohm
           {"goodput_ratio", t.goodput_ratio ? json(*t.goodput_ratio) : json()},
           {"twin", twin},
           {"restarts", std::move(restarts)},
-          {"restarts_given_up",
-           h.restarts_given_up.empty() ? json() : json(h.restarts_given_up)},
-          {"checkpoints", {{"written", h.checkpoints.size()},
-                           {"newest_step", newest},
-                           {"write_ms_p50", pct(write_ms, 0.5)},
-                           {"write_ms_max", write_ms.empty() ? json() : json(write_ms.back())}}},
+          {"restarts_given_up", h.restarts_given_up.empty() ? json() : json(h.restarts_given_up)},
+          {"checkpoints",
+           {{"written", h.checkpoints.size()},
+            {"newest_step", newest},
+            {"write_ms_p50", pct(write_ms, 0.5)},
+            {"write_ms_max", write_ms.empty() ? json() : json(write_ms.back())}}},
           {"holds", std::move(holds)},
           {"decisions", std::move(decisions)},
           {"decision_latency_ms_p99", pct(latency_ms, 0.99)}};

@@ -4,11 +4,10 @@
 // (tests/cpp/runner/history_builder_test.cc). Also the report's "train" object.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
@@ -30,7 +29,7 @@ struct HistoryInputs {
   int64_t t0_ns = 0;
   int64_t run_end_ns = 0;
   bool watchdog_fired = false;
-  std::function<ExitStatus(int g)> exit_status;                    // the rank's last process
+  std::function<ExitStatus(int g)> exit_status;                       // the rank's last process
   std::function<Result<WorkerLog>(int g, int incarnation)> load_log;  // on the runner's clock
   std::map<int, bool> killed_by_fault;
   std::vector<FaultRecord> faults;

@@ -47,6 +47,7 @@ std::vector<LaunchSpec> BuildRankSpecs(const RankSpecInputs& in) {
       const std::string bootstrap =
           in.placement.bootstrap_host + ":" + std::to_string(kBootstrapPort + incarnation);
       // What every rank is told, whichever program it runs.
+      // clang-format off
       const std::vector<std::string> group = {
           "--ccl", CclNameString(sc.ccl),
           "--rank", std::to_string(g),
@@ -57,6 +58,7 @@ std::vector<LaunchSpec> BuildRankSpecs(const RankSpecInputs& in) {
           "--log", log,
           "--seed", std::to_string(sc.seed),
       };
+      // clang-format on
       // A training script (torch_workload.h), whose steps are the ops, or faultline-worker.
       std::vector<std::string> argv =
           torch ? TorchScriptArgv(w) : std::vector<std::string>{in.worker};
@@ -69,6 +71,7 @@ std::vector<LaunchSpec> BuildRankSpecs(const RankSpecInputs& in) {
                     {"--start-at", std::to_string(in.t0_ns + in.placement.clock_offset_ns[h])});
       }
       if (!train) argv.insert(argv.end(), {"--warmup", std::to_string(w.warmup_iters)});
+      // clang-format off
       if (train) {
         const std::string dir = fs::absolute(in.out_dir + "/checkpoints").string();
         argv.insert(argv.end(), {
@@ -112,6 +115,7 @@ std::vector<LaunchSpec> BuildRankSpecs(const RankSpecInputs& in) {
         if (w.check) argv.push_back("--check");
         if (sc.policy == RecoveryPolicyName::kShrink) argv.insert(argv.end(), {"--policy", "shrink"});
       }
+      // clang-format on
       if (g < static_cast<int>(in.hook_paths.size()) && !in.hook_paths[g].empty()) {
         argv.insert(argv.end(), {"--fault-hook", in.hook_paths[g]});
       }
@@ -125,8 +129,8 @@ std::vector<LaunchSpec> BuildRankSpecs(const RankSpecInputs& in) {
         for (const std::string& e : in.placement.env[h]) spec.env.push_back(e);
       }
       spec.placement = {h, l, g};
-      spec.name = "rank" + std::to_string(g) +
-                  (incarnation > 0 ? ".i" + std::to_string(incarnation) : "");
+      spec.name =
+          "rank" + std::to_string(g) + (incarnation > 0 ? ".i" + std::to_string(incarnation) : "");
       specs.push_back(std::move(spec));
     }
   }

@@ -28,11 +28,11 @@ struct RankPlacement {
 struct RankSpecInputs {
   const Scenario* scenario = nullptr;
   RankPlacement placement;
-  std::string out_dir;     // the run's directory, absolute or relative to the cwd
-  std::string worker;      // faultline-worker
+  std::string out_dir;  // the run's directory, absolute or relative to the cwd
+  std::string worker;   // faultline-worker
   int64_t op_timeout_ms = 10000;
-  int64_t t0_ns = 0;       // when the first incarnation starts its workload (runner clock)
-  int incarnation = 0;     // 0 the first; a restarted job's count
+  int64_t t0_ns = 0;    // when the first incarnation starts its workload (runner clock)
+  int incarnation = 0;  // 0 the first; a restarted job's count
   std::optional<int64_t> last_restart_cost_ms;  // measured at the last restart
   std::vector<std::string> hook_paths;          // by global rank; "" where none is served
 };

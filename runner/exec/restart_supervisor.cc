@@ -87,8 +87,7 @@ void RestartSupervisor::Check() {
   r.relaunched_ns = MonoNow();
   incarnation_start_ns_ = r.relaunched_ns;
   if (!handles.ok()) {
-    harness_errors_->push_back("restarting the ranks (incarnation " +
-                               std::to_string(incarnation_) +
+    harness_errors_->push_back("restarting the ranks (incarnation " + std::to_string(incarnation_) +
                                "): " + handles.status().ToString());
     --incarnation_;
     return;

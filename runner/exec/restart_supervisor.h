@@ -30,8 +30,8 @@ class RestartSupervisor final {
   static constexpr int kMaxFruitlessRestarts = 2;
 
   // The launch specs of `incarnation`, told what the last restart cost (nullopt before one).
-  using SpecsFn = std::function<std::vector<LaunchSpec>(int incarnation,
-                                                        std::optional<int64_t> last_cost_ms)>;
+  using SpecsFn =
+      std::function<std::vector<LaunchSpec>(int incarnation, std::optional<int64_t> last_cost_ms)>;
   // Rank g's log of `incarnation`, its times on the runner's clock.
   using LogFn = std::function<Result<WorkerLog>(int g, int incarnation)>;
 

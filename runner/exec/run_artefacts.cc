@@ -1,8 +1,7 @@
 #include "runner/exec/run_artefacts.h"
 
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "runner/core/metrics.h"
@@ -30,8 +29,8 @@ void WriteTimeseriesCsv(const History& h, int64_t t0_, std::ostream& ts) {
 
 void WriteEventsJsonl(const History& h, int64_t t0_, std::ostream& ev) {
   for (const auto& f : h.faults) {
-    nlohmann::json j = {{"type", "fault"}, {"id", f.id}, {"kind", f.kind},
-                        {"target", f.target.ToJson()}};
+    nlohmann::json j = {
+        {"type", "fault"}, {"id", f.id}, {"kind", f.kind}, {"target", f.target.ToJson()}};
     j["scheduled_s"] = (f.scheduled_ns - t0_) / 1e9;
     j["applied_s"] = f.applied_ns ? nlohmann::json((*f.applied_ns - t0_) / 1e9) : nullptr;
     j["reverted_s"] = f.reverted_ns ? nlohmann::json((*f.reverted_ns - t0_) / 1e9) : nullptr;
@@ -39,8 +38,9 @@ void WriteEventsJsonl(const History& h, int64_t t0_, std::ostream& ev) {
     ev << j.dump() << "\n";
   }
   for (const auto& e : h.events) {
-    ev << nlohmann::json{{"type", "ccl_event"}, {"t_s", (e.time_ns - t0_) / 1e9}, {"rank", e.rank},
-                         {"kind", EventKindName(e.kind)}, {"path", e.path}, {"reason", e.reason}}
+    ev << nlohmann::json{{"type", "ccl_event"}, {"t_s", (e.time_ns - t0_) / 1e9},
+                         {"rank", e.rank},      {"kind", EventKindName(e.kind)},
+                         {"path", e.path},      {"reason", e.reason}}
               .dump()
        << "\n";
   }
@@ -61,22 +61,31 @@ void WriteEventsJsonl(const History& h, int64_t t0_, std::ostream& ev) {
                          {"incarnation", r.incarnation},
                          {"why", r.why},
                          {"relaunched_s", (r.relaunched_ns - t0_) / 1e9},
-                         {"cost_ms", r.cost_ns ? nlohmann::json(*r.cost_ns / 1e6) : nlohmann::json()},
-                         {"resumed_step", r.resumed_step ? nlohmann::json(*r.resumed_step) : nlohmann::json()}}
+                         {"cost_ms",
+                          r.cost_ns ? nlohmann::json(*r.cost_ns / 1e6) : nlohmann::json()},
+                         {"resumed_step",
+                          r.resumed_step ? nlohmann::json(*r.resumed_step) : nlohmann::json()}}
               .dump()
        << "\n";
   }
   for (const auto& c : h.checkpoints) {
-    ev << nlohmann::json{{"type", "checkpoint"},  {"t_s", (c.start_ns - t0_) / 1e9},
-                         {"rank", c.rank},        {"incarnation", c.incarnation},
-                         {"step", c.step},        {"samples", c.samples},
-                         {"write_ms", (c.end_ns - c.start_ns) / 1e6}, {"bytes", c.bytes}}
+    ev << nlohmann::json{{"type", "checkpoint"},
+                         {"t_s", (c.start_ns - t0_) / 1e9},
+                         {"rank", c.rank},
+                         {"incarnation", c.incarnation},
+                         {"step", c.step},
+                         {"samples", c.samples},
+                         {"write_ms", (c.end_ns - c.start_ns) / 1e6},
+                         {"bytes", c.bytes}}
               .dump()
        << "\n";
   }
   for (const auto& r : h.holds) {
-    ev << nlohmann::json{{"type", "hold"}, {"t_s", (r.start_ns - t0_) / 1e9}, {"rank", r.rank},
-                         {"duration_ms", (r.end_ns - r.start_ns) / 1e6}, {"returned", r.returned}}
+    ev << nlohmann::json{{"type", "hold"},
+                         {"t_s", (r.start_ns - t0_) / 1e9},
+                         {"rank", r.rank},
+                         {"duration_ms", (r.end_ns - r.start_ns) / 1e6},
+                         {"returned", r.returned}}
               .dump()
        << "\n";
   }

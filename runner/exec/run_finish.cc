@@ -76,8 +76,8 @@ int FinishRun(FinishInputs& in_) {
   // A replay on the library the incident's `reproduce:` names is judged by it: did it
   // reproduce the incident; every other run by `expect:`.
   const bool judged_by_reproduce = sc_.JudgedByReproduce(sc_.ccl);
-  std::vector<CheckResult> checks = judged_by_reproduce ? CheckReproduce(*sc_.reproduce, m, h)
-                                                        : CheckExpectations(sc_.expect, m);
+  std::vector<CheckResult> checks =
+      judged_by_reproduce ? CheckReproduce(*sc_.reproduce, m, h) : CheckExpectations(sc_.expect, m);
 
   // Files.
   ReportFiles files;
@@ -128,7 +128,8 @@ int FinishRun(FinishInputs& in_) {
   // rank 0 read them; null for unset.
   if (!in_.built.ccl_knobs.empty()) {
     nlohmann::json ck = nlohmann::json::object();
-    for (const auto& [k, v] : in_.built.ccl_knobs) ck[k] = v.empty() ? nlohmann::json() : nlohmann::json(v);
+    for (const auto& [k, v] : in_.built.ccl_knobs)
+      ck[k] = v.empty() ? nlohmann::json() : nlohmann::json(v);
     in.environment["knobs"]["ccl"] = std::move(ck);
   }
   in_.site->AddEnvironment(&in.environment);
@@ -136,9 +137,10 @@ int FinishRun(FinishInputs& in_) {
   // every rank said when it was ready.
   in.environment["launch"] = {
       {"ranks", sc_.topology.world_size()},
-      {"all_ready_ms", in_.built.ranks_ready == sc_.topology.world_size() && in_.built.ranks_ready_ns
-                           ? nlohmann::json((*in_.built.ranks_ready_ns - in_.execute_start_ns) / 1e6)
-                           : nlohmann::json(nullptr)}};
+      {"all_ready_ms",
+       in_.built.ranks_ready == sc_.topology.world_size() && in_.built.ranks_ready_ns
+           ? nlohmann::json((*in_.built.ranks_ready_ns - in_.execute_start_ns) / 1e6)
+           : nlohmann::json(nullptr)}};
   in.environment["fault_hook"] = in_.hook_record;
   in.environment["timeline_scheduling"] = in_.timeline_scheduling;
   in.history = &h;
@@ -165,7 +167,8 @@ int FinishRun(FinishInputs& in_) {
         const double rate = tj["train"]["samples_per_s"].get<double>();
         twin["samples_per_s"] = rate;
         twin["job_time_s"] = tj["train"]["job_time_s"];
-        if (rate > 0 && training->samples_per_s) training->goodput_ratio = *training->samples_per_s / rate;
+        if (rate > 0 && training->samples_per_s)
+          training->goodput_ratio = *training->samples_per_s / rate;
       } catch (const nlohmann::json::exception& e) {
         twin["error"] = std::string("unreadable twin report: ") + e.what();
       }
@@ -180,14 +183,14 @@ int FinishRun(FinishInputs& in_) {
     bool reproduced = judged_by_reproduce && (*in_.harness_errors).empty();
     for (const auto& c : checks) reproduced = reproduced && c.pass;
     for (const auto& f : h.faults) reproduced = reproduced && f.applied_ns && f.error.empty();
-    report["reproduce"] = {{"ccl", CclNameString(r.ccl)},
-                           {"outcome", r.outcome},
-                           {"ranks", r.ranks},
-                           {"within_ms", static_cast<double>(r.within_ns) / 1e6},
-                           {"judged", judged_by_reproduce},
-                           // null on a run of another library: it says nothing about this
-                           {"reproduced", judged_by_reproduce ? nlohmann::json(reproduced)
-                                                              : nlohmann::json(nullptr)}};
+    report["reproduce"] = {
+        {"ccl", CclNameString(r.ccl)},
+        {"outcome", r.outcome},
+        {"ranks", r.ranks},
+        {"within_ms", static_cast<double>(r.within_ns) / 1e6},
+        {"judged", judged_by_reproduce},
+        // null on a run of another library: it says nothing about this
+        {"reproduced", judged_by_reproduce ? nlohmann::json(reproduced) : nlohmann::json(nullptr)}};
   }
   report["judged_by"] = judged_by_reproduce ? "reproduce" : "expect";
   if (train) {
@@ -210,8 +213,8 @@ int FinishRun(FinishInputs& in_) {
               static_cast<long long>(m.completed_ops),
               m.wrong_results ? std::to_string(*m.wrong_results).c_str() : "not checked",
               Opt(m.overall.baseline_busbw_gbps, " Gbps").c_str());
-  std::printf("  %-8s %-12s %-14s %10s %10s %10s %10s %10s %10s %9s\n", "fault", "kind",
-              "target", "applied_s", "stall", "detect", "first", "full", "recovery", "degraded");
+  std::printf("  %-8s %-12s %-14s %10s %10s %10s %10s %10s %10s %9s\n", "fault", "kind", "target",
+              "applied_s", "stall", "detect", "first", "full", "recovery", "degraded");
   for (size_t i = 0; i < h.faults.size(); ++i) {
     const FaultRecord& f = h.faults[i];
     const MetricValues& v = i < m.per_fault.size() ? m.per_fault[i].values : MetricValues{};
@@ -238,7 +241,8 @@ int FinishRun(FinishInputs& in_) {
   // The exit code is the verdict of the report just written (reports/verdict.h), so that it
   // and junit.xml, report.html and summary.md cannot disagree.
   const reports::Verdict verdict = reports::VerdictOf(report);
-  for (const auto& e : (*in_.harness_errors)) std::fprintf(stderr, "faultline run: %s\n", e.c_str());
+  for (const auto& e : (*in_.harness_errors))
+    std::fprintf(stderr, "faultline run: %s\n", e.c_str());
   if (!reports::FaultErrors(report).empty()) {
     std::fprintf(stderr, "faultline run: a fault could not be injected (see above)\n");
   }

@@ -4,9 +4,8 @@
 // printed summary. Returns the exit code, the verdict of the report just written.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>

@@ -65,10 +65,9 @@ Result<nlohmann::json> ResolveFaultParams(
       if (*g >= static_cast<int>(hook_paths.size()) || hook_paths[*g].empty()) {
         const std::string serving = workload::adapters::CclNamesWhere(
             [](const workload::adapters::CclTraits& c) { return c.serves_fault_hook; });
-        return Status(Code::kUnavailable, "fault " + a.fault_id + ": ccl " +
-                                              CclNameString(sc.ccl) + " serves no fault hook (" +
-                                              a.kind + " needs one; only " + serving +
-                                              " ranks serve it)");
+        return Status(Code::kUnavailable, "fault " + a.fault_id + ": ccl " + CclNameString(sc.ccl) +
+                                              " serves no fault hook (" + a.kind +
+                                              " needs one; only " + serving + " ranks serve it)");
       }
       p["hook"] = hook_paths[*g];
       return p;

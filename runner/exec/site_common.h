@@ -4,10 +4,9 @@
 // sampler that runs in this process (HereRails).
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,8 +17,8 @@
 #include "runner/core/scenario.h"
 #include "runner/core/timeline.h"
 #include "runner/exec/rail_sampler.h"
-#include "runner/exec/topology.h"
 #include "runner/exec/site.h"
+#include "runner/exec/topology.h"
 
 namespace faultline::runner {
 

@@ -33,7 +33,8 @@ Status InventorySite::Prepare(Journal* journal) {
       rail_capacity_[h].push_back(ReadRailCapacity(r));
   }
   std::printf("faultline run: %d inventory hosts on this machine (network namespace %s)\n",
-              sc().topology.hosts, own_netns_ == kOwnNetns ? "of this process" : own_netns_.c_str());
+              sc().topology.hosts,
+              own_netns_ == kOwnNetns ? "of this process" : own_netns_.c_str());
   std::fflush(stdout);
   return Status();
 }
@@ -84,20 +85,19 @@ std::vector<std::string> InventorySite::RankEnv(int h) const {
 
 Result<nlohmann::json> InventorySite::ResolveTarget(const TimelineAction& a,
                                                     const RankRefs& ranks) const {
-  return ResolveFaultParams(a, sc(), ranks, nullptr, own_netns_,
-                            [&](int g, nlohmann::json* p) -> Status {
-                              auto pid = launcher_->LocalPid((*ranks.handles)[g]);
-                              if (!pid) {
-                                return Status(Code::kUnavailable,
-                                              "rank " + std::to_string(g) +
-                                                  " runs in a Slurm job step: " + a.kind +
-                                                  " acts on a rank through its host's agent, "
-                                                  "which this launcher does not have yet");
-                              }
-                              (*p)["pid"] = *pid;
-                              (*p)["netns"] = own_netns_;
-                              return Status();
-                            });
+  return ResolveFaultParams(
+      a, sc(), ranks, nullptr, own_netns_, [&](int g, nlohmann::json* p) -> Status {
+        auto pid = launcher_->LocalPid((*ranks.handles)[g]);
+        if (!pid) {
+          return Status(Code::kUnavailable, "rank " + std::to_string(g) +
+                                                " runs in a Slurm job step: " + a.kind +
+                                                " acts on a rank through its host's agent, "
+                                                "which this launcher does not have yet");
+        }
+        (*p)["pid"] = *pid;
+        (*p)["netns"] = own_netns_;
+        return Status();
+      });
 }
 
 FaultApplyResult InventorySite::Apply(const TimelineAction& a, const nlohmann::json& params,
@@ -149,18 +149,19 @@ nlohmann::json InventoryTopologyJson(const Topology& t,
     const InventoryHost& ih = t.inventory[hh];
     nlohmann::json rails = nlohmann::json::array();
     for (int r = 0; r < static_cast<int>(ih.rails.size()); ++r) {
-      const bool read = hh < static_cast<int>(capacity.size()) &&
-                        r < static_cast<int>(capacity[hh].size());
+      const bool read =
+          hh < static_cast<int>(capacity.size()) && r < static_cast<int>(capacity[hh].size());
       nlohmann::json e = RailCapacityJson(ih.rails[r], read ? capacity[hh][r] : RailCapacity{});
       e["addr"] = ih.rails[r].addr.empty() ? nlohmann::json() : nlohmann::json(ih.rails[r].addr);
       rails.push_back(std::move(e));
     }
     hosts.push_back({{"name", ih.name}, {"mgmt_addr", mgmt_addr(hh)}, {"rails", std::move(rails)}});
   }
-  return {{"kind", "inventory"},
-          {"file", t.inventory_file.empty() ? nlohmann::json() : nlohmann::json(t.inventory_file)},
-          {"hosts", std::move(hosts)},
-          {"rail_gbps_for_metrics", t.rail_gbps > 0 ? nlohmann::json(t.rail_gbps) : nlohmann::json()}};
+  return {
+      {"kind", "inventory"},
+      {"file", t.inventory_file.empty() ? nlohmann::json() : nlohmann::json(t.inventory_file)},
+      {"hosts", std::move(hosts)},
+      {"rail_gbps_for_metrics", t.rail_gbps > 0 ? nlohmann::json(t.rail_gbps) : nlohmann::json()}};
 }
 
 void InventorySite::AddEnvironment(nlohmann::json* env) const {

@@ -6,8 +6,8 @@
 #include <utility>
 
 #include "runner/exec/rank_specs.h"
-#include "runner/exec/slurm_cluster.h"
 #include "runner/exec/site_inventory.h"
+#include "runner/exec/slurm_cluster.h"
 
 namespace faultline::runner {
 namespace {
@@ -24,7 +24,10 @@ std::string Fmt(const char* fmt, double v) {
 class AgentFault final : public AppliedFault {
  public:
   AgentFault(AgentFleet* fleet, const SlurmSite* site, int host, std::string id)
-      : fleet_(fleet), site_(site), host_(host), id_(std::move(id)),
+      : fleet_(fleet),
+        site_(site),
+        host_(host),
+        id_(std::move(id)),
         generation_(fleet->generation(host)) {}
   bool applied() const override { return true; }
   bool reverted() const override { return reverted_; }
@@ -39,7 +42,8 @@ class AgentFault final : public AppliedFault {
   }
   RevertResult Revert(int64_t at_ns) override {
     RevertResult res;
-    auto r = fleet_->Call(host_, {{"op", "revert"}, {"id", id_}, {"at_ns", fleet_->ToAgent(host_, at_ns)}});
+    auto r = fleet_->Call(
+        host_, {{"op", "revert"}, {"id", id_}, {"at_ns", fleet_->ToAgent(host_, at_ns)}});
     if (!r.ok()) {
       res.errors.push_back("revert: " + r.status().ToString());
       return res;
@@ -49,7 +53,8 @@ class AgentFault final : public AppliedFault {
       const int64_t v = (*r)["timing"].value("applied_ns", int64_t{0});
       res.reverted_ns = v == 0 ? 0 : fleet_->FromAgent(host_, v);
     }
-    if ((*r)["error"].is_string()) res.errors.push_back("revert: " + (*r)["error"].get<std::string>());
+    if ((*r)["error"].is_string())
+      res.errors.push_back("revert: " + (*r)["error"].get<std::string>());
     return res;
   }
   HealResult Heal() override {
@@ -59,8 +64,8 @@ class AgentFault final : public AppliedFault {
       reverted_ = true;
       res.reverted_ns = fleet_->FromAgent(host_, (*r)["timing"].value("applied_ns", int64_t{0}));
     } else {
-      res.problem = " through its agent: " +
-                    (r.ok() ? std::string("not reverted") : r.status().ToString());
+      res.problem =
+          " through its agent: " + (r.ok() ? std::string("not reverted") : r.status().ToString());
     }
     return res;
   }
@@ -97,8 +102,8 @@ Status SlurmFleetSite::AttachCluster() {
     misfit = std::to_string(t.ranks_per_host) + " ranks per host, the cluster's nodes have " +
              std::to_string(c->ranks_per_host) + " CPUs";
   } else if (t.rails != c->rails) {
-    misfit = std::to_string(t.rails) + " rails, the cluster's hosts have " +
-             std::to_string(c->rails);
+    misfit =
+        std::to_string(t.rails) + " rails, the cluster's hosts have " + std::to_string(c->rails);
   } else if (t.rail_gbps != c->rail_gbps) {
     misfit = "rails of " + Fmt("%g", t.rail_gbps) + " Gb/s, the cluster's are shaped to " +
              Fmt("%g", c->rail_gbps);
@@ -368,9 +373,8 @@ void SlurmFleetSite::AddEnvironment(nlohmann::json* env) const {
   if (topo_) {
     (*env)["topology"] = topo_->ToJson();
   } else {
-    (*env)["topology"] = InventoryTopologyJson(sc().topology, rail_capacity_, [&](int h) {
-      return nlohmann::json(site_.mgmt_addrs[h]);
-    });
+    (*env)["topology"] = InventoryTopologyJson(
+        sc().topology, rail_capacity_, [&](int h) { return nlohmann::json(site_.mgmt_addrs[h]); });
   }
   (*env)["launcher"] = "slurm";
   nlohmann::json slurm = site_.ToJson();

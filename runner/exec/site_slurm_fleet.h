@@ -12,9 +12,9 @@
 #include "injector/netns.h"
 #include "runner/exec/agent_client.h"
 #include "runner/exec/fleet_site.h"
-#include "runner/exec/slurm_launcher.h"
 #include "runner/exec/site.h"
 #include "runner/exec/site_common.h"
+#include "runner/exec/slurm_launcher.h"
 
 namespace faultline::runner {
 
@@ -60,8 +60,8 @@ class SlurmFleetSite final : public Site {
   std::unique_ptr<NetTopology> topo_;  // the cluster's namespaces; null on an inventory
   SlurmSite site_;
   std::unique_ptr<Launcher> launcher_;
-  SlurmLauncher* slurm_ = nullptr;     // launcher_
-  std::unique_ptr<AgentFleet> fleet_;  // one fault agent per host
+  SlurmLauncher* slurm_ = nullptr;                         // launcher_
+  std::unique_ptr<AgentFleet> fleet_;                      // one fault agent per host
   nlohmann::json agent_faults_ = nlohmann::json::array();  // which agent applied what
   std::vector<std::vector<RailCapacity>> rail_capacity_;
   std::vector<std::vector<RailPort>> agent_rail_ports_;  // by host: what its agent samples

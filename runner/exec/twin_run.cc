@@ -19,14 +19,14 @@ namespace fs = std::filesystem;
 std::string TwinKey(const Scenario& sc, const RunOptions& o) {
   const Topology& t = sc.topology;
   const Workload& w = sc.workload;
-  std::string k = "hosts=" + std::to_string(t.hosts) + ";rph=" + std::to_string(t.ranks_per_host) +
-                  ";rails=" + std::to_string(t.rails) + ";gbps=" + std::to_string(t.rail_gbps) +
-                  ";nics=" + std::to_string(t.per_rank_nics()) + ";ccl=" + CclNameString(sc.ccl) +
-                  ";seed=" + std::to_string(sc.seed) +
-                  ";steps=" + std::to_string(w.iters.value_or(0)) + ";batch=" + std::to_string(w.batch) +
-                  ";compute=" + std::to_string(w.compute_ns) + ";grad=" + std::to_string(w.bytes) +
-                  ";ckpt=" + std::to_string(w.checkpoint_every) + ";wait=" + std::to_string(w.wait_bound_ns) +
-                  ";timeout=" + std::to_string(o.op_timeout_ms);
+  std::string k =
+      "hosts=" + std::to_string(t.hosts) + ";rph=" + std::to_string(t.ranks_per_host) +
+      ";rails=" + std::to_string(t.rails) + ";gbps=" + std::to_string(t.rail_gbps) +
+      ";nics=" + std::to_string(t.per_rank_nics()) + ";ccl=" + CclNameString(sc.ccl) +
+      ";seed=" + std::to_string(sc.seed) + ";steps=" + std::to_string(w.iters.value_or(0)) +
+      ";batch=" + std::to_string(w.batch) + ";compute=" + std::to_string(w.compute_ns) +
+      ";grad=" + std::to_string(w.bytes) + ";ckpt=" + std::to_string(w.checkpoint_every) +
+      ";wait=" + std::to_string(w.wait_bound_ns) + ";timeout=" + std::to_string(o.op_timeout_ms);
   // Where it runs: the same counts on namespaces and on an inventory's interfaces (one placed
   // with --inventory, say) run at different rates, as do two inventories.
   k += std::string(";kind=") + TopologyKindString(t.kind);
@@ -35,7 +35,7 @@ std::string TwinKey(const Scenario& sc, const RunOptions& o) {
     for (const InventoryRail& r : h.rails) k += "," + r.netdev + "/" + r.rdma + ":" + r.addr;
   }
   // A rebuilt worker may run at another rate: its size and time are part of the key.
-  struct stat st{};
+  struct stat st {};
   const std::string worker = o.worker_path.empty() ? ExeDir() + "/faultline-worker" : o.worker_path;
   if (stat(worker.c_str(), &st) == 0) {
     k += ";worker=" + std::to_string(st.st_size) + "@" + std::to_string(st.st_mtime);
@@ -91,6 +91,5 @@ void FindOrRunTwin(const Scenario& sc, RunOptions* o) {
                     std::to_string(code) + ")";
   }
 }
-
 
 }  // namespace faultline::runner

@@ -102,7 +102,8 @@ Scenario WithFaults(const std::string& faults) {
       "name: t\n"
       "topology: {hosts: 2, ranks_per_host: 1, rails: 2}\n"
       "workload: {op: allreduce, bytes: 1MiB, duration: 20s}\n"
-      "faults:\n" + faults);
+      "faults:\n" +
+      faults);
 }
 
 // Runs the scenario's timeline through the executor, t0 = 0.
@@ -125,11 +126,11 @@ TEST(FaultExecutor, AppliesAndRevertsEachCycleAtItsTime) {
   FakeSite site(&c);
   FaultExecutor ex(sc, &site);
   Drive(ex, sc);
-  EXPECT_EQ(c.log, (std::vector<std::string>{
-                       "apply f1#0@" + std::to_string(2 * kS) + " rail0",
-                       "revert f1#0@" + std::to_string(2 * kS + 200 * kMs),
-                       "apply f1#1@" + std::to_string(2 * kS + 500 * kMs) + " rail0",
-                       "revert f1#1@" + std::to_string(2 * kS + 700 * kMs)}));
+  EXPECT_EQ(c.log,
+            (std::vector<std::string>{"apply f1#0@" + std::to_string(2 * kS) + " rail0",
+                                      "revert f1#0@" + std::to_string(2 * kS + 200 * kMs),
+                                      "apply f1#1@" + std::to_string(2 * kS + 500 * kMs) + " rail0",
+                                      "revert f1#1@" + std::to_string(2 * kS + 700 * kMs)}));
   std::vector<FaultRecord> r = ex.records();
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].scheduled_ns, 2 * kS);
@@ -159,8 +160,8 @@ TEST(FaultExecutor, HealRevertsWhatIsStillApplied) {
 }
 
 TEST(FaultExecutor, FaultUndoneEarlyIsNotRevertedAgainAndSaysSo) {
-  Scenario sc = WithFaults(
-      "  - {id: f1, at: 1s, type: link_down, target: {host: 0, rail: 0}, for: 1s}\n");
+  Scenario sc =
+      WithFaults("  - {id: f1, at: 1s, type: link_down, target: {host: 0, rail: 0}, for: 1s}\n");
   Calls c;
   c.replaced = true;
   FakeSite site(&c);
@@ -168,7 +169,8 @@ TEST(FaultExecutor, FaultUndoneEarlyIsNotRevertedAgainAndSaysSo) {
   Drive(ex, sc);
   std::vector<std::string> errors;
   ex.HealAll(&errors);
-  EXPECT_EQ(c.log, (std::vector<std::string>{"apply f1#0@" + std::to_string(kS) + " rail0", "stop"}));
+  EXPECT_EQ(c.log,
+            (std::vector<std::string>{"apply f1#0@" + std::to_string(kS) + " rail0", "stop"}));
   EXPECT_EQ(ex.records()[0].reverted_ns, 555);
   EXPECT_EQ(ex.records()[0].error, "reverted early: replaced");
 }

@@ -19,14 +19,17 @@ Scenario Train(const std::string& policy) {
   return ScenarioFrom(
       "name: t\n"
       "topology: {hosts: 2, ranks_per_host: 1, rails: 2}\n"
-      "policy: " + policy + "\n"
+      "policy: " +
+      policy +
+      "\n"
       "workload: {kind: train, steps: 50, batch: 8, compute: 30ms, grad_bytes: 4MiB,\n"
       "           checkpoint_every: 10, wait_bound: 3s}\n");
 }
 
 struct Harness {
   explicit Harness(const Scenario& sc)
-      : sup(sc, &launcher,
+      : sup(
+            sc, &launcher,
             [this](int k, std::optional<int64_t> cost) {
               spec_calls.push_back({k, cost});
               return std::vector<LaunchSpec>(2);
