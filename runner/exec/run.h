@@ -1,9 +1,10 @@
-// `faultline run`: one scenario end to end. Parses and validates the scenario (nothing starts
-// on a bad file), builds the namespace topology, launches one worker per rank inside its host
-// namespace, drives the fault timeline through the injector at its absolute times, waits for
-// the ranks under a watchdog, heals every fault and tears the topology down (also on SIGINT or
-// SIGTERM; after a SIGKILL, `faultline cleanup` undoes the journal), then computes the metrics,
-// checks the expectations and writes report.json, timeseries.csv and events.jsonl.
+// `faultline run`: one scenario end to end (runner/exec/run.cc, the lifecycle). Its Site
+// (runner/exec/site.h: namespaces, this machine's interfaces, or Slurm and fault agents)
+// provides the network and launches one worker per rank, the fault timeline is driven at its
+// absolute times, the ranks are waited for under a watchdog, every fault is healed and the
+// site torn down (also on SIGINT or SIGTERM; after a SIGKILL, `faultline cleanup` undoes the
+// journal), then the metrics are computed, the expectations checked and report.json,
+// timeseries.csv and events.jsonl written.
 #pragma once
 
 #include <cstdint>
@@ -56,15 +57,13 @@ struct RunOptions {
 // names real hosts, which it does not reach (its hosts are namespaces on this machine); they
 // run with --launcher slurm. The exception is an inventory whose every host is this machine
 // (inventory.h IsLocalInventory): its ranks run here, in this network namespace, on the named
-// interfaces. Bad input (exit code 2) for RunScenario and the suite alike.
+// interfaces. Bad input (exit code 2) for the suite (runner/exec/suite.h).
 std::optional<std::string> LocalRunRefusal(const Scenario& scenario);
 
-// Returns the exit code of DESIGN.md: 0 all expectations hold, 1 one failed, 2 bad input,
-// 3 the harness itself failed (and said why on stderr).
-int RunScenario(const RunOptions& options);
-
-// The same for a scenario already parsed (e.g. one combination of a matrix): the report names
-// options.scenario_path as its file; options.seed and options.ccl still override.
+// Runs a scenario already parsed (e.g. one combination of a matrix): the report names
+// options.scenario_path as its file; options.seed and options.ccl override. Returns the exit
+// code of DESIGN.md: 0 all expectations hold, 1 one failed, 2 bad input, 3 the harness itself
+// failed (and said why on stderr).
 int RunParsedScenario(Scenario scenario, const RunOptions& options);
 
 // True when the last run was stopped by SIGINT or SIGTERM.
