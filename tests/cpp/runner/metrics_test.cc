@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <set>
 #include <string>
 
@@ -927,6 +928,23 @@ expect:
     }
   }
   EXPECT_EQ(checked.size(), 9u);
+  // What report.json's expectations say comes from the table: pin it (DESIGN.md, "Report").
+  const std::map<std::string, nlohmann::json> limits = {
+      {"stall_ms", {{"max", 500.0}}},
+      {"detection_ms", {{"max", 50.0}}},
+      {"failover_first_ms", {{"max", 60.0}}},
+      {"failover_latency_ms", {{"max", 100.0}}},
+      {"recovery_ms", nullptr},  // {pct, within_ms, sustain_ms}: checked below
+      {"degraded_ratio", {{"min", 0.4}}},
+      {"goodput_loss_pct", {{"max", 50.0}}}};
+  for (const CheckResult& c : checks) {
+    if (limits.count(c.name) == 0) continue;
+    if (c.name == "recovery_ms") {
+      EXPECT_TRUE(c.limit.contains("within_ms") && c.limit.contains("pct")) << c.limit.dump();
+      continue;
+    }
+    EXPECT_EQ(c.limit, limits.at(c.name)) << c.name;
+  }
   EXPECT_EQ(reports::MetricForExpectation("outcome"), nullptr);
   EXPECT_EQ(reports::MetricForExpectation("recovery")->name, std::string("recovery_ms"));
 }
