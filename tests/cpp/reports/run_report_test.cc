@@ -5,11 +5,15 @@
 
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
 #include "reports/verdict.h"
+#include "reports/write_reports.h"
 #include "synthetic.h"
 
 namespace faultline::reports {
@@ -101,6 +105,28 @@ TEST(RunReport, RefusesWhatIsNotAReport) {
   nlohmann::json j = testing::PassingReport();
   j["schema"] = "faultline.report/v99";
   EXPECT_EQ(RunReport::FromJson(j).status().code(), Code::kInvalidArgument);
+}
+
+// WriteReports names junit.xml and report.html through the model: every other key of
+// report.json, null or of an unexpected type, is written back as it was.
+TEST(RunReport, WriteReportsKeepsEveryOtherKey) {
+  char tmpl[] = "/tmp/faultline-runreport-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::filesystem::path dir(tmpl);
+  nlohmann::json report = testing::PassingReport();
+  report["files"] = {{"timeseries", nullptr}, {"rails", "rails.csv"}, {"junit", 3}};
+  report["future_key"] = {1, "two"};
+  std::ofstream(dir / "report.json") << report.dump(2) << "\n";
+  ASSERT_TRUE(WriteReports(dir.string()).ok());
+  std::ifstream in(dir / "report.json");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  nlohmann::json expected = report;
+  expected["files"]["junit"] = "junit.xml";
+  expected["files"]["html"] = "report.html";
+  EXPECT_EQ(nlohmann::json::parse(ss.str()), expected);
+  EXPECT_EQ(ss.str(), expected.dump(2) + "\n");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
