@@ -20,10 +20,14 @@ constexpr int ToInt(ExitCode code) { return static_cast<int>(code); }
 // is the harness's failure.
 constexpr ExitCode ExitCodeFromInt(int status) {
   switch (status) {
-    case 0: return ExitCode::kOk;
-    case 1: return ExitCode::kExpectationFailed;
-    case 2: return ExitCode::kBadInput;
-    default: return ExitCode::kHarnessError;
+    case 0:
+      return ExitCode::kOk;
+    case 1:
+      return ExitCode::kExpectationFailed;
+    case 2:
+      return ExitCode::kBadInput;
+    default:
+      return ExitCode::kHarnessError;
   }
 }
 

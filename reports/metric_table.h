@@ -34,18 +34,18 @@ inline constexpr const char* kGoodputRatio = "goodput_ratio";
 // expectation the run cannot show to hold does not hold); these rules are for readers that
 // compare runs (compare.h: a "never" counts as infinitely bad).
 enum class NullRule {
-  kNotMeasured,           // it could not be measured
-  kNeverIfBaseline,       // with a measured baseline busbw: it never happened (recovery)
-  kNeverIfNotConverged,   // per_fault never_converged true: it never happened (convergence)
-  kNeverIfDetected,       // with a measured detection_ms: it never happened (first path)
+  kNotMeasured,          // it could not be measured
+  kNeverIfBaseline,      // with a measured baseline busbw: it never happened (recovery)
+  kNeverIfNotConverged,  // per_fault never_converged true: it never happened (convergence)
+  kNeverIfDetected,      // with a measured detection_ms: it never happened (first path)
 };
 
 struct MetricRow {
-  const char* name;          // the report.json key
-  const char* unit;          // "Gbit/s", "ms", "", "%"
-  bool higher_is_worse;      // stall, latency, loss: higher is worse; busbw, ratio: lower is
-  const char* expectation;   // the scenario's expect: key judging it; nullptr when none
-  const char* limit;         // the limit's key in that expectation: "max", "min", "within_ms"
+  const char* name;         // the report.json key
+  const char* unit;         // "Gbit/s", "ms", "", "%"
+  bool higher_is_worse;     // stall, latency, loss: higher is worse; busbw, ratio: lower is
+  const char* expectation;  // the scenario's expect: key judging it; nullptr when none
+  const char* limit;        // the limit's key in that expectation: "max", "min", "within_ms"
   NullRule null_rule;
 };
 
@@ -57,8 +57,7 @@ inline constexpr std::array<MetricRow, 8> kMetricTable = {{
     // v2 (absent in v1): the first affected flow.
     {kFailoverFirstMs, "ms", true, "failover_first_ms", "max", NullRule::kNeverIfDetected},
     // v2: full convergence (RFC 6412), the last one.
-    {kFailoverLatencyMs, "ms", true, "failover_latency_ms", "max",
-     NullRule::kNeverIfNotConverged},
+    {kFailoverLatencyMs, "ms", true, "failover_latency_ms", "max", NullRule::kNeverIfNotConverged},
     {kRecoveryMs, "ms", true, "recovery", "within_ms", NullRule::kNeverIfBaseline},
     {kDegradedRatio, "", false, "degraded_ratio", "min", NullRule::kNotMeasured},
     {kGoodputLossPct, "%", true, "goodput_loss_pct", "max", NullRule::kNotMeasured},

@@ -15,9 +15,12 @@ const char* VerdictName(Verdict v) {
 
 ExitCode ExitCodeOf(Verdict v) {
   switch (v) {
-    case Verdict::kPass: return ExitCode::kOk;
-    case Verdict::kFail: return ExitCode::kExpectationFailed;
-    case Verdict::kHarnessError: return ExitCode::kHarnessError;
+    case Verdict::kPass:
+      return ExitCode::kOk;
+    case Verdict::kFail:
+      return ExitCode::kExpectationFailed;
+    case Verdict::kHarnessError:
+      return ExitCode::kHarnessError;
   }
   return ExitCode::kHarnessError;
 }

@@ -43,7 +43,8 @@ std::vector<CheckResult> CheckExpectations(const Expectations& e, const RunMetri
     out.push_back(AtMost(reports::kFailoverFirstMs, *e.failover_first_ms_max, v.failover_first_ms));
   }
   if (e.failover_latency_ms_max) {
-    out.push_back(AtMost(reports::kFailoverLatencyMs, *e.failover_latency_ms_max, v.failover_latency_ms));
+    out.push_back(
+        AtMost(reports::kFailoverLatencyMs, *e.failover_latency_ms_max, v.failover_latency_ms));
   }
   if (e.recovery) {
     out.push_back({reports::kRecoveryMs,

@@ -412,7 +412,8 @@ int RunScenarios(const RunOptions& given) {
       }
       e.seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      code = WorseExitCode(code, options.report_only && e.code == kExpectationFailed ? kOk : e.code);
+      code =
+          WorseExitCode(code, options.report_only && e.code == kExpectationFailed ? kOk : e.code);
       entries.push_back(std::move(e));
     }
   }
@@ -432,8 +433,9 @@ int RunScenarios(const RunOptions& given) {
                 e.skipped ? ("(" + e.skip_reason + ")").c_str() : e.dir.c_str());
   }
   if (options.report_only) {
-    const auto failed = std::count_if(entries.begin(), entries.end(),
-                                      [](const Entry& e) { return !e.skipped && e.code == kExpectationFailed; });
+    const auto failed = std::count_if(entries.begin(), entries.end(), [](const Entry& e) {
+      return !e.skipped && e.code == kExpectationFailed;
+    });
     std::printf("  --report-only: %zd runs failed an expectation; reported, not judged\n",
                 static_cast<ssize_t>(failed));
   }

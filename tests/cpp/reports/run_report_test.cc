@@ -4,7 +4,6 @@
 #include "reports/run_report.h"
 
 #include <gtest/gtest.h>
-
 #include <stdlib.h>
 
 #include <filesystem>
@@ -65,8 +64,8 @@ TEST(RunReport, TypedFieldsHoldTheReport) {
   ASSERT_TRUE((*r->expectations)[2].value.has_value());
   EXPECT_DOUBLE_EQ((*r->expectations)[2].value->get<double>(), 812.25);
   // None of the typed keys is left in rest.
-  for (const char* k : {"schema", "scenario", "ccl", "outcome", "faults", "metrics", "per_fault",
-                        "expectations"}) {
+  for (const char* k :
+       {"schema", "scenario", "ccl", "outcome", "faults", "metrics", "per_fault", "expectations"}) {
     EXPECT_FALSE(r->rest.contains(k)) << k;
   }
 }
@@ -84,11 +83,11 @@ TEST(RunReport, EditsThroughTheModelReachTheJson) {
 
 TEST(RunReport, KeepsKeysOfUnexpectedTypesAsTheyAre) {
   nlohmann::json j = testing::PassingReport();
-  j["ccl"] = 7;                                  // not a string: stays in rest
-  j["harness_errors"] = {"a", 1};                // not all strings
-  j["faults"][0]["error"] = nullptr;             // a null error
-  j["scenario"]["seed"] = -1;                    // a negative seed
-  j["expectations"][0]["value"] = nullptr;       // not measured
+  j["ccl"] = 7;                             // not a string: stays in rest
+  j["harness_errors"] = {"a", 1};           // not all strings
+  j["faults"][0]["error"] = nullptr;        // a null error
+  j["scenario"]["seed"] = -1;               // a negative seed
+  j["expectations"][0]["value"] = nullptr;  // not measured
   j["future_key"] = {{"x", 1}};
   Result<RunReport> r = RunReport::FromJson(j);
   ASSERT_TRUE(r.ok());

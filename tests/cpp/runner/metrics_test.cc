@@ -883,9 +883,8 @@ TEST(MetricTable, EveryMetricWrittenHasARowAndEveryRowIsWritten) {
 TEST(MetricTable, EveryExpectationKeyMapsToARow) {
   // The keys ParseExpect accepts, in its order.
   const std::vector<std::string> accepted = {
-      "outcome",      "wrong_results",  "stall_ms",         "failover_latency_ms",
-      "failover_first_ms", "detection_ms", "recovery",     "degraded_ratio",
-      "goodput_loss_pct",  "abort_within"};
+      "outcome",      "wrong_results", "stall_ms",       "failover_latency_ms", "failover_first_ms",
+      "detection_ms", "recovery",      "degraded_ratio", "goodput_loss_pct",    "abort_within"};
   std::set<std::string> run_wide(reports::kRunExpectations.begin(),
                                  reports::kRunExpectations.end());
   for (const auto& k : accepted) {
