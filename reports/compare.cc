@@ -6,7 +6,7 @@
 #include <limits>
 #include <set>
 
-#include "reports/metric_keys.h"
+#include "reports/metric_table.h"
 #include "reports/schema.h"
 #include "reports/text.h"
 #include "reports/verdict.h"
@@ -38,15 +38,16 @@ bool Measured(const nlohmann::json& obj, const char* key) {
 bool NeverFor(const nlohmann::json& report, const nlohmann::json& pf, const std::string& metric) {
   auto it = pf.find(metric);
   if (it == pf.end() || !it->is_null()) return false;  // absent (an older schema) or measured
-  if (metric == "recovery_ms") {
-    return Measured(pf, "baseline_busbw_gbps") ||
-           Measured(report.at("metrics"), "baseline_busbw_gbps");
+  const MetricRow* row = FindMetric(metric);
+  const NullRule rule = row != nullptr ? row->null_rule : NullRule::kNeverIfDetected;
+  if (rule == NullRule::kNeverIfBaseline) {
+    return Measured(pf, kBaselineBusbwGbps) || Measured(report.at("metrics"), kBaselineBusbwGbps);
   }
-  if (metric == "failover_latency_ms") {
+  if (rule == NullRule::kNeverIfNotConverged) {
     auto nc = pf.find("never_converged");
     if (nc != pf.end()) return nc->is_boolean() && nc->get<bool>();
   }
-  return Measured(pf, "detection_ms");
+  return Measured(pf, kDetectionMs);
 }
 
 int VerdictRank(Verdict v) { return v == Verdict::kPass ? 0 : v == Verdict::kFail ? 1 : 2; }
@@ -128,8 +129,9 @@ double Percentile(std::vector<double> values, double p) {
 }
 
 bool IsConvergenceMetric(const std::string& metric) {
-  return metric == "recovery_ms" || metric == "failover_latency_ms" ||
-         metric == "failover_first_ms";
+  // The metrics whose null can mean "never" (metric_table.h).
+  const MetricRow* row = FindMetric(metric);
+  return row != nullptr && row->null_rule != NullRule::kNotMeasured;
 }
 
 std::optional<double> RunValue(const nlohmann::json& report, const std::string& metric) {
@@ -204,7 +206,7 @@ Comparison CompareRuns(const std::vector<nlohmann::json>& a, const std::vector<n
       s.wrong_a = MostWrong(ra);
       s.wrong_b = MostWrong(rb);
       s.wrong_regressed = s.wrong_b.value_or(0) > s.wrong_a.value_or(0);
-      for (const auto& k : kMetricKeys) {
+      for (const auto& k : kMetricTable) {
         MetricChange m;
         m.metric = k.name;
         m.higher_is_worse = k.higher_is_worse;
@@ -321,7 +323,7 @@ std::vector<ScenarioStats> RunStats(const std::vector<nlohmann::json>& reports) 
       ++s.verdicts[VerdictName(VerdictOf(*r))];
       ++s.outcomes[FormatValue(r->value("outcome", nlohmann::json("?")))];
     }
-    for (const auto& k : kMetricKeys) {
+    for (const auto& k : kMetricTable) {
       MetricStats m;
       m.metric = k.name;
       const std::vector<double> v = Values(runs, k.name);

@@ -1,6 +1,6 @@
 #include "reports/html.h"
 
-#include "reports/metric_keys.h"
+#include "reports/metric_table.h"
 #include "reports/svg_plot.h"
 #include "reports/text.h"
 #include "reports/verdict.h"
@@ -204,7 +204,7 @@ std::string FaultTable(const nlohmann::json& r) {
     }
   }
   out += "</table><table id=\"per-fault-table\"><tr><th>fault</th>";
-  for (const auto& k : kMetricKeys) out += "<th>" + std::string(k.name) + "</th>";
+  for (const auto& k : kMetricTable) out += "<th>" + std::string(k.name) + "</th>";
   out += "<th>progress_ms</th><th>convergence from</th><th>affected flows</th></tr>";
   for (const auto& f : r.at("faults")) {
     const std::string id = Str(f, "id");
@@ -214,8 +214,8 @@ std::string FaultTable(const nlohmann::json& r) {
     }
     out += "<tr data-fault=\"" + HtmlEscape(id) + "\"><td>" + HtmlText(id) + "</td>";
     const bool never = pf.value("never_converged", false) == true;
-    for (const auto& k : kMetricKeys) {
-      out += never && std::string(k.name) == "failover_latency_ms"
+    for (const auto& k : kMetricTable) {
+      out += never && std::string(k.name) == kFailoverLatencyMs
                  ? "<td class=\"fail never\">never</td>"
                  : Cell(pf.value(k.name, nlohmann::json()));
     }
@@ -244,7 +244,7 @@ std::string FaultTable(const nlohmann::json& r) {
 
 std::string MetricsTable(const nlohmann::json& r) {
   std::string out = "<section id=\"metrics\"><h2>Overall metrics</h2><table><tr><th>metric</th><th>value</th><th>unit</th></tr>";
-  for (const auto& k : kMetricKeys) {
+  for (const auto& k : kMetricTable) {
     out += "<tr><th>" + std::string(k.name) + "</th>" +
            Cell(r.at("metrics").value(k.name, nlohmann::json())) + "<td>" + k.unit + "</td></tr>";
   }

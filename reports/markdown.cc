@@ -1,6 +1,6 @@
 #include "reports/markdown.h"
 
-#include "reports/metric_keys.h"
+#include "reports/metric_table.h"
 #include "reports/text.h"
 #include "reports/verdict.h"
 
@@ -88,7 +88,7 @@ std::string MarkdownSummary(const RunData& run) {
   } else {
     out += "| fault | type | target | applied s | reverted s |";
     std::string sep = "|---|---|---|---:|---:|";
-    for (const auto& k : kMetricKeys) {
+    for (const auto& k : kMetricTable) {
       out.append(" ").append(k.name).append(" |");
       sep += "---:|";
     }
@@ -104,9 +104,9 @@ std::string MarkdownSummary(const RunData& run) {
              Cell(f.value("applied_s", nlohmann::json())) + " | " +
              Cell(f.value("reverted_s", nlohmann::json())) + " |";
       const bool never = pf.value("never_converged", false) == true;
-      for (const auto& k : kMetricKeys) {
+      for (const auto& k : kMetricTable) {
         out.append(" ")
-            .append(never && std::string(k.name) == "failover_latency_ms"
+            .append(never && std::string(k.name) == kFailoverLatencyMs
                         ? std::string("**never**")
                         : Cell(pf.value(k.name, nlohmann::json())))
             .append(" |");
@@ -116,7 +116,7 @@ std::string MarkdownSummary(const RunData& run) {
   }
 
   out += "\n### Overall metrics\n\n| metric | value |\n|---|---:|\n";
-  for (const auto& k : kMetricKeys) {
+  for (const auto& k : kMetricTable) {
     const nlohmann::json v = r.at("metrics").value(k.name, nlohmann::json());
     out += "| " + std::string(k.name) + " | " + Cell(v) +
            (v.is_null() || *k.unit == '\0' ? "" : std::string(" ") + k.unit) + " |\n";

@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "reports/metric_table.h"
 #include "reports/text.h"
 
 namespace faultline::reports {
@@ -54,10 +55,10 @@ std::vector<Band> Bands(const nlohmann::json& report) {
 
 std::vector<Marker> Markers(const nlohmann::json& report, const std::vector<Band>& bands) {
   static constexpr std::pair<const char*, const char*> kKinds[] = {
-      {"detection_ms", "detection"},
-      {"failover_first_ms", "first-path"},
-      {"failover_latency_ms", "failover"},  // full convergence
-      {"recovery_ms", "recovery"}};
+      {kDetectionMs, "detection"},
+      {kFailoverFirstMs, "first-path"},
+      {kFailoverLatencyMs, "failover"},  // full convergence
+      {kRecoveryMs, "recovery"}};
   std::vector<Marker> out;
   for (const auto& pf : report.at("per_fault")) {
     if (!pf.is_object()) continue;
@@ -146,7 +147,7 @@ std::string BusbwPlotSvg(const RunData& run) {
   Scale s;
   s.x1 = TimeEnd(run, bands, markers);
   const auto baseline =
-      NumberOf(run.report.at("metrics").value("baseline_busbw_gbps", nlohmann::json()));
+      NumberOf(run.report.at("metrics").value(kBaselineBusbwGbps, nlohmann::json()));
   double ymax = baseline.value_or(0);
   for (const auto& p : run.series) ymax = std::max(ymax, p.busbw_gbps);
   ymax = ymax <= 0 ? 1 : ymax * 1.12;

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "reports/metric_table.h"
+
 namespace faultline::reports {
 namespace {
 
@@ -166,13 +168,13 @@ std::vector<std::pair<std::string, std::string>> TrainingFacts(const nlohmann::j
   } else {
     out.emplace_back("workload", FormatValue(get(w, "kind")) + " (" + FormatValue(get(w, "script")) + ")");
   }
-  out.emplace_back("training steps", FormatValue(get(m, "steps_completed")) + " of " +
+  out.emplace_back("training steps", FormatValue(get(m, kStepsCompleted)) + " of " +
                                          FormatValue(get(w, "steps")) + " completed");
   if (train) {
     const nlohmann::json t = r.value("train", nlohmann::json::object());
     const nlohmann::json twin = get(t, "twin");
     out.emplace_back("goodput ratio",
-                     FormatValue(get(m, "goodput_ratio"), 4) +
+                     FormatValue(get(m, kGoodputRatio), 4) +
                          (get(twin, "self") == true ? " (a fault-free run is its own twin)"
                           : get(twin, "samples_per_s").is_number()
                               ? " (" + FormatValue(get(t, "samples_per_s")) + " useful samples/s vs the " +
@@ -192,18 +194,18 @@ std::vector<std::pair<std::string, std::string>> TrainingFacts(const nlohmann::j
                                                FormatValue(get(t, "decision_latency_ms_p99"), 4) + " ms");
     }
   }
-  out.emplace_back("steps/s", FormatValue(get(m, "steps_per_s")));
-  const nlohmann::json sha = get(m, "param_sha256");
+  out.emplace_back("steps/s", FormatValue(get(m, kStepsPerS)));
+  const nlohmann::json sha = get(m, kParamSha256);
   std::string sha_text;
   if (sha.is_string()) {
     sha_text = sha.get<std::string>();
-  } else if (get(m, "param_sha256_agree") == false) {
+  } else if (get(m, kParamSha256Agree) == false) {
     sha_text = "replicas differ";
   } else {
     sha_text = "none (no rank finished training)";
   }
   out.emplace_back("parameters sha256", sha_text);
-  out.emplace_back("final loss", FormatValue(get(m, "final_loss"), 6));
+  out.emplace_back("final loss", FormatValue(get(m, kFinalLoss), 6));
   return out;
 }
 

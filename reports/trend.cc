@@ -8,7 +8,7 @@
 #include <regex>
 
 #include "reports/compare.h"
-#include "reports/metric_keys.h"
+#include "reports/metric_table.h"
 #include "reports/verdict.h"
 
 namespace faultline::reports {
@@ -28,8 +28,9 @@ struct TrendMetric {
 
 std::vector<TrendMetric> TrendMetrics() {
   std::vector<TrendMetric> out;
-  for (const MetricKey& m : kMetricKeys) out.push_back({m.name, m.unit, m.higher_is_worse});
-  out.push_back({"goodput_ratio", "", false});
+  for (const MetricRow& m : kMetricTable) out.push_back({m.name, m.unit, m.higher_is_worse});
+  const MetricRow& goodput = *FindMetric(kGoodputRatio);
+  out.push_back({goodput.name, goodput.unit, goodput.higher_is_worse});
   return out;
 }
 

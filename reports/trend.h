@@ -19,7 +19,7 @@
 //   x_t and median(x_t..x_{n-1}) both differ from m by more than the threshold, in the same
 //   direction (a change must leave everything the baseline showed).
 // The first such t is the change's first night. It counts once at least min_after nights
-// (t..n-1) show it: a change in the metric's worse direction (metric_keys.h) is then a
+// (t..n-1) show it: a change in the metric's worse direction (metric_table.h) is then a
 // regression, in the better direction an improvement. Found on fewer nights (the last one or
 // two), it is only "watch": a spike and a step cannot be told apart yet, so it is shown but
 // does not fail the trend. A one-night spike earlier on is not a change (the median of the

@@ -13,14 +13,19 @@ const char* VerdictName(Verdict v) {
   return "?";
 }
 
-int VerdictExitCode(Verdict v) {
+ExitCode ExitCodeOf(Verdict v) {
   switch (v) {
-    case Verdict::kPass: return 0;
-    case Verdict::kFail: return 1;
-    case Verdict::kHarnessError: return 3;
+    case Verdict::kPass:
+      return ExitCode::kOk;
+    case Verdict::kFail:
+      return ExitCode::kExpectationFailed;
+    case Verdict::kHarnessError:
+      return ExitCode::kHarnessError;
   }
-  return 3;
+  return ExitCode::kHarnessError;
 }
+
+int VerdictExitCode(Verdict v) { return ToInt(ExitCodeOf(v)); }
 
 std::vector<std::string> FaultErrors(const nlohmann::json& report) {
   std::vector<std::string> out;

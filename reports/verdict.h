@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "reports/exit_code.h"
+
 namespace faultline::reports {
 
 // faults[].error of a fault whose time never came because every rank had ended before it.
@@ -18,7 +20,8 @@ inline constexpr const char* kRanksEndedFirstError =
 enum class Verdict { kPass, kFail, kHarnessError };
 
 const char* VerdictName(Verdict v);  // "PASS", "FAIL", "HARNESS ERROR"
-int VerdictExitCode(Verdict v);      // 0, 1, 3 (DESIGN.md exit codes)
+ExitCode ExitCodeOf(Verdict v);      // kOk, kExpectationFailed, kHarnessError
+int VerdictExitCode(Verdict v);      // ToInt(ExitCodeOf(v)): 0, 1, 3
 
 Verdict VerdictOf(const nlohmann::json& report);
 

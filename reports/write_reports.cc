@@ -10,6 +10,7 @@
 #include "reports/junit.h"
 #include "reports/markdown.h"
 #include "reports/run_data.h"
+#include "reports/run_report.h"
 
 namespace faultline::reports {
 namespace {
@@ -17,6 +18,13 @@ namespace {
 namespace fs = std::filesystem;
 
 Status WriteAtomically(const fs::path& path, const std::string& content) {
+  return WriteFileAtomically(path.string(), content);
+}
+
+}  // namespace
+
+Status WriteFileAtomically(const std::string& target, const std::string& content) {
+  const fs::path path(target);
   const fs::path tmp = path.string() + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
@@ -34,16 +42,14 @@ Status WriteAtomically(const fs::path& path, const std::string& content) {
   return Status::Ok();
 }
 
-}  // namespace
-
 Status WriteReports(const std::string& dir) {
   FL_ASSIGN_OR_RETURN(RunData run, LoadRunDir(dir));
-  nlohmann::json& files = run.report["files"];
-  if (!files.is_object()) files = nlohmann::json::object();
-  const bool update = files.value("junit", nlohmann::json()) != kJUnitFile ||
-                      files.value("html", nlohmann::json()) != kHtmlFile;
-  files["junit"] = kJUnitFile;
-  files["html"] = kHtmlFile;
+  FL_ASSIGN_OR_RETURN(RunReport report, RunReport::FromJson(run.report));
+  ReportFileNames& files = report.files ? *report.files : report.files.emplace();
+  const bool update = files.junit != kJUnitFile || files.html != kHtmlFile;
+  files.junit = kJUnitFile;
+  files.html = kHtmlFile;
+  run.report = report.ToJson();
   const fs::path root(dir);
   FL_RETURN_IF_ERROR(WriteAtomically(root / kJUnitFile, JUnitXml({run.report})));
   FL_RETURN_IF_ERROR(WriteAtomically(root / kHtmlFile, HtmlReport(run)));

@@ -17,6 +17,11 @@ inline constexpr const char* kJUnitFile = "junit.xml";
 inline constexpr const char* kHtmlFile = "report.html";
 inline constexpr const char* kSummaryFile = "summary.md";
 
+// Writes `content` to `path` through a temporary file "<path>.tmp" renamed over it, so a
+// reader sees the old file or the whole new one. kInternal naming the file on failure (the
+// temporary file is removed when the rename failed).
+Status WriteFileAtomically(const std::string& path, const std::string& content);
+
 // Success: the three files exist and report.json names junit.xml and report.html under
 // "files". Failure: kNotFound / kInvalidArgument for a missing or malformed report.json,
 // kInternal when a file could not be written (what was written before stays).

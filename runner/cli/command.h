@@ -1,20 +1,21 @@
 // Subcommands of the `faultline` CLI. Each lives in its own file (cmd_<name>.cc) and
 // registers itself on the app; the chosen one's action runs after parsing.
 //
-// Exit codes shared by the commands: 0 success; 1 an expectation failed (run) or a regression
-// (compare); 2 bad input or a refusal, nothing was changed; 3 the harness or the kernel failed
-// (and said why).
+// Exit codes shared by the commands: reports::ExitCode (reports/exit_code.h).
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <functional>
 
+#include "reports/exit_code.h"
+
 namespace faultline::cli {
 
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitExpectation = 1;
-inline constexpr int kExitBadInput = 2;
-inline constexpr int kExitHarness = 3;
+// The ints of reports::ExitCode (reports/exit_code.h), for the actions' int results.
+inline constexpr int kExitOk = reports::ToInt(reports::ExitCode::kOk);
+inline constexpr int kExitExpectation = reports::ToInt(reports::ExitCode::kExpectationFailed);
+inline constexpr int kExitBadInput = reports::ToInt(reports::ExitCode::kBadInput);
+inline constexpr int kExitHarness = reports::ToInt(reports::ExitCode::kHarnessError);
 
 using Action = std::function<int()>;
 

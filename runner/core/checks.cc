@@ -1,5 +1,7 @@
 #include "runner/core/checks.h"
 
+#include "reports/metric_table.h"
+
 namespace faultline::runner {
 namespace {
 
@@ -7,8 +9,9 @@ nlohmann::json Value(const std::optional<double>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
+// The check of metric `name` (a reports::kMetricTable row) against its expectation's limit.
 CheckResult AtMost(const char* name, double max, const std::optional<double>& v) {
-  return {name, {{"max", max}}, Value(v), v.has_value() && *v <= max};
+  return {name, {{reports::FindMetric(name)->limit, max}}, Value(v), v.has_value() && *v <= max};
 }
 
 }  // namespace
@@ -32,18 +35,19 @@ std::vector<CheckResult> CheckExpectations(const Expectations& e, const RunMetri
                    m.wrong_results.has_value() && *m.wrong_results <= *e.wrong_results});
   }
   const MetricValues& v = m.overall;
-  if (e.stall_ms_max) out.push_back(AtMost("stall_ms", *e.stall_ms_max, v.stall_ms));
+  if (e.stall_ms_max) out.push_back(AtMost(reports::kStallMs, *e.stall_ms_max, v.stall_ms));
   if (e.detection_ms_max) {
-    out.push_back(AtMost("detection_ms", *e.detection_ms_max, v.detection_ms));
+    out.push_back(AtMost(reports::kDetectionMs, *e.detection_ms_max, v.detection_ms));
   }
   if (e.failover_first_ms_max) {
-    out.push_back(AtMost("failover_first_ms", *e.failover_first_ms_max, v.failover_first_ms));
+    out.push_back(AtMost(reports::kFailoverFirstMs, *e.failover_first_ms_max, v.failover_first_ms));
   }
   if (e.failover_latency_ms_max) {
-    out.push_back(AtMost("failover_latency_ms", *e.failover_latency_ms_max, v.failover_latency_ms));
+    out.push_back(
+        AtMost(reports::kFailoverLatencyMs, *e.failover_latency_ms_max, v.failover_latency_ms));
   }
   if (e.recovery) {
-    out.push_back({"recovery_ms",
+    out.push_back({reports::kRecoveryMs,
                    {{"pct", e.recovery->pct},
                     {"within_ms", e.recovery->within_ms},
                     {"sustain_ms", e.recovery->sustain_ms}},
@@ -51,13 +55,13 @@ std::vector<CheckResult> CheckExpectations(const Expectations& e, const RunMetri
                    v.recovery_ms.has_value() && *v.recovery_ms <= e.recovery->within_ms});
   }
   if (e.degraded_ratio_min) {
-    out.push_back({"degraded_ratio",
-                   {{"min", *e.degraded_ratio_min}},
+    out.push_back({reports::kDegradedRatio,
+                   {{reports::FindMetric(reports::kDegradedRatio)->limit, *e.degraded_ratio_min}},
                    Value(v.degraded_ratio),
                    v.degraded_ratio.has_value() && *v.degraded_ratio >= *e.degraded_ratio_min});
   }
   if (e.goodput_loss_pct_max) {
-    out.push_back(AtMost("goodput_loss_pct", *e.goodput_loss_pct_max, v.goodput_loss_pct));
+    out.push_back(AtMost(reports::kGoodputLossPct, *e.goodput_loss_pct_max, v.goodput_loss_pct));
   }
   return out;
 }
@@ -99,9 +103,7 @@ std::vector<CheckResult> CheckReproduce(const Reproduce& r, const RunMetrics& m,
   if (!first_fault) value = nullptr;  // no fault was applied: nothing to count from
   nlohmann::json limit = {{"ranks", r.ranks}, {"from", "the first applied fault"}};
   if (r.outcome != "hung") limit["within_ms"] = static_cast<double>(r.within_ns) / 1e6;
-  out.push_back({"reproduce.ranks", limit,
-                 value,
-                 pass});
+  out.push_back({"reproduce.ranks", limit, value, pass});
   return out;
 }
 

@@ -22,9 +22,11 @@ struct CheckResult {
   nlohmann::json ToJson() const;  // {name, limit, value, pass}
 };
 
-// In a fixed order: outcome, wrong_results, stall_ms, detection_ms, failover_first_ms,
-// failover_latency_ms,
-// recovery_ms, degraded_ratio, goodput_loss_pct (only those the scenario sets).
+// In a fixed order: outcome, wrong_results, then the metric rows of reports::kMetricTable
+// (reports/metric_table.h) that have an expectation: stall_ms, detection_ms,
+// failover_first_ms, failover_latency_ms, recovery_ms, degraded_ratio, goodput_loss_pct (only
+// those the scenario sets). A metric check is named by the metric's key and its limit by the
+// row's limit key.
 std::vector<CheckResult> CheckExpectations(const Expectations& expect, const RunMetrics& metrics);
 
 // A replay judged by `reproduce:` (Scenario::JudgedByReproduce), in this order:

@@ -5,6 +5,7 @@
 #include <set>
 #include <tuple>
 
+#include "reports/metric_table.h"
 #include "runner/core/fault_kind.h"
 
 namespace faultline::runner {
@@ -148,14 +149,14 @@ nlohmann::json MetricValues::ToJson() const {
   auto v = [](const std::optional<double>& x) -> nlohmann::json {
     return x ? nlohmann::json(*x) : nlohmann::json(nullptr);
   };
-  return {{"baseline_busbw_gbps", v(baseline_busbw_gbps)},
-          {"stall_ms", v(stall_ms)},
-          {"detection_ms", v(detection_ms)},
-          {"failover_first_ms", v(failover_first_ms)},
-          {"failover_latency_ms", v(failover_latency_ms)},
-          {"recovery_ms", v(recovery_ms)},
-          {"degraded_ratio", v(degraded_ratio)},
-          {"goodput_loss_pct", v(goodput_loss_pct)}};
+  return {{reports::kBaselineBusbwGbps, v(baseline_busbw_gbps)},
+          {reports::kStallMs, v(stall_ms)},
+          {reports::kDetectionMs, v(detection_ms)},
+          {reports::kFailoverFirstMs, v(failover_first_ms)},
+          {reports::kFailoverLatencyMs, v(failover_latency_ms)},
+          {reports::kRecoveryMs, v(recovery_ms)},
+          {reports::kDegradedRatio, v(degraded_ratio)},
+          {reports::kGoodputLossPct, v(goodput_loss_pct)}};
 }
 
 std::optional<double> CapacityLeft(const Topology& topology,
@@ -737,13 +738,13 @@ TrainingMetrics ComputeTraining(const History& h, int64_t warmup_iters, bool tra
 
 nlohmann::json TrainingMetrics::ToJson() const {
   using nlohmann::json;
-  return {{"steps_completed", steps_completed},
-          {"steps_per_s", steps_per_s ? json(*steps_per_s) : json(nullptr)},
-          {"param_sha256", param_sha256 ? json(*param_sha256) : json(nullptr)},
-          {"param_sha256_agree", param_sha256_agree},
-          {"ranks_reported", ranks_reported},
-          {"final_loss", final_loss ? json(*final_loss) : json(nullptr)},
-          {"goodput_ratio", goodput_ratio ? json(*goodput_ratio) : json(nullptr)}};
+  return {{reports::kStepsCompleted, steps_completed},
+          {reports::kStepsPerS, steps_per_s ? json(*steps_per_s) : json(nullptr)},
+          {reports::kParamSha256, param_sha256 ? json(*param_sha256) : json(nullptr)},
+          {reports::kParamSha256Agree, param_sha256_agree},
+          {reports::kRanksReported, ranks_reported},
+          {reports::kFinalLoss, final_loss ? json(*final_loss) : json(nullptr)},
+          {reports::kGoodputRatio, goodput_ratio ? json(*goodput_ratio) : json(nullptr)}};
 }
 
 }  // namespace faultline::runner

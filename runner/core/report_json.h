@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/sha256.h"
 #include "runner/core/checks.h"
 #include "runner/core/history.h"
 #include "runner/core/metrics.h"
@@ -49,7 +50,8 @@ struct ReportInputs {
 // REQUIRES: scenario, history, metrics and checks are set.
 nlohmann::json BuildReportJson(const ReportInputs& in);
 
-// Lower-case hex SHA-256 of `data` (FIPS 180-4).
-std::string Sha256Hex(const std::string& data);
+// Lower-case hex SHA-256 of `data`: lives in base/sha256.h; kept visible here for the runner's
+// existing callers.
+using ::faultline::Sha256Hex;
 
 }  // namespace faultline::runner

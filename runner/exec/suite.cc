@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "reports/exit_code.h"
 #include "reports/junit.h"
 #include "reports/schema.h"
 #include "runner/core/inventory.h"
@@ -24,22 +25,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kOk = 0;
-constexpr int kBadInput = 2;
-constexpr int kHarness = 3;
+using reports::ExitCode;
+using reports::ExitCodeFromInt;
 
-int Severity(int code) {
-  switch (code) {
-    case 0:
-      return 0;
-    case 1:
-      return 1;
-    case 2:
-      return 2;
-    default:
-      return 3;  // 3 and anything unexpected
-  }
-}
+constexpr int kOk = reports::ToInt(ExitCode::kOk);
+constexpr int kBadInput = reports::ToInt(ExitCode::kBadInput);
+constexpr int kHarness = reports::ToInt(ExitCode::kHarnessError);
+constexpr int kExpectationFailed = reports::ToInt(ExitCode::kExpectationFailed);
 
 // One run of the suite as the index and the JUnit file show it.
 struct Entry {
@@ -154,16 +146,17 @@ std::string VerdictText(const Entry& e) {
   if (e.skipped) return "SKIPPED";
   // A replay judged by the file's reproduce: key says whether it reproduced the incident.
   const bool replay = e.report.is_object() && e.report.value("judged_by", "") == "reproduce";
-  switch (e.code) {
-    case 0:
+  switch (ExitCodeFromInt(e.code)) {
+    case ExitCode::kOk:
       return replay ? "REPRODUCED" : "PASS";
-    case 1:
+    case ExitCode::kExpectationFailed:
       return replay ? "NOT REPRODUCED" : "FAIL";
-    case 2:
+    case ExitCode::kBadInput:
       return "BAD INPUT";
-    default:
-      return "HARNESS ERROR";
+    case ExitCode::kHarnessError:
+      break;
   }
+  return "HARNESS ERROR";
 }
 
 std::string IndexHtml(const std::string& title, const std::vector<Entry>& entries, int code,
@@ -172,9 +165,9 @@ std::string IndexHtml(const std::string& title, const std::vector<Entry>& entrie
   for (const auto& e : entries) {
     if (e.skipped) {
       ++skipped;
-    } else if (e.code == 0) {
+    } else if (e.code == kOk) {
       ++pass;
-    } else if (e.code == 1) {
+    } else if (e.code == kExpectationFailed) {
       ++fail;
     } else {
       ++other;
@@ -233,7 +226,10 @@ std::string ExeDir() {
 
 }  // namespace
 
-int WorseExitCode(int a, int b) { return Severity(b) > Severity(a) ? b : a; }
+int WorseExitCode(int a, int b) {
+  // Ranked as codes (anything unexpected counts as kHarnessError), returned as given.
+  return reports::ToInt(ExitCodeFromInt(b)) > reports::ToInt(ExitCodeFromInt(a)) ? b : a;
+}
 
 int RunScenarios(const RunOptions& given) {
   // --seeds sets every run's seed during the selection below; --seed is its base then.
@@ -333,7 +329,7 @@ int RunScenarios(const RunOptions& given) {
         return kOk;
       }
       const int c = RunParsedScenario(std::move(e.runs[0]), options);
-      if (options.report_only && c == 1) {
+      if (options.report_only && c == kExpectationFailed) {
         std::printf("faultline run: expectations failed; reported, not judged (--report-only)\n");
         return kOk;
       }
@@ -416,7 +412,8 @@ int RunScenarios(const RunOptions& given) {
       }
       e.seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      code = WorseExitCode(code, options.report_only && e.code == 1 ? kOk : e.code);
+      code =
+          WorseExitCode(code, options.report_only && e.code == kExpectationFailed ? kOk : e.code);
       entries.push_back(std::move(e));
     }
   }
@@ -436,8 +433,9 @@ int RunScenarios(const RunOptions& given) {
                 e.skipped ? ("(" + e.skip_reason + ")").c_str() : e.dir.c_str());
   }
   if (options.report_only) {
-    const auto failed = std::count_if(entries.begin(), entries.end(),
-                                      [](const Entry& e) { return !e.skipped && e.code == 1; });
+    const auto failed = std::count_if(entries.begin(), entries.end(), [](const Entry& e) {
+      return !e.skipped && e.code == kExpectationFailed;
+    });
     std::printf("  --report-only: %zd runs failed an expectation; reported, not judged\n",
                 static_cast<ssize_t>(failed));
   }

@@ -4,6 +4,7 @@
 #include <map>
 #include <utility>
 
+#include "reports/metric_table.h"
 #include "reports/schema.h"
 
 namespace faultline::sim {
@@ -59,7 +60,7 @@ Status AddReport(const nlohmann::json& r, const std::string& source, Calibration
   FaultSample train;
   if (r.contains("train") && r["train"].is_object()) {
     const nlohmann::json& t = r["train"];
-    train.goodput_ratio = Num(t, "goodput_ratio");
+    train.goodput_ratio = Num(t, reports::kGoodputRatio);
     if (t.contains("restarts") && t["restarts"].is_array()) {
       double sum = 0;
       int costed = 0;
@@ -98,10 +99,11 @@ Status AddReport(const nlohmann::json& r, const std::string& source, Calibration
     if (auto rev = Num(f, "reverted_s")) s.fault_for_s = *rev - *Num(f, "applied_s");
     if (auto it = per_fault.find(id); it != per_fault.end()) {
       const nlohmann::json& pf = *it->second;
-      s.stall_ms = Num(pf, "stall_ms");
-      s.convergence_ms = Num(pf, "failover_latency_ms");
-      s.recovery_ms = Num(pf, "recovery_ms");
-      s.degraded_ratio = Num(pf, "degraded_ratio");
+      // The report's per-fault metrics (reports/metric_table.h).
+      s.stall_ms = Num(pf, reports::kStallMs);
+      s.convergence_ms = Num(pf, reports::kFailoverLatencyMs);
+      s.recovery_ms = Num(pf, reports::kRecoveryMs);
+      s.degraded_ratio = Num(pf, reports::kDegradedRatio);
     }
     auto e = std::find_if(cal->entries.begin(), cal->entries.end(), [&](const KindCalibration& k) {
       return k.ccl == ccl && k.kind == kind && k.policy == policy;

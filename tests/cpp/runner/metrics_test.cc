@@ -9,6 +9,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <set>
+#include <string>
+
+#include "reports/metric_table.h"
+#include "runner/core/checks.h"
+#include "runner/core/scenario.h"
 
 namespace faultline::runner {
 namespace {
@@ -840,6 +847,105 @@ TEST(Metrics, TrainingHashIsNullWhenReplicasDisagreeOrNoneFinished) {
   EXPECT_FALSE(u.param_sha256.has_value());
   EXPECT_FALSE(u.final_loss.has_value());
   EXPECT_TRUE(u.ToJson()["steps_per_s"].is_null());
+}
+
+// The metric table (reports/metric_table.h) against what metrics.cc writes: every key of a
+// run's metrics, of each fault's and of a training run's has its row, and every row of the
+// per-fault table is written.
+std::set<std::string> Keys(const nlohmann::json& obj) {
+  std::set<std::string> out;
+  for (const auto& [k, v] : obj.items()) out.insert(k);
+  return out;
+}
+
+TEST(MetricTable, EveryMetricWrittenHasARowAndEveryRowIsWritten) {
+  std::set<std::string> rows;
+  for (const auto& r : reports::kMetricTable) rows.insert(r.name);
+  for (const History& h : {TransientHistory(), PermanentHistory()}) {
+    const RunMetrics m = ComputeMetrics(h, Opts(90, 50));
+    EXPECT_EQ(Keys(m.overall.ToJson()), rows);
+    ASSERT_FALSE(m.per_fault.empty());
+    for (const auto& pf : m.per_fault) EXPECT_EQ(Keys(pf.values.ToJson()), rows);
+  }
+  std::set<std::string> training_rows;
+  for (const auto& r : reports::kTrainingMetricTable) training_rows.insert(r.name);
+  HistoryBuilder b;
+  b.Ops(10, 0, 10).End(200);
+  EXPECT_EQ(Keys(ComputeTraining(b.h(), 0, true).ToJson()), training_rows);
+  for (const auto& k : Keys(ComputeTraining(b.h(), 0, true).ToJson())) {
+    EXPECT_NE(reports::FindMetric(k), nullptr) << k;
+  }
+}
+
+// Every expect: key the scenario parser accepts (runner/core/scenario.cc, ParseExpect) maps
+// to a metric row or is one of the run-wide keys, and each row's expectation parses and gives
+// a check named by the row's key with the row's limit key.
+TEST(MetricTable, EveryExpectationKeyMapsToARow) {
+  // The keys ParseExpect accepts, in its order.
+  const std::vector<std::string> accepted = {
+      "outcome",      "wrong_results", "stall_ms",       "failover_latency_ms", "failover_first_ms",
+      "detection_ms", "recovery",      "degraded_ratio", "goodput_loss_pct",    "abort_within"};
+  std::set<std::string> run_wide(reports::kRunExpectations.begin(),
+                                 reports::kRunExpectations.end());
+  for (const auto& k : accepted) {
+    EXPECT_TRUE(run_wide.count(k) == 1 || reports::MetricForExpectation(k) != nullptr) << k;
+  }
+  // Each row with an expectation: the parser accepts it, and the check is the row's.
+  const std::string yaml = R"(name: t
+topology: {hosts: 2, ranks_per_host: 1, rails: 2}
+workload: {op: allreduce, bytes: 1MiB, duration: 2s, check: true}
+faults:
+  - {id: f1, at: 1s, type: link_down, target: {host: 0, rail: 0}}
+expect:
+  outcome: survive
+  wrong_results: 0
+  stall_ms: {max: 500}
+  detection_ms: {max: 50}
+  failover_first_ms: {max: 60}
+  failover_latency_ms: {max: 100}
+  recovery: {pct: 90, within_ms: 1000}
+  degraded_ratio: {min: 0.4}
+  goodput_loss_pct: {max: 50}
+)";
+  ParseOutcome r = ParseScenario(yaml, "t.yaml");
+  ASSERT_TRUE(r.ok()) << (r.diagnostics.empty() ? "" : r.diagnostics[0].ToString());
+  const RunMetrics m = ComputeMetrics(PermanentHistory(), Opts(90, 50));
+  const std::vector<CheckResult> checks = CheckExpectations(r.scenario->expect, m);
+  std::set<std::string> checked;
+  for (const CheckResult& c : checks) {
+    checked.insert(c.name);
+    if (c.name == "outcome" || c.name == "wrong_results") continue;
+    const reports::MetricRow* row = reports::FindMetric(c.name);
+    ASSERT_NE(row, nullptr) << c.name;
+    ASSERT_NE(row->expectation, nullptr) << c.name;
+    EXPECT_EQ(reports::MetricForExpectation(row->expectation), row);
+    EXPECT_TRUE(c.limit.contains(row->limit)) << c.name << " " << c.limit.dump();
+  }
+  for (const auto& row : reports::kMetricTable) {
+    if (row.expectation != nullptr) {
+      EXPECT_EQ(checked.count(row.name), 1u) << row.name;
+    }
+  }
+  EXPECT_EQ(checked.size(), 9u);
+  // What report.json's expectations say comes from the table: pin it (DESIGN.md, "Report").
+  const std::map<std::string, nlohmann::json> limits = {
+      {"stall_ms", {{"max", 500.0}}},
+      {"detection_ms", {{"max", 50.0}}},
+      {"failover_first_ms", {{"max", 60.0}}},
+      {"failover_latency_ms", {{"max", 100.0}}},
+      {"recovery_ms", nullptr},  // {pct, within_ms, sustain_ms}: checked below
+      {"degraded_ratio", {{"min", 0.4}}},
+      {"goodput_loss_pct", {{"max", 50.0}}}};
+  for (const CheckResult& c : checks) {
+    if (limits.count(c.name) == 0) continue;
+    if (c.name == "recovery_ms") {
+      EXPECT_TRUE(c.limit.contains("within_ms") && c.limit.contains("pct")) << c.limit.dump();
+      continue;
+    }
+    EXPECT_EQ(c.limit, limits.at(c.name)) << c.name;
+  }
+  EXPECT_EQ(reports::MetricForExpectation("outcome"), nullptr);
+  EXPECT_EQ(reports::MetricForExpectation("recovery")->name, std::string("recovery_ms"));
 }
 
 }  // namespace
