@@ -59,11 +59,15 @@ std::string Format(Level level, const char* component, const char* file, int lin
 }
 
 void Write(Level level, const char* component, const char* file, int line, const char* fmt, ...) {
-  char msg[2048];
   va_list ap;
   va_start(ap, fmt);
-  std::vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_list again;
+  va_copy(again, ap);
+  const int n = std::vsnprintf(nullptr, 0, fmt, ap);
   va_end(ap);
+  std::string msg(n > 0 ? static_cast<size_t>(n) : 0, '\0');
+  if (n > 0) std::vsnprintf(msg.data(), msg.size() + 1, fmt, again);
+  va_end(again);
   const std::string text = Format(level, component, file, line, msg);
   std::lock_guard<std::mutex> lock(g_mu);
   if (level == Level::kInfo) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/log.h"
 #include "runner/cli/command.h"
 #include "runner/sim/calibration.h"
 
@@ -57,7 +58,7 @@ void RegisterCalibrate(CLI::App& app, Action* action) {
         std::string error;
         const auto files = ReportFiles(d, &error);
         if (!error.empty()) {
-          std::fprintf(stderr, "faultline calibrate: %s\n", error.c_str());
+          FL_ERROR("calibrate", "%s", error.c_str());
           return kExitBadInput;
         }
         for (const auto& f : files) {
@@ -75,7 +76,7 @@ void RegisterCalibrate(CLI::App& app, Action* action) {
         }
       }
       if (cal.sources.empty()) {
-        std::fprintf(stderr, "faultline calibrate: no usable report.json under the given paths\n");
+        FL_ERROR("calibrate", "no usable report.json under the given paths");
         for (const auto& s : cal.skipped) std::fprintf(stderr, "  skipped %s\n", s.c_str());
         return kExitBadInput;
       }
@@ -83,11 +84,11 @@ void RegisterCalibrate(CLI::App& app, Action* action) {
         std::ofstream f(*out);
         f << cal.ToJson().dump(2) << "\n";
         if (!f) {
-          std::fprintf(stderr, "faultline calibrate: cannot write %s\n", out->c_str());
+          FL_ERROR("calibrate", "cannot write %s", out->c_str());
           return kExitBadInput;
         }
       }
-      std::printf("faultline calibrate: %zu reports -> %s\n", cal.sources.size(), out->c_str());
+      FL_INFO("calibrate", "%zu reports -> %s", cal.sources.size(), out->c_str());
       std::printf("  %-8s %-14s %-10s %6s %9s\n", "ccl", "kind", "policy", "faults", "survived");
       for (const auto& e : cal.entries) {
         std::printf("  %-8s %-14s %-10s %6zu %9d\n", e.ccl.c_str(), e.kind.c_str(),

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "base/log.h"
 #include "injector/journal.h"
 #include "injector/registry.h"
 #include "runner/cli/command.h"
@@ -20,7 +21,7 @@ struct CleanupOptions {
 int RunCleanup(const CleanupOptions& o) {
   auto journal = Journal::Open(o.journal_dir);
   if (!journal.ok()) {
-    std::fprintf(stderr, "faultline cleanup: %s\n", journal.status().ToString().c_str());
+    FL_ERROR("cleanup", "%s", journal.status().ToString().c_str());
     return kExitHarness;
   }
   // The fault agents' journals first (agent-<node>, under this one on a one-box cluster):
@@ -52,8 +53,7 @@ int RunCleanup(const CleanupOptions& o) {
     std::printf("cleanup: undid %d journal entr%s in %s\n", report.undone,
                 report.undone == 1 ? "y" : "ies", o.journal_dir.c_str());
   }
-  for (const std::string& e : report.errors)
-    std::fprintf(stderr, "faultline cleanup: %s\n", e.c_str());
+  for (const std::string& e : report.errors) FL_ERROR("cleanup", "%s", e.c_str());
   return report.failed == 0 ? kExitOk : kExitHarness;
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/log.h"
 #include "reports/compare.h"
 #include "reports/write_reports.h"
 #include "runner/cli/command.h"
@@ -19,7 +20,7 @@ namespace {
 bool Load(const std::string& path, std::vector<nlohmann::json>* out) {
   auto reports = reports::LoadReports(path);
   if (!reports.ok()) {
-    std::fprintf(stderr, "faultline compare: %s\n", reports.status().ToString().c_str());
+    FL_ERROR("compare", "%s", reports.status().ToString().c_str());
     return false;
   }
   out->insert(out->end(), reports->begin(), reports->end());
@@ -29,7 +30,7 @@ bool Load(const std::string& path, std::vector<nlohmann::json>* out) {
 // Exit 2 with the reason when the reports mix schemas.
 bool SameSchema(const std::vector<nlohmann::json>& a, const std::vector<nlohmann::json>& b) {
   const Status st = reports::CheckSameSchema(a, b);
-  if (!st.ok()) std::fprintf(stderr, "faultline compare: %s\n", st.message().c_str());
+  if (!st.ok()) FL_ERROR("compare", "%s", st.message().c_str());
   return st.ok();
 }
 
@@ -58,22 +59,21 @@ void RegisterCompare(CLI::App& app, Action* action) {
         return kExitOk;
       }
       if (dirs->size() != 2) {
-        std::fprintf(stderr,
-                     "faultline compare: expected two directories A B (or --stats DIR...), got %zu\n",
-                     dirs->size());
+        FL_ERROR("compare", "expected two directories A B (or --stats DIR...), got %zu",
+                 dirs->size());
         return kExitBadInput;
       }
       auto tol = reports::ParseTolerance(*tolerance);
       if (!tol.ok()) {
-        std::fprintf(stderr, "faultline compare: %s\n", tol.status().message().c_str());
+        FL_ERROR("compare", "%s", tol.status().message().c_str());
         return kExitBadInput;
       }
       std::vector<nlohmann::json> a, b;
       if (!Load((*dirs)[0], &a) || !Load((*dirs)[1], &b)) return kExitBadInput;
       if (!SameSchema(a, b)) return kExitBadInput;
       const reports::Comparison c = reports::CompareRuns(a, b, *tol);
-      std::printf("faultline compare: A = %s (%zu report(s)), B = %s (%zu report(s))\n\n",
-                  (*dirs)[0].c_str(), a.size(), (*dirs)[1].c_str(), b.size());
+      FL_INFO("compare", "A = %s (%zu report(s)), B = %s (%zu report(s))\n", (*dirs)[0].c_str(),
+              a.size(), (*dirs)[1].c_str(), b.size());
       std::printf("%s", reports::FormatComparison(c).c_str());
       return c.Regressions() > 0 ? kExitExpectation : kExitOk;
     };

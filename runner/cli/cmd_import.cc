@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 
+#include "base/log.h"
 #include "runner/cli/command.h"
 #include "runner/incident/import_command.h"
 
@@ -29,7 +30,7 @@ struct ImportArgs {
 
 int Import(const ImportArgs& a) {
   runner::ImportRun run = runner::RunImport(a.flags, std::cin);
-  for (const auto& m : run.messages) std::fprintf(stderr, "faultline import: %s\n", m.c_str());
+  for (const auto& m : run.messages) FL_WARN("import", "%s", m.c_str());
   if (!run.result) return kExitBadInput;
   const runner::ImportResult& res = *run.result;
   if (a.out.empty()) {
@@ -38,7 +39,7 @@ int Import(const ImportArgs& a) {
     std::ofstream out(a.out, std::ios::binary | std::ios::trunc);
     out << res.yaml;
     if (!out) {
-      std::fprintf(stderr, "faultline import: cannot write %s\n", a.out.c_str());
+      FL_ERROR("import", "cannot write %s", a.out.c_str());
       return kExitBadInput;
     }
   }

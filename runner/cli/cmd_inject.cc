@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/log.h"
 #include "base/units.h"
 #include "injector/injection.h"
 #include "injector/journal.h"
@@ -50,7 +51,7 @@ void PrintStep(const char* what, const Injection& inj, const StepTiming& t) {
 }
 
 int Fail(const char* stage, const Status& st, int code) {
-  std::fprintf(stderr, "faultline inject: %s: %s\n", stage, st.ToString().c_str());
+  FL_ERROR("inject", "%s: %s", stage, st.ToString().c_str());
   return code;
 }
 

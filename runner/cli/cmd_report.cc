@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/log.h"
 #include "reports/write_reports.h"
 #include "runner/cli/command.h"
 
@@ -22,7 +23,7 @@ void RegisterReport(CLI::App& app, Action* action) {
       for (const auto& dir : *dirs) {
         Status st = reports::WriteReports(dir);
         if (!st.ok()) {
-          std::fprintf(stderr, "faultline report: %s\n", st.ToString().c_str());
+          FL_ERROR("report", "%s", st.ToString().c_str());
           const bool input = st.code() == Code::kNotFound || st.code() == Code::kInvalidArgument;
           code = std::max(code, input ? kExitBadInput : kExitHarness);
           continue;

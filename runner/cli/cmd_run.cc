@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/log.h"
 #include "runner/cli/command.h"
 #include "runner/exec/run.h"
 #include "runner/exec/suite.h"
@@ -78,8 +79,8 @@ void RegisterRun(CLI::App& app, Action* action) {
       for (const auto& text : *only) {
         std::pair<std::string, std::string> kv;
         if (auto err = runner::ParseOnly(text, &kv)) {
-          std::fprintf(stderr, "faultline run: %s\n", err->c_str());
-          return 2;
+          FL_ERROR("run", "%s", err->c_str());
+          return kExitBadInput;
         }
         o.selection.only.push_back(std::move(kv));
       }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/log.h"
 #include "runner/cli/command.h"
 #include "runner/sim/sim_report.h"
 #include "runner/sim/simulator.h"
@@ -53,7 +54,7 @@ void RegisterSimulate(CLI::App& app, Action* action) {
         std::ifstream in(a->config);
         std::error_code dir_ec;
         if (!in || std::filesystem::is_directory(a->config, dir_ec)) {
-          std::fprintf(stderr, "faultline simulate: cannot read %s\n", a->config.c_str());
+          FL_ERROR("simulate", "cannot read %s", a->config.c_str());
           return kExitBadInput;
         }
         std::stringstream text;
@@ -72,8 +73,7 @@ void RegisterSimulate(CLI::App& app, Action* action) {
         sc.gpus = g;
         const Status st = sim::CheckSimulable(sc, a->seeds);
         if (!st.ok()) {
-          std::fprintf(stderr, "faultline simulate: %s (--gpus %lld)\n", st.message().c_str(),
-                       static_cast<long long>(g));
+          FL_ERROR("simulate", "%s (--gpus %lld)", st.message().c_str(), static_cast<long long>(g));
           return kExitBadInput;
         }
       }
@@ -86,8 +86,7 @@ void RegisterSimulate(CLI::App& app, Action* action) {
         auto parsed = j.is_discarded() ? Result<sim::Calibration>(InvalidArgument("not valid JSON"))
                                        : sim::Calibration::FromJson(j);
         if (!parsed.ok()) {
-          std::fprintf(stderr, "faultline simulate: %s: %s\n", a->calibration.c_str(),
-                       parsed.status().message().c_str());
+          FL_ERROR("simulate", "%s: %s", a->calibration.c_str(), parsed.status().message().c_str());
           return kExitBadInput;
         }
         cal = std::make_unique<sim::Calibration>(std::move(parsed).value());
@@ -123,8 +122,7 @@ void RegisterSimulate(CLI::App& app, Action* action) {
       std::error_code ec;
       std::filesystem::create_directories(a->out, ec);
       if (ec) {
-        std::fprintf(stderr, "faultline simulate: cannot create %s: %s\n", a->out.c_str(),
-                     ec.message().c_str());
+        FL_ERROR("simulate", "cannot create %s: %s", a->out.c_str(), ec.message().c_str());
         return kExitBadInput;
       }
       const std::string md = sim::SimulationMarkdown(j);
@@ -135,8 +133,7 @@ void RegisterSimulate(CLI::App& app, Action* action) {
         std::ofstream f(a->out + "/" + name);
         f << text;
         if (!f) {
-          std::fprintf(stderr, "faultline simulate: cannot write %s/%s\n", a->out.c_str(),
-                       name.c_str());
+          FL_ERROR("simulate", "cannot write %s/%s", a->out.c_str(), name.c_str());
           return kExitHarness;
         }
       }

@@ -10,7 +10,9 @@ namespace faultline::cli {
 
 void RegisterTaskExec(CLI::App& app, Action* action) {
   auto dir = std::make_shared<std::string>();
-  CLI::App* cmd = app.add_subcommand("task-exec", "");  // hidden: no description
+  // Hidden from --help (an empty group): only the Slurm launcher's tasks call it.
+  CLI::App* cmd = app.add_subcommand("task-exec", "the task side of the Slurm launcher");
+  cmd->group("");
   cmd->add_option("--dir", *dir, "The launcher's task directory")->required();
   cmd->callback([dir, action] { *action = [dir] { return runner::RunSlurmTask(*dir); }; });
 }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/log.h"
 #include "reports/compare.h"
 #include "reports/trend.h"
 #include "reports/write_reports.h"
@@ -23,7 +24,7 @@ bool WriteFile(const std::string& path, const std::string& text) {
   f << text;
   f.close();
   if (!f) {
-    std::fprintf(stderr, "faultline trend: cannot write %s\n", path.c_str());
+    FL_ERROR("trend", "cannot write %s", path.c_str());
     return false;
   }
   return true;
@@ -60,7 +61,7 @@ void RegisterTrend(CLI::App& app, Action* action) {
       o.min_after = *min_after;
       auto rel = reports::ParseTolerance(*min_rel);
       if (!rel.ok()) {
-        std::fprintf(stderr, "faultline trend: --min-rel: %s\n", rel.status().message().c_str());
+        FL_ERROR("trend", "--min-rel: %s", rel.status().message().c_str());
         return kExitBadInput;
       }
       o.min_rel = *rel / 100.0;
@@ -68,21 +69,20 @@ void RegisterTrend(CLI::App& app, Action* action) {
       for (const std::string& d : *nights) {
         auto reports = reports::LoadReports(d);
         if (!reports.ok()) {
-          std::fprintf(stderr, "faultline trend: %s\n", reports.status().ToString().c_str());
+          FL_ERROR("trend", "%s", reports.status().ToString().c_str());
           return kExitBadInput;
         }
         in.push_back({d, std::move(*reports)});
       }
       auto t = reports::ComputeTrend(in, o);
       if (!t.ok()) {
-        std::fprintf(stderr, "faultline trend: %s\n", t.status().message().c_str());
+        FL_ERROR("trend", "%s", t.status().message().c_str());
         return kExitBadInput;
       }
       std::error_code ec;
       std::filesystem::create_directories(*out, ec);
       if (ec) {
-        std::fprintf(stderr, "faultline trend: cannot create %s: %s\n", out->c_str(),
-                     ec.message().c_str());
+        FL_ERROR("trend", "cannot create %s: %s", out->c_str(), ec.message().c_str());
         return kExitHarness;
       }
       const std::string md = reports::TrendMarkdown(*t);

@@ -2,6 +2,7 @@
 #include <csignal>
 #include <cstdio>
 
+#include "base/log.h"
 #include "runner/cli/cmd_validate.h"
 #include "runner/cli/command.h"
 
@@ -28,6 +29,12 @@ int main(int argc, char** argv) {
   SurviveBrokenPipes();
   CLI::App app{"faultline: fault injection and resilience tests for collective libraries"};
   app.require_subcommand(1);
+  // The logger's level (base/log.h) for every command: before or after the command's name.
+  bool quiet = false;
+  bool verbose = false;
+  app.add_flag("-q,--quiet", quiet, "only warnings and errors (FAULTLINE_LOG_LEVEL=warn)");
+  app.add_flag("-v,--verbose", verbose, "debug messages too (FAULTLINE_LOG_LEVEL=debug)");
+  app.fallthrough();
   faultline::cli::Action action;
   faultline::cli::RegisterInject(app, &action);
   faultline::cli::RegisterCleanup(app, &action);
@@ -48,6 +55,12 @@ int main(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? faultline::cli::kExitOk : faultline::cli::kExitBadInput;
   }
+  if (quiet && verbose) {
+    std::fprintf(stderr, "faultline: --quiet and --verbose contradict each other\n");
+    return faultline::cli::kExitBadInput;
+  }
+  if (quiet) faultline::log::SetLevel(faultline::log::Level::kWarn);
+  if (verbose) faultline::log::SetLevel(faultline::log::Level::kDebug);
   if (!action) {
     std::fprintf(stderr, "faultline: no command\n");
     return faultline::cli::kExitBadInput;

@@ -24,12 +24,14 @@
 #include "base/clock.h"
 #include "base/fd.h"
 #include "base/ifaddr.h"
+#include "base/log.h"
 #include "injector/injection.h"
 #include "injector/journal.h"
 #include "injector/netns.h"
 #include "injector/policy.h"
 #include "injector/realtime_scope.h"
 #include "injector/registry.h"
+#include "reports/exit_code.h"
 #include "runner/exec/rail_capacity.h"
 #include "runner/exec/rail_sampler.h"
 
@@ -428,8 +430,8 @@ int RunAgent(const AgentOptions& o_in) {
   AgentOptions o = o_in;
   const std::string token = Env("FAULTLINE_AGENT_TOKEN");
   if (token.size() < 16) {
-    std::fprintf(stderr, "faultline agent: FAULTLINE_AGENT_TOKEN (16+ characters) is not set\n");
-    return 2;
+    FL_ERROR("agent", "FAULTLINE_AGENT_TOKEN (16+ characters) is not set");
+    return ToInt(reports::ExitCode::kBadInput);
   }
   ::unsetenv("FAULTLINE_AGENT_TOKEN");
   std::string node = Env("SLURMD_NODENAME");
@@ -439,16 +441,17 @@ int RunAgent(const AgentOptions& o_in) {
     node = h;
   }
   if (o.listen.empty() || o.port <= 0 || o.port > 65535) {
-    std::fprintf(stderr, "faultline agent: --listen ADDR[,ADDR...] and --port are required\n");
-    return 2;
+    FL_ERROR("agent", "--listen ADDR[,ADDR...] and --port are required");
+    return ToInt(reports::ExitCode::kBadInput);
   }
   std::string addr = o.listen[0];
   if (o.listen.size() > 1) {
     const int id = std::atoi(Env("SLURM_NODEID").c_str());
     if (Env("SLURM_NODEID").empty() || id < 0 || id >= static_cast<int>(o.listen.size())) {
-      std::fprintf(stderr, "faultline agent: several --listen addresses need SLURM_NODEID to "
-                           "choose one\n");
-      return 2;
+      FL_ERROR("agent",
+               "several --listen addresses need SLURM_NODEID to "
+               "choose one");
+      return ToInt(reports::ExitCode::kBadInput);
     }
     addr = o.listen[id];
   }
@@ -474,31 +477,30 @@ int RunAgent(const AgentOptions& o_in) {
   if (o.journal_dir.empty()) o.journal_dir = Journal::DefaultDir() + "/agent-" + node;
   auto journal = Journal::Open(o.journal_dir);
   if (!journal.ok()) {
-    std::fprintf(stderr, "faultline agent: %s\n", journal.status().ToString().c_str());
-    return 3;
+    FL_ERROR("agent", "%s", journal.status().ToString().c_str());
+    return ToInt(reports::ExitCode::kHarnessError);
   }
   // A predecessor killed with its faults in force: undo them before anything else.
   const CleanupReport healed = CleanupJournal(**journal);
   auto policy = TargetPolicy::Create(o.allow, journal->get(), false);
   if (!policy.ok()) {
-    std::fprintf(stderr, "faultline agent: %s\n", policy.status().ToString().c_str());
-    return 2;
+    FL_ERROR("agent", "%s", policy.status().ToString().c_str());
+    return ToInt(reports::ExitCode::kBadInput);
   }
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
   sa.sin_port = htons(static_cast<uint16_t>(o.port));
   if (::inet_pton(AF_INET, addr.c_str(), &sa.sin_addr) != 1) {
-    std::fprintf(stderr, "faultline agent: --listen %s is not an IPv4 address\n", addr.c_str());
-    return 2;
+    FL_ERROR("agent", "--listen %s is not an IPv4 address", addr.c_str());
+    return ToInt(reports::ExitCode::kBadInput);
   }
   UniqueFd ls(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   const int one = 1;
   ::setsockopt(ls.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (!ls.valid() || ::bind(ls.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 ||
       ::listen(ls.get(), 4) != 0) {
-    std::fprintf(stderr, "faultline agent: cannot listen on %s:%d: %s\n", addr.c_str(), o.port,
-                 std::strerror(errno));
-    return 3;
+    FL_ERROR("agent", "cannot listen on %s:%d: %s", addr.c_str(), o.port, std::strerror(errno));
+    return ToInt(reports::ExitCode::kHarnessError);
   }
   struct sigaction act {};
   act.sa_handler = OnStop;

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "base/clock.h"
+#include "base/log.h"
 #include "runner/worker/worker.h"
 
 namespace faultline::runner {
@@ -60,7 +61,7 @@ void RestartSupervisor::Check() {
       given_up_ = "the last " + std::to_string(fruitless_restarts_) +
                   " restarts in place never reached a step (" + why +
                   "): the fault is in the way of the job's start";
-      std::printf("faultline run: no more restarts: %s\n", given_up_.c_str());
+      FL_INFO("run", "no more restarts: %s", given_up_.c_str());
       std::fflush(stdout);
     }
     return;
@@ -94,8 +95,8 @@ void RestartSupervisor::Check() {
   }
   handles_ = std::move(handles).value();
   restarts_.push_back(std::move(r));
-  std::printf("faultline run: restart %zu: %s; every rank restarted from the last checkpoint\n",
-              restarts_.size(), restarts_.back().why.c_str());
+  FL_INFO("run", "restart %zu: %s; every rank restarted from the last checkpoint", restarts_.size(),
+          restarts_.back().why.c_str());
   std::fflush(stdout);
 }
 

@@ -17,8 +17,10 @@
 #include <optional>
 
 #include "base/clock.h"
+#include "base/log.h"
 #include "injector/journal.h"
 #include "injector/realtime_scope.h"
+#include "reports/exit_code.h"
 #include "runner/core/inventory.h"
 #include "runner/core/report_json.h"
 #include "runner/core/timeline.h"
@@ -36,6 +38,9 @@
 
 namespace faultline::runner {
 namespace {
+
+using reports::ExitCode;
+using reports::ToInt;
 
 namespace fs = std::filesystem;
 
@@ -225,7 +230,7 @@ void Run::ChooseHookPaths() {
     std::error_code ec;
     fs::create_directories(fallback_dir, ec);
     fs::permissions(fallback_dir, fs::perms::owner_all, fs::perm_options::replace, ec);
-    std::printf("faultline run: fault hooks under %s: %s\n", fallback_dir.c_str(), why.c_str());
+    FL_INFO("run", "fault hooks under %s: %s", fallback_dir.c_str(), why.c_str());
   }
   hook_record_ = {{"served", true}, {"paths", hook_paths_}};
   if (!why.empty()) hook_record_["fallback"] = why;
@@ -335,11 +340,12 @@ int Run::Execute() {
   Status st = Setup();
   if (st.ok()) st = LaunchRanks();
   if (!st.ok()) {
-    std::fprintf(stderr, "faultline run: %s\n", st.ToString().c_str());
+    FL_ERROR("run", "%s", st.ToString().c_str());
     if (site_) site_->CloseLauncher();
     RemoveHookPaths();
     if (site_) (void)site_->Teardown();
-    return st.code() == Code::kInvalidArgument ? 2 : 3;
+    return ToInt(st.code() == Code::kInvalidArgument ? ExitCode::kBadInput
+                                                     : ExitCode::kHarnessError);
   }
   StartRailSampler();
   DriveTimeline();
@@ -360,12 +366,12 @@ int Run::Execute() {
   RemoveHookPaths();
   Status td = site_->Teardown();
   if (!td.ok()) {
-    std::fprintf(stderr, "faultline run: tearing down the topology: %s\n", td.ToString().c_str());
-    code = 3;
+    FL_ERROR("run", "tearing down the topology: %s", td.ToString().c_str());
+    code = ToInt(ExitCode::kHarnessError);
   }
   if (g_stop) {
-    std::fprintf(stderr, "faultline run: interrupted; every fault healed and the topology removed\n");
-    return 3;
+    FL_WARN("run", "interrupted; every fault healed and the topology removed");
+    return ToInt(ExitCode::kHarnessError);
   }
   return code;
 }
@@ -392,28 +398,28 @@ int RunParsedScenario(Scenario sc, const RunOptions& options) {
     // bad input, said at their place in the file.
     const auto bad = ExpectationsUnmeasurable(sc, *options.ccl, options.scenario_path);
     for (const auto& d : bad) std::fprintf(stderr, "%s (--ccl %s)\n", d.ToString().c_str(), CclNameString(*options.ccl));
-    if (!bad.empty()) return 2;
+    if (!bad.empty()) return ToInt(ExitCode::kBadInput);
     sc.ccl = *options.ccl;
   }
   if (auto why = options.launcher == "slurm" ? std::nullopt : LocalRunRefusal(sc)) {
     std::fprintf(stderr, "%s: %s\n", options.scenario_path.c_str(), why->c_str());
-    return 2;
+    return ToInt(ExitCode::kBadInput);
   }
   // What the CCL traits table says this build and machine cannot run (a library not built
   // here, a GPU per rank where fewer are visible) is bad input, refused before anything starts.
   if (auto why = CclRunRefusal(workload::adapters::CclTraitsOf(sc.ccl),
                                sc.topology.world_size(), options.launcher != "slurm")) {
     std::fprintf(stderr, "%s: %s\n", options.scenario_path.c_str(), why->c_str());
-    return 2;
+    return ToInt(ExitCode::kBadInput);
   }
   if (geteuid() != 0) {
-    std::fprintf(stderr, "faultline run: needs root (network namespaces, netlink, nftables)\n");
-    return 3;
+    FL_ERROR("run", "needs root (network namespaces, netlink, nftables)");
+    return ToInt(ExitCode::kHarnessError);
   }
   RunOptions o = options;
   if (sc.workload.kind == WorkloadKind::kTrain && !sc.faults.empty() && o.twin_report.empty()) {
     FindOrRunTwin(sc, &o);
-    if (g_stop) return 3;
+    if (g_stop) return ToInt(ExitCode::kHarnessError);
   }
   Run run(std::move(sc), o);
   return run.Execute();

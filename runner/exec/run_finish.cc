@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/log.h"
+#include "reports/finish_run.h"
 #include "reports/verdict.h"
 #include "reports/write_reports.h"
 #include "runner/core/checks.h"
@@ -198,13 +200,12 @@ int FinishRun(FinishInputs& in_) {
     report["train"] = TrainJson(h, *training, twin);
   }
   if (!(*in_.harness_errors).empty()) report["harness_errors"] = (*in_.harness_errors);
-  std::ofstream(out_ + "/report.json") << report.dump(2) << "\n";
-  // junit.xml, report.html and summary.md from the files just written; report.json then names
-  // them under "files". A failure is the harness's: exit 3, said on stderr below.
-  if (Status st = reports::WriteReports(out_); !st.ok()) {
-    (*in_.harness_errors).push_back("writing the reports: " + st.ToString());
-    report["harness_errors"] = (*in_.harness_errors);
-  }
+  // report.json, then junit.xml, report.html and summary.md from it; a writer failure is the
+  // harness's and is recorded in report.json on disk. The verdict and the exit code are those
+  // of report.json as read back (reports/finish_run.h), so the file and the exit code agree.
+  const reports::FinishedRun finished = reports::FinishRun(out_, report);
+  (*in_.harness_errors)
+      .insert((*in_.harness_errors).end(), finished.errors.begin(), finished.errors.end());
 
   // Summary.
   std::printf("\nfaultline run: %s  (ccl %s, seed %llu, run %s)\n", sc_.name.c_str(),
@@ -238,19 +239,16 @@ int FinishRun(FinishInputs& in_) {
     std::printf("  %s %-20s limit %-28s value %s\n", c.pass ? "PASS" : "FAIL", c.name.c_str(),
                 c.limit.dump().c_str(), c.value.dump().c_str());
   }
-  // The exit code is the verdict of the report just written (reports/verdict.h), so that it
-  // and junit.xml, report.html and summary.md cannot disagree.
-  const reports::Verdict verdict = reports::VerdictOf(report);
-  for (const auto& e : (*in_.harness_errors))
-    std::fprintf(stderr, "faultline run: %s\n", e.c_str());
+  const reports::Verdict verdict = finished.verdict;
+  for (const auto& e : (*in_.harness_errors)) FL_ERROR("run", "%s", e.c_str());
   if (!reports::FaultErrors(report).empty()) {
-    std::fprintf(stderr, "faultline run: a fault could not be injected (see above)\n");
+    FL_ERROR("run", "a fault could not be injected (see above)");
   }
   if (judged_by_reproduce) {
     std::printf("  incident replay on %s: %s\n", CclNameString(sc_.ccl),
                 report["reproduce"].value("reproduced", false) ? "REPRODUCED" : "NOT REPRODUCED");
   }
-  const int code = reports::VerdictExitCode(verdict);
+  const int code = reports::ToInt(finished.code);
   std::printf("  verdict: %s (exit %d); report: %s/report.json\n", reports::VerdictName(verdict),
               code, out_.c_str());
   std::fflush(stdout);

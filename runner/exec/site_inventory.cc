@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <utility>
 
+#include "base/log.h"
 #include "injector/netns.h"
 #include "runner/exec/rank_specs.h"
 
@@ -32,9 +33,8 @@ Status InventorySite::Prepare(Journal* journal) {
     for (const InventoryRail& r : sc().topology.inventory[h].rails)
       rail_capacity_[h].push_back(ReadRailCapacity(r));
   }
-  std::printf("faultline run: %d inventory hosts on this machine (network namespace %s)\n",
-              sc().topology.hosts,
-              own_netns_ == kOwnNetns ? "of this process" : own_netns_.c_str());
+  FL_INFO("run", "%d inventory hosts on this machine (network namespace %s)", sc().topology.hosts,
+          own_netns_ == kOwnNetns ? "of this process" : own_netns_.c_str());
   std::fflush(stdout);
   return Status();
 }

@@ -5,6 +5,7 @@
 #include <functional>
 #include <utility>
 
+#include "base/log.h"
 #include "runner/exec/rank_specs.h"
 #include "runner/exec/site_inventory.h"
 #include "runner/exec/slurm_cluster.h"
@@ -129,9 +130,9 @@ Status SlurmFleetSite::AttachInventory() {
   if (!s.ok()) return s.status();
   site_ = std::move(s).value();
   if (!site_.allocation.empty()) site_.partition.clear();  // the allocation's
-  std::printf("faultline run: %d inventory hosts through Slurm (%s)\n", sc().topology.hosts,
-              site_.allocation.empty() ? "srun asks for an allocation"
-                                       : ("allocation " + site_.allocation).c_str());
+  FL_INFO("run", "%d inventory hosts through Slurm (%s)", sc().topology.hosts,
+          site_.allocation.empty() ? "srun asks for an allocation"
+                                   : ("allocation " + site_.allocation).c_str());
   std::fflush(stdout);
   return Status();
 }

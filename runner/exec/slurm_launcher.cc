@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "base/clock.h"
+#include "base/log.h"
 #include "runner/exec/slurm_cluster.h"
 
 namespace faultline::runner {
@@ -330,13 +331,14 @@ int RunSlurmTask(const std::string& dir) {
   const int procid = EnvInt("SLURM_PROCID"), localid = EnvInt("SLURM_LOCALID"),
             nodeid = EnvInt("SLURM_NODEID");
   if (procid < 0 || localid < 0 || nodeid < 0) {
-    std::fprintf(stderr, "faultline task-exec: not a Slurm task (SLURM_PROCID, SLURM_LOCALID "
-                         "and SLURM_NODEID must be set)\n");
+    FL_ERROR("task-exec",
+             "not a Slurm task (SLURM_PROCID, SLURM_LOCALID "
+             "and SLURM_NODEID must be set)");
     return 2;
   }
   const std::string status_path = TaskFile(dir, procid, ".status");
   auto fail = [&](const std::string& why) {
-    std::fprintf(stderr, "faultline task-exec: task %d: %s\n", procid, why.c_str());
+    FL_ERROR("task-exec", "task %d: %s", procid, why.c_str());
     WriteJsonAtomic(status_path, {{"state", "exited"}, {"code", 125}, {"error", why}})
         .IgnoreError();
     return 125;
@@ -392,7 +394,7 @@ int RunSlurmTask(const std::string& dir) {
     ::dup2(o, 1);
     ::dup2(e, 2);
     ::execvp(args[0], args.data());
-    std::fprintf(stderr, "faultline task-exec: exec %s: %s\n", args[0], std::strerror(errno));
+    FL_ERROR("task-exec", "exec %s: %s", args[0], std::strerror(errno));
     ::_exit(127);
   }
   g_child = pid;

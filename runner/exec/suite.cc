@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/log.h"
 #include "reports/exit_code.h"
 #include "reports/junit.h"
 #include "reports/schema.h"
@@ -247,8 +248,7 @@ int RunScenarios(const RunOptions& given) {
     }
     std::sort(files.begin(), files.end());
     if (files.empty()) {
-      std::fprintf(stderr, "faultline run: no *.yaml scenario in %s\n",
-                   options.scenario_path.c_str());
+      FL_ERROR("run", "no *.yaml scenario in %s", options.scenario_path.c_str());
       return kBadInput;
     }
   } else {
@@ -272,8 +272,7 @@ int RunScenarios(const RunOptions& given) {
     InventoryOutcome inv = ParseInventoryFile(options.inventory_file);
     if (!inv.ok()) {
       for (const auto& d : inv.diagnostics) std::fprintf(stderr, "%s\n", d.ToString().c_str());
-      std::fprintf(stderr, "faultline run: --inventory %s is not a valid host file\n",
-                   options.inventory_file.c_str());
+      FL_ERROR("run", "--inventory %s is not a valid host file", options.inventory_file.c_str());
       return kBadInput;
     }
     placement = InventoryPlacement{
@@ -325,12 +324,12 @@ int RunScenarios(const RunOptions& given) {
       if (auto why = requirements.Missing(RequiredFeatures(e.runs[0]),
                                           CclNameString(options.ccl.value_or(e.runs[0].ccl)),
                                           &e.runs[0].topology)) {
-        std::printf("faultline run: %s skipped: %s\n", e.runs[0].name.c_str(), why->c_str());
+        FL_INFO("run", "%s skipped: %s", e.runs[0].name.c_str(), why->c_str());
         return kOk;
       }
       const int c = RunParsedScenario(std::move(e.runs[0]), options);
       if (options.report_only && c == kExpectationFailed) {
-        std::printf("faultline run: expectations failed; reported, not judged (--report-only)\n");
+        FL_INFO("run", "expectations failed; reported, not judged (--report-only)");
         return kOk;
       }
       return c;
@@ -345,8 +344,7 @@ int RunScenarios(const RunOptions& given) {
                               : fs::path(options.out_dir);
   fs::create_directories(root, ec);
   if (ec) {
-    std::fprintf(stderr, "faultline run: cannot create %s: %s\n", root.c_str(),
-                 ec.message().c_str());
+    FL_ERROR("run", "cannot create %s: %s", root.c_str(), ec.message().c_str());
     return kBadInput;
   }
 
@@ -442,7 +440,7 @@ int RunScenarios(const RunOptions& given) {
   std::printf("  exit %d; %s/index.html, %s/junit.xml\n", code, root.c_str(), root.c_str());
   std::fflush(stdout);
   if (interrupted) {
-    std::fprintf(stderr, "faultline run: interrupted; the remaining runs were not started\n");
+    FL_WARN("run", "interrupted; the remaining runs were not started");
     return WorseExitCode(code, kHarness);
   }
   return code;

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "base/log.h"
 #include "runner/core/report_json.h"
 #include "runner/exec/site_common.h"
 
@@ -79,8 +80,7 @@ void FindOrRunTwin(const Scenario& sc, RunOptions* o) {
   RunOptions to = *o;
   to.out_dir = dir.string();
   to.report_only = true;
-  std::printf("faultline run: %s: running its fault-free twin first -> %s\n", sc.name.c_str(),
-              dir.c_str());
+  FL_INFO("run", "%s: running its fault-free twin first -> %s", sc.name.c_str(), dir.c_str());
   std::fflush(stdout);
   const int code = RunParsedScenario(std::move(twin), to);
   if (RunInterrupted()) return;
