@@ -14,17 +14,11 @@ struct Factory {
   std::unique_ptr<CclAdapter> (*create)();
 };
 
-constexpr Factory kFactories[] = {
-    {CclId::kFtccl, &NewFtcclAdapter},
-#ifdef FAULTLINE_HAVE_GLOO
-    {CclId::kGloo, &NewGlooAdapter},
-#endif
-#ifdef FAULTLINE_HAVE_NCCL
-    {CclId::kNccl, &NewNcclAdapter},
-#endif
-};
-
 }  // namespace
+
+// Each adapter's factory and the table of them, from the adapters CMake declares
+// (faultline_ccl_adapter in workload/CMakeLists.txt).
+#include "ccl_factories.inc"
 
 std::vector<std::string> AvailableCcls() {
   std::vector<std::string> names;

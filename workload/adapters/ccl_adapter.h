@@ -164,9 +164,4 @@ std::vector<std::string> AvailableCcls();
 // not built here.
 Result<std::unique_ptr<CclAdapter>> CreateCclAdapter(std::string_view name);
 
-// Factories of the adapters (one per file; only those built are defined).
-std::unique_ptr<CclAdapter> NewFtcclAdapter();
-std::unique_ptr<CclAdapter> NewGlooAdapter();  // FAULTLINE_HAVE_GLOO
-std::unique_ptr<CclAdapter> NewNcclAdapter();  // FAULTLINE_HAVE_NCCL
-
 }  // namespace faultline::workload::adapters

@@ -5,22 +5,22 @@
 namespace faultline::workload::adapters {
 namespace {
 
-#ifdef FAULTLINE_HAVE_GLOO
-constexpr bool kGlooBuilt = true;
-#else
-constexpr bool kGlooBuilt = false;
-#endif
-#ifdef FAULTLINE_HAVE_NCCL
-constexpr bool kNcclBuilt = true;
-#else
-constexpr bool kNcclBuilt = false;
-#endif
+// kBuiltCcls: the libraries this build has an adapter for (faultline_ccl_adapter calls in
+// workload/CMakeLists.txt).
+#include "ccl_built.inc"
+
+constexpr bool Built(CclId id) {
+  for (CclId b : kBuiltCcls) {
+    if (b == id) return true;
+  }
+  return false;
+}
 
 constexpr CclTraits kTraits[] = {
     {
         .id = CclId::kFtccl,
         .name = "ftccl",
-        .built_here = true,
+        .built_here = Built(CclId::kFtccl),
         .built_from = "",
         .how_to_build = "",
         .emits_path_events = true,
@@ -35,7 +35,7 @@ constexpr CclTraits kTraits[] = {
     {
         .id = CclId::kGloo,
         .name = "gloo",
-        .built_here = kGlooBuilt,
+        .built_here = Built(CclId::kGloo),
         .built_from = "Gloo",
         .how_to_build = "apt install libgloo-dev, then configure with -DFAULTLINE_WITH_GLOO=ON",
         .emits_path_events = false,
@@ -50,7 +50,7 @@ constexpr CclTraits kTraits[] = {
     {
         .id = CclId::kNccl,
         .name = "nccl",
-        .built_here = kNcclBuilt,
+        .built_here = Built(CclId::kNccl),
         .built_from = "NCCL and CUDA",
         .how_to_build = "install the CUDA toolkit and NCCL (nccl.h, libnccl), then configure with "
                         "-DFAULTLINE_WITH_CUDA=ON",

@@ -1,12 +1,13 @@
 // The one table of CCL traits: what each collective communication library the harness knows
 // can do, as the scenario parser, the `faultline` command line, the run driver, the
 // requirement checks and the worker need to know it before (or without) creating an adapter.
-// One row per library, in CclId order. Adding a library = its adapter (<name>_adapter.cc), one
-// CclId value, one row in ccl_traits.cc and its CMake.
+// One row per library, in CclId order. Adding a library = its adapter (<name>_adapter.cc, which
+// defines its factory), its CclId value and row here and in ccl_traits.cc, and one
+// faultline_ccl_adapter() call in workload/CMakeLists.txt (which also registers the factory).
 //
-// The table is compiled into faultline_workload, which the runner and the worker both link, with
-// the build's FAULTLINE_HAVE_GLOO / FAULTLINE_HAVE_NCCL: `built_here` says what this build has,
-// whatever the caller was compiled with. Where an adapter also answers a question itself
+// The table is compiled into faultline_workload, which the runner and the worker both link;
+// `built_here` comes from the adapters the build declares (faultline_ccl_adapter() in
+// workload/CMakeLists.txt generates the list), whatever the caller was compiled with. Where an adapter also answers a question itself
 // (CclAdapter::EmitsEvents, CanShrink), the two agree (tests/cpp/workload/ccl_traits_test.cc).
 // The table is immutable; every function here is thread-safe.
 #pragma once
