@@ -134,6 +134,24 @@ Result<nlohmann::json> ResolveFaultParams(
   return p;
 }
 
+std::function<Status(int g, nlohmann::json* p)> LocalRankTarget(const Launcher& launcher,
+                                                                 const RankRefs& ranks,
+                                                                 const std::string& kind,
+                                                                 const std::string& netns) {
+  return [&launcher, &ranks, kind, netns](int g, nlohmann::json* p) -> Status {
+    auto pid = launcher.LocalPid((*ranks.handles)[g]);
+    if (!pid) {
+      return Status(Code::kUnavailable, "rank " + std::to_string(g) +
+                                            " runs in a Slurm job step: " + kind +
+                                            " acts on a rank through its host's agent, "
+                                            "which this launcher does not have yet");
+    }
+    (*p)["pid"] = *pid;
+    (*p)["netns"] = netns;
+    return Status();
+  };
+}
+
 Result<TargetPolicy> MakeTargetPolicy(const std::vector<std::string>& allow,
                                       const std::vector<std::string>& extra, Journal* journal) {
   std::vector<std::string> all = allow;

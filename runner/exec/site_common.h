@@ -32,6 +32,14 @@ Result<nlohmann::json> ResolveFaultParams(
     const TimelineAction& a, const Scenario& sc, const RankRefs& ranks, const NetTopology* topo,
     const std::string& host_netns, const std::function<Status(int g, nlohmann::json* p)>& rank);
 
+// The `rank` callback of ResolveFaultParams for ranks this process launched (as children in
+// `netns`): global rank g's pid and namespace; kUnavailable naming `kind` when the launcher has
+// no local pid for it (a rank in a Slurm job step is reached through its host's agent).
+std::function<Status(int g, nlohmann::json* p)> LocalRankTarget(const Launcher& launcher,
+                                                                 const RankRefs& ranks,
+                                                                 const std::string& kind,
+                                                                 const std::string& netns);
+
 // The target policy of a run: options.allow plus `extra` entries, over `journal`.
 Result<TargetPolicy> MakeTargetPolicy(const std::vector<std::string>& allow,
                                       const std::vector<std::string>& extra, Journal* journal);

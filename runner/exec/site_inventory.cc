@@ -86,18 +86,7 @@ std::vector<std::string> InventorySite::RankEnv(int h) const {
 Result<nlohmann::json> InventorySite::ResolveTarget(const TimelineAction& a,
                                                     const RankRefs& ranks) const {
   return ResolveFaultParams(
-      a, sc(), ranks, nullptr, own_netns_, [&](int g, nlohmann::json* p) -> Status {
-        auto pid = launcher_->LocalPid((*ranks.handles)[g]);
-        if (!pid) {
-          return Status(Code::kUnavailable, "rank " + std::to_string(g) +
-                                                " runs in a Slurm job step: " + a.kind +
-                                                " acts on a rank through its host's agent, "
-                                                "which this launcher does not have yet");
-        }
-        (*p)["pid"] = *pid;
-        (*p)["netns"] = own_netns_;
-        return Status();
-      });
+      a, sc(), ranks, nullptr, own_netns_, LocalRankTarget(*launcher_, ranks, a.kind, own_netns_));
 }
 
 FaultApplyResult InventorySite::Apply(const TimelineAction& a, const nlohmann::json& params,

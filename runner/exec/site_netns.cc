@@ -41,18 +41,7 @@ Result<nlohmann::json> NetnsSite::ResolveTarget(const TimelineAction& a,
                                                 const RankRefs& ranks) const {
   const std::string netns = topo_->host(a.target.host).netns;
   return ResolveFaultParams(
-      a, sc(), ranks, topo_.get(), netns, [&](int g, nlohmann::json* p) -> Status {
-        auto pid = launcher_->LocalPid((*ranks.handles)[g]);
-        if (!pid) {
-          return Status(Code::kUnavailable, "rank " + std::to_string(g) +
-                                                " runs in a Slurm job step: " + a.kind +
-                                                " acts on a rank through its host's agent, "
-                                                "which this launcher does not have yet");
-        }
-        (*p)["pid"] = *pid;
-        (*p)["netns"] = netns;
-        return Status();
-      });
+      a, sc(), ranks, topo_.get(), netns, LocalRankTarget(*launcher_, ranks, a.kind, netns));
 }
 
 FaultApplyResult NetnsSite::Apply(const TimelineAction& a, const nlohmann::json& params,
