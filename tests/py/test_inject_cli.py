@@ -36,6 +36,15 @@ def env(tmp_path):
         sh("ip", "-n", ns, "link", "add", "name", "h0", "type", "veth", "peer", "name", "s0")
         sh("ip", "-n", ns, "link", "set", "h0", "up")
         sh("ip", "-n", ns, "link", "set", "s0", "up")
+        # The kernel raises a veth pair's carrier asynchronously after both ends are up: wait
+        # until it has, so that a test's "before" is the settled state (a busy machine showed
+        # NO-CARRIER/LOWERLAYERDOWN there, and the carrier coming up afterwards looked like a
+        # change the command made).
+        deadline = time.monotonic() + 10
+        while any("NO-CARRIER" in link(ns, d)["flags"] or link(ns, d)["operstate"] != "UP"
+                  for d in ("h0", "s0")):
+            assert time.monotonic() < deadline, f"veth h0/s0 in {ns} never got a carrier"
+            time.sleep(0.01)
         e = dict(os.environ, FAULTLINE_JOURNAL_DIR=str(tmp_path / "journal"))
         e.pop("FAULTLINE_ALLOW", None)
         yield ns, e

@@ -2,8 +2,8 @@
 same first six nights followed by four with a planted regression (FTCCL_SUSPECT_FLOOR_MS=300
 in the runner's environment, which its ranks inherit: a silent path is suspected after 300 ms
 instead of ~60 ms, so failover slows by about a quarter of a second). The trend must flag
-exactly that scenario's failover metrics from the first planted night on, and nothing on the
-ten clean nights."""
+exactly that scenario's failover metrics (and what follows from them: stall, goodput lost)
+from the first planted night on, and nothing on the ten clean nights."""
 import json
 import os
 import subprocess
@@ -16,8 +16,9 @@ FAULTLINE = os.path.join(BUILD, "bin", "faultline")
 SCENARIO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scenarios",
                         "blackhole_rail0.yaml")
 # What the suspicion floor moves: the instants from the fault to detection and to failover,
-# and the stall that contains them.
-FAILOVER_METRICS = {"detection_ms", "failover_first_ms", "failover_latency_ms", "stall_ms"}
+# the stall that contains them, and the goodput lost while the collectives waited.
+FAILOVER_METRICS = {"detection_ms", "failover_first_ms", "failover_latency_ms", "stall_ms",
+                    "goodput_loss_pct"}
 
 
 def night(tmp_path, name, planted):
