@@ -610,6 +610,10 @@ def check_inventory_report(out, info):
     return rep
 
 
+# Serial: it reads each rail's throughput during a 2 s link_down (the surviving rail must carry
+# the collectives); beside other tests' ranks on two cores that window once carried almost
+# nothing.
+@pytest.mark.serial
 def test_inventory_scenario_runs_on_its_hosts_through_slurm(box, tmp_path):
     """An inventory scenario, run as on a real cluster: from a machine with Slurm's client
     commands (the controller's namespace), outside an allocation, so srun asks for one on the
@@ -632,6 +636,10 @@ def test_inventory_scenario_runs_on_its_hosts_through_slurm(box, tmp_path):
     assert live_processes_mentioning(out) == []
 
 
+# Serial: it reads each rail's throughput during a 2 s link_down (the surviving rail must carry
+# the collectives); beside other tests' ranks on two cores that window once carried almost
+# nothing.
+@pytest.mark.serial
 def test_inventory_scenario_runs_inside_an_sbatch_allocation(box, tmp_path):
     """The README's sbatch example on the fixture: the batch script (on the allocation's first
     node, h0) runs `faultline run`; the ranks' and the agents' steps run in that allocation."""
