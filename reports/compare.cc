@@ -50,16 +50,6 @@ bool NeverFor(const nlohmann::json& report, const nlohmann::json& pf, const std:
   return Measured(pf, kDetectionMs);
 }
 
-int VerdictRank(Verdict v) { return v == Verdict::kPass ? 0 : v == Verdict::kFail ? 1 : 2; }
-
-Verdict WorstVerdict(const std::vector<const nlohmann::json*>& runs) {
-  Verdict worst = Verdict::kPass;
-  for (const auto* r : runs) {
-    const Verdict v = VerdictOf(*r);
-    if (VerdictRank(v) > VerdictRank(worst)) worst = v;
-  }
-  return worst;
-}
 
 std::optional<int64_t> MostWrong(const std::vector<const nlohmann::json*>& runs) {
   std::optional<int64_t> out;
@@ -202,7 +192,7 @@ Comparison CompareRuns(const std::vector<nlohmann::json>& a, const std::vector<n
     if (!ra.empty()) s.verdict_a = VerdictName(WorstVerdict(ra));
     if (!rb.empty()) s.verdict_b = VerdictName(WorstVerdict(rb));
     if (!ra.empty() && !rb.empty()) {
-      s.verdict_regressed = VerdictRank(WorstVerdict(rb)) > VerdictRank(WorstVerdict(ra));
+      s.verdict_regressed = VerdictExitCode(WorstVerdict(rb)) > VerdictExitCode(WorstVerdict(ra));
       s.wrong_a = MostWrong(ra);
       s.wrong_b = MostWrong(rb);
       s.wrong_regressed = s.wrong_b.value_or(0) > s.wrong_a.value_or(0);

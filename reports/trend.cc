@@ -34,13 +34,6 @@ std::vector<TrendMetric> TrendMetrics() {
   return out;
 }
 
-int VerdictRank(const std::string& v) {
-  if (v == VerdictName(Verdict::kHarnessError)) return 3;
-  if (v == VerdictName(Verdict::kFail)) return 2;
-  if (v == VerdictName(Verdict::kPass)) return 1;
-  return 0;
-}
-
 nlohmann::json Number(const std::optional<double>& v) {
   if (!v) return nullptr;
   if (std::isinf(*v)) return "never";
@@ -191,12 +184,7 @@ Result<Trend> ComputeTrend(const std::vector<TrendNight>& nights, const TrendOpt
     ScenarioTrend s;
     s.key = key;
     for (const auto& runs : per_night) {
-      std::string worst;
-      for (const nlohmann::json* r : runs) {
-        const std::string v = VerdictName(VerdictOf(*r));
-        if (VerdictRank(v) > VerdictRank(worst)) worst = v;
-      }
-      s.verdicts.push_back(worst);
+      s.verdicts.push_back(runs.empty() ? "" : VerdictName(WorstVerdict(runs)));
     }
     for (const TrendMetric& metric : TrendMetrics()) {
       std::vector<std::optional<double>> values;

@@ -69,6 +69,16 @@ Verdict VerdictOf(const nlohmann::json& report) {
   return Verdict::kPass;
 }
 
+Verdict WorstVerdict(const std::vector<const nlohmann::json*>& runs) {
+  // The exit codes order the verdicts (0 < 1 < 3).
+  Verdict worst = Verdict::kPass;
+  for (const nlohmann::json* r : runs) {
+    const Verdict v = VerdictOf(*r);
+    if (VerdictExitCode(v) > VerdictExitCode(worst)) worst = v;
+  }
+  return worst;
+}
+
 std::string VerdictLine(const nlohmann::json& report) {
   const Verdict v = VerdictOf(report);
   size_t total = 0;

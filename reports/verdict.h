@@ -25,6 +25,9 @@ int VerdictExitCode(Verdict v);      // ToInt(ExitCodeOf(v)): 0, 1, 3
 
 Verdict VerdictOf(const nlohmann::json& report);
 
+// The worst verdict of `runs` (PASS < FAIL < HARNESS ERROR); kPass when there is none.
+Verdict WorstVerdict(const std::vector<const nlohmann::json*>& runs);
+
 // "fault <id>: <error>" for every fault whose error is the harness's failure: every fault that
 // carries an error, except kRanksEndedFirstError in a run whose ranks did not survive (they
 // aborted, hung or crashed on an earlier fault; the outcome says what happened, and there was
