@@ -17,6 +17,7 @@ namespace {
 constexpr uint32_t kBootMagic = 0x54424C46;  // "FLBT"
 enum MsgType : uint32_t { kHello = 1, kTable = 2, kReady = 3, kError = 4, kGo = 5 };
 constexpr uint32_t kMaxMsg = 16u << 20;
+constexpr auto kExplainGrace = std::chrono::milliseconds(1000);
 
 struct Writer {
   std::string buf;
@@ -89,25 +90,30 @@ uint64_t LocalHostKey() {
 
 Result<std::unique_ptr<Bootstrap>> Bootstrap::Join(const CommOptions& options,
                                                    const std::vector<net::Endpoint>& my_rails,
-                                                   uint64_t group_key,
+                                                   const GroupKey& group,
                                                    Clock::time_point deadline) {
   std::unique_ptr<Bootstrap> b(new Bootstrap(options.rank));
-  Status st = options.rank == 0 ? b->JoinAsRoot(options, my_rails, group_key, deadline)
-                                : b->JoinAsPeer(options, my_rails, group_key, deadline);
+  const bool joiner = group.joiner_key != 0 && options.rank >= group.first_joiner;
+  Status st = options.rank == 0
+                  ? b->JoinAsRoot(options, my_rails, group, deadline)
+                  : b->JoinAsPeer(options, my_rails, joiner ? group.joiner_key : group.key,
+                                  deadline);
   if (!st.ok()) return st.WithContext("bootstrap (rank " + std::to_string(options.rank) + ")");
   return b;
 }
 
 Status Bootstrap::OpenSpare(uint32_t ip) {
   auto l = net::Listen(ip, 0);
-  if (!l.ok()) return l.status().WithContext("opening the listener for a later shrink");
+  if (!l.ok()) return l.status().WithContext("opening the listener for a later shrink or grow");
   spare_ = std::move(l->first);
   table_.spares[rank_] = l->second;
   return Status::Ok();
 }
 
 Status Bootstrap::JoinAsRoot(const CommOptions& options, const std::vector<net::Endpoint>& my_rails,
-                             uint64_t group_key, Clock::time_point deadline) {
+                             const GroupKey& group, Clock::time_point deadline) {
+  const uint64_t group_key = group.key;
+  const bool grow = group.joiner_key != 0;
   net::Fd listener;
   if (options.bootstrap_listen_fd >= 0) {
     listener = net::Fd(dup(options.bootstrap_listen_fd));
@@ -166,19 +172,31 @@ Status Bootstrap::JoinAsRoot(const CommOptions& options, const std::vector<net::
       LOG_WARN("INIT", "bootstrap: dropping a connection with a malformed hello");
       continue;
     }
-    if (pkey != group_key) {
+    const bool as_joiner = grow && pkey == group.joiner_key;
+    std::string refusal;
+    if (pkey != group_key && !as_joiner) {
       // A rank forming another group here: another shrink of the same parent (it excludes
-      // other ranks), or a fresh communicator at a shrink root's address. It is refused; the
-      // group being formed is not its business.
-      std::string why = "rank " + std::to_string(rank) +
-                        " asked to join another group than rank 0 forms (" +
-                        (group_key == 0 || pkey == 0
-                             ? std::string("a shrunk communicator and a new one")
-                             : std::string("shrinks excluding different ranks")) +
-                        ")";
-      LOG_WARN("INIT", "bootstrap: refusing %s", why.c_str());
+      // other ranks), a joiner with a stale or foreign grow id, or a fresh communicator at a
+      // shrink root's address. It is refused; the group being formed is not its business.
+      refusal = "rank " + std::to_string(rank) + " asked to join another group than rank 0 forms (" +
+                (grow ? std::string("its grow id is stale or belongs to another communicator")
+                 : group_key == 0 || pkey == 0 ? std::string("a shrunk communicator and a new one")
+                                               : std::string("shrinks excluding different ranks")) +
+                ")";
+    } else if (grow && as_joiner && (rank < group.first_joiner || rank >= size)) {
+      refusal = "a joining process claimed rank " + std::to_string(rank) +
+                ", but joiners take ranks " + std::to_string(group.first_joiner) + ".." +
+                std::to_string(size - 1) + " (the ranks below are the existing group's)";
+    } else if (grow && !as_joiner && rank >= group.first_joiner) {
+      refusal = "a member of the existing group claimed rank " + std::to_string(rank) +
+                ", which is a joiner's";
+    } else if (grow && as_joiner && peers_[rank].valid()) {
+      refusal = "rank " + std::to_string(rank) + " has already joined; a second process claimed it";
+    }
+    if (!refusal.empty()) {
+      LOG_WARN("INIT", "bootstrap: refusing %s", refusal.c_str());
       SendMsg(conn->get(), kError,
-              std::to_string(static_cast<int>(Code::kInvalidArgument)) + "|" + why,
+              std::to_string(static_cast<int>(Code::kInvalidArgument)) + "|" + refusal,
               Clock::now() + std::chrono::seconds(1))
           .ok();
       continue;
@@ -304,12 +322,14 @@ Status Bootstrap::JoinAsPeer(const CommOptions& options, const std::vector<net::
   FTCCL_RETURN_IF_ERROR(SendMsg(root_.get(), kHello, w.buf, deadline));
   uint32_t type;
   std::string payload;
-  Status st = RecvMsg(root_.get(), &type, &payload, deadline);
+  // Rank 0 gives up at the same deadline and then says why (which ranks did not come): its
+  // word is worth a moment's wait.
+  Status st = RecvMsg(root_.get(), &type, &payload, deadline + kExplainGrace);
   if (!st.ok() && group_key != 0) {
     // A shrink's root that formed its group without this rank closes its listener with this
     // rank's connection still unanswered.
     return st.WithContext(
-        "waiting for the address table from rank 0 of the shrunk group (it did not admit this "
+        "waiting for the address table from rank 0 of the new group (it did not admit this "
         "rank: it formed its group without it, or is gone)");
   }
   if (!st.ok()) return st.WithContext("waiting for the address table from rank 0");

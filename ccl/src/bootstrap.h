@@ -27,20 +27,30 @@ struct BootstrapTable {
   std::vector<net::Endpoint> spares;
 };
 
+// Which group a bootstrap forms. `key` 0: a new communicator; otherwise the shrink's or the
+// grow's key, which every member computes from the parent. A grow also admits joiners: ranks
+// from `first_joiner` on, which hold `joiner_key` (from the grow id) instead of `key`.
+struct GroupKey {
+  uint64_t key = 0;
+  uint64_t joiner_key = 0;  // 0: nobody joins from outside the parent
+  int first_joiner = 0;     // meaningful only with a joiner_key
+};
+
 // This process's host key: its host name and network namespace, hashed. Ranks of one host
 // in one namespace share it; "FTCCL_HOST_ID" (any text) overrides it.
 uint64_t LocalHostKey();
 
 class Bootstrap final {
  public:
-  // Joins the group. `my_rails` are this rank's data listeners. `group_key` names the group
-  // being formed: 0 for a new communicator, the shrink's key (parent, excluded ranks, epoch)
-  // for a shrunk one. The root refuses a rank whose key differs from its own (that connection
-  // only: a rank that disagrees about a shrink cannot break the survivors' group). On failure
-  // every reachable rank gets the reason.
+  // Joins the group. `my_rails` are this rank's data listeners. `group` names the group being
+  // formed (GroupKey); a rank sends the key it holds (a joiner its joiner_key). The root
+  // refuses a rank whose key differs from the group's, and a joiner that claims a rank of the
+  // parent (or a member that claims a joiner's rank, or a rank already taken by a joiner):
+  // that connection only, so a rank that disagrees about a shrink or holds a stale grow id
+  // cannot break the others' group. On another failure every reachable rank gets the reason.
   static Result<std::unique_ptr<Bootstrap>> Join(const CommOptions& options,
                                                  const std::vector<net::Endpoint>& my_rails,
-                                                 uint64_t group_key, Clock::time_point deadline);
+                                                 const GroupKey& group, Clock::time_point deadline);
   ~Bootstrap() = default;
   Bootstrap(const Bootstrap&) = delete;
   Bootstrap& operator=(const Bootstrap&) = delete;
@@ -56,7 +66,7 @@ class Bootstrap final {
  private:
   Bootstrap(int rank) : rank_(rank) {}
   Status JoinAsRoot(const CommOptions& options, const std::vector<net::Endpoint>& my_rails,
-                    uint64_t group_key, Clock::time_point deadline);
+                    const GroupKey& group, Clock::time_point deadline);
   Status JoinAsPeer(const CommOptions& options, const std::vector<net::Endpoint>& my_rails,
                     uint64_t group_key, Clock::time_point deadline);
   // Opens the spare listener on `ip` (the address the other ranks reached this one at).

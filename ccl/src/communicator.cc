@@ -1,7 +1,10 @@
 #include "ftccl/communicator.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -11,6 +14,7 @@
 #include "algo/algo.h"
 #include "bootstrap.h"
 #include "fault_hook.h"
+#include "grow_id.h"
 #include "log.h"
 #include "net.h"
 #include "transport/factory.h"
@@ -46,16 +50,18 @@ class Communicator::Impl {
   explicit Impl(CommOptions o) : options_(std::move(o)) {}
   ~Impl() { Close(); }
 
-  // A communicator joined with `group_key`: 0 for a new one, the shrink's key for one shrunk
-  // from a parent (Create and Shrink).
-  static Result<std::unique_ptr<Communicator>> Make(CommOptions options, uint64_t group_key);
-  Status Init(uint64_t group_key);
+  // A communicator joined as `group` says: key 0 for a new one, the shrink's or grow's key for
+  // one made from a parent (Create, Shrink, Grow and Join).
+  static Result<std::unique_ptr<Communicator>> Make(CommOptions options, const GroupKey& group);
+  Status Init(const GroupKey& group);
   RequestPtr Submit(transport::Signature sig, Millis timeout, Status invalid,
                     std::function<Status(const algo::Ctx&)> run);
   void Abort(const std::string& reason);
   void Revoke(const std::string& reason);
   bool revoked() const { return revoked_.load(); }
   Result<std::unique_ptr<Communicator>> Shrink(const std::vector<int>& excluded, Millis timeout);
+  Result<std::string> GrowId(int new_size);
+  Result<std::unique_ptr<Communicator>> Grow(const std::string& grow_id, Millis timeout);
   // A request's Wait reached its deadline and `req` is still queued: it is taken out and fails
   // (and with it the communicator, as the ranks' sequences of collectives now differ).
   void DropQueued(const RequestImpl* req);
@@ -97,6 +103,7 @@ class Communicator::Impl {
   net::Fd spare_;
   std::mutex shrink_mu_;
   uint64_t shrinks_ = 0;
+  uint64_t grows_ = 0;  // guarded by shrink_mu_: grows started (part of each grow's key)
   std::atomic<bool> revoked_{false};
   std::string revoke_reason_;  // guarded by mu_; the first Revoke's
 };
@@ -160,7 +167,7 @@ class RequestImpl final : public Request {
 
 }  // namespace
 
-Status Communicator::Impl::Init(uint64_t group_key) {
+Status Communicator::Impl::Init(const GroupKey& group) {
   const CommOptions& o = options_;
   if (o.size < 1) return InvalidArgument("size must be at least 1, got " + std::to_string(o.size));
   if (o.rank < 0 || o.rank >= o.size) {
@@ -207,8 +214,17 @@ Status Communicator::Impl::Init(uint64_t group_key) {
     table.size = 1;
     table.num_rails = static_cast<int>(mine.size());
     table.rails = {mine};
+    if (o.bootstrap_listen_fd >= 0) {
+      // A group shrunk to one rank keeps its parent's listener: a later grow meets there.
+      net::Fd spare(dup(o.bootstrap_listen_fd));
+      if (!spare.valid()) return ErrnoStatus("dup(bootstrap_listen_fd)", errno);
+      auto at = net::LocalEndpoint(spare.get());
+      if (!at.ok()) return at.status();
+      table.spares = {at.value()};
+      spare_ = std::move(spare);
+    }
   } else {
-    auto b = Bootstrap::Join(o, mine, group_key, deadline);
+    auto b = Bootstrap::Join(o, mine, group, deadline);
     if (!b.ok()) return b.status();
     boot = std::move(b.value());
     table = boot->table();
@@ -425,7 +441,9 @@ Result<std::unique_ptr<Communicator>> Communicator::Impl::Shrink(const std::vect
   o.size = new_size;
   if (timeout.count() > 0) o.init_timeout = timeout;
   o.bootstrap_listen_fd = -1;
-  if (new_size > 1) {
+  if (new_size == 1 && spare_.valid()) {
+    o.bootstrap_listen_fd = spare_.get();  // kept (a duplicate) for a later grow
+  } else if (new_size > 1) {
     if (new_rank == 0) {
       if (!spare_.valid()) return Internal("shrink: this rank has no listener for the new group");
       o.bootstrap_listen_fd = spare_.get();  // the bootstrap takes a duplicate
@@ -441,16 +459,88 @@ Result<std::unique_ptr<Communicator>> Communicator::Impl::Shrink(const std::vect
   hook_.reset();
   LOG_INFO("INIT", "communicator %016lx: shrinking to %d ranks without [%s]: this rank becomes %d",
            static_cast<unsigned long>(comm_id_), new_size, names.c_str(), new_rank);
-  auto next = Make(std::move(o), key);
+  GroupKey group;
+  group.key = key;
+  auto next = Make(std::move(o), group);
   if (!next.ok()) return next.status().WithContext("shrink");
   return next;
 }
 
+Result<std::string> Communicator::Impl::GrowId(int new_size) {
+  if (new_size <= options_.size) {
+    return InvalidArgument("grow: the new size " + std::to_string(new_size) +
+                           " is not larger than the current " + std::to_string(options_.size));
+  }
+  std::lock_guard<std::mutex> serial(shrink_mu_);
+  if (options_.size > 1 && (spares_.empty() || spares_[0].ip == 0 || spares_[0].port == 0)) {
+    return Internal("grow: no listener address of rank 0");
+  }
+  if (options_.size == 1 && (spares_.empty() || !spare_.valid())) {
+    return InvalidArgument("grow: this communicator of one rank was created alone and has no "
+                           "bootstrap listener to grow from");
+  }
+  GrowTicket t;
+  t.comm_id = comm_id_;
+  t.epoch = grows_ + 1;
+  t.old_size = options_.size;
+  t.new_size = new_size;
+  t.root = spares_[0];
+  t.key = GrowKey(t.comm_id, t.epoch, t.old_size, t.new_size);
+  return t.ToString();
+}
+
+Result<std::unique_ptr<Communicator>> Communicator::Impl::Grow(const std::string& grow_id,
+                                                               Millis timeout) {
+  auto parsed = ParseGrowId(grow_id);
+  if (!parsed.ok()) return parsed.status();
+  const GrowTicket& t = parsed.value();
+  std::lock_guard<std::mutex> serial(shrink_mu_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return Aborted("grow: the communicator is being destroyed");
+    if (revoked_) return Aborted("grow: the communicator is revoked: " + revoke_reason_);
+  }
+  if (t.comm_id != comm_id_ || t.old_size != options_.size || spares_.empty() ||
+      t.root.ip != spares_[0].ip || t.root.port != spares_[0].port) {
+    return InvalidArgument("grow: the grow id belongs to another communicator");
+  }
+  if (t.epoch != grows_ + 1) {
+    return InvalidArgument("grow: the grow id is for grow #" + std::to_string(t.epoch) +
+                           " of this communicator, but the next is #" +
+                           std::to_string(grows_ + 1));
+  }
+  // Every member counts this grow, whatever its outcome, so that a later grow's key differs
+  // and a joiner still holding this one's id is refused then.
+  ++grows_;
+  CommOptions o = options_;
+  o.size = t.new_size;
+  if (timeout.count() > 0) o.init_timeout = timeout;
+  o.bootstrap_listen_fd = -1;
+  if (o.rank == 0) {
+    if (!spare_.valid()) return Internal("grow: this rank has no listener for the new group");
+    o.bootstrap_listen_fd = spare_.get();  // the bootstrap takes a duplicate
+  } else {
+    o.bootstrap = t.root.ToString();
+  }
+  // A fault hook path can be served by one communicator only: the new one takes it.
+  if (!o.fault_hook.empty()) hook_.reset();
+  GroupKey group;
+  group.key = t.key;
+  group.joiner_key = JoinerKey(t.key);
+  group.first_joiner = t.old_size;
+  LOG_INFO("INIT", "communicator %016lx: growing from %d to %d ranks (grow #%lu)",
+           static_cast<unsigned long>(comm_id_), t.old_size, t.new_size,
+           static_cast<unsigned long>(t.epoch));
+  auto next = Make(std::move(o), group);
+  if (!next.ok()) return next.status().WithContext("grow");
+  return next;
+}
+
 Result<std::unique_ptr<Communicator>> Communicator::Impl::Make(CommOptions options,
-                                                               uint64_t group_key) {
+                                                               const GroupKey& group) {
   auto impl = std::make_shared<Impl>(std::move(options));
   impl->self_ = impl;
-  Status st = impl->Init(group_key);
+  Status st = impl->Init(group);
   if (!st.ok()) return st;
   return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
 }
@@ -481,7 +571,35 @@ void Communicator::Impl::Close() {
 Result<std::unique_ptr<Communicator>> Communicator::Create(CommOptions options) {
   Status env = ApplyEnvOverrides(&options);
   if (!env.ok()) return env;
-  return Impl::Make(std::move(options), 0);
+  return Impl::Make(std::move(options), GroupKey{});
+}
+
+Result<std::unique_ptr<Communicator>> Communicator::Join(CommOptions options,
+                                                         const std::string& grow_id) {
+  Status env = ApplyEnvOverrides(&options);
+  if (!env.ok()) return env;
+  auto parsed = ParseGrowId(grow_id);
+  if (!parsed.ok()) return parsed.status().WithContext("join");
+  const GrowTicket& t = parsed.value();
+  if (options.size == 0) options.size = t.new_size;
+  if (options.size != t.new_size) {
+    return InvalidArgument("join: size " + std::to_string(options.size) +
+                           " differs from the grow's new size " + std::to_string(t.new_size));
+  }
+  if (options.rank < t.old_size || options.rank >= t.new_size) {
+    return InvalidArgument("join: rank " + std::to_string(options.rank) +
+                           " is not a joiner's rank (" + std::to_string(t.old_size) + ".." +
+                           std::to_string(t.new_size - 1) + ")");
+  }
+  options.bootstrap = t.root.ToString();
+  options.bootstrap_listen_fd = -1;
+  GroupKey group;
+  group.key = t.key;
+  group.joiner_key = JoinerKey(t.key);
+  group.first_joiner = t.old_size;
+  auto made = Impl::Make(std::move(options), group);
+  if (!made.ok()) return made.status().WithContext("join");
+  return made;
 }
 
 Communicator::Communicator(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -498,6 +616,11 @@ std::vector<Event> Communicator::DrainEvents() { return impl_->DrainEvents(); }
 Status Communicator::InjectQpError(int peer, int rail) { return impl_->InjectQpError(peer, rail); }
 Result<std::vector<std::string>> Communicator::QpStates(int peer, int rail) {
   return impl_->QpStates(peer, rail);
+}
+Result<std::string> Communicator::GrowId(int new_size) { return impl_->GrowId(new_size); }
+Result<std::unique_ptr<Communicator>> Communicator::Grow(const std::string& grow_id,
+                                                       Millis timeout) {
+  return impl_->Grow(grow_id, timeout);
 }
 void Communicator::Abort(const std::string& reason) { impl_->Abort(reason); }
 void Communicator::Revoke(const std::string& reason) { impl_->Revoke(reason); }

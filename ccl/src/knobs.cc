@@ -67,6 +67,7 @@ Status ApplyEnvOverrides(CommOptions* o) {
   FTCCL_RETURN_IF_ERROR(Override("FTCCL_WATCH_LINKS", 0, 1, &o->watch_links));
   FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_LINK_SETTLE_MS", 0, 60000, &o->link_settle));
   FTCCL_RETURN_IF_ERROR(Override("FTCCL_RELAY", 0, 1, &o->relay));
+  FTCCL_RETURN_IF_ERROR(Override("FTCCL_BENCH_PAYLOAD_CRC", 0, 1, &o->bench_payload_crc));
   if (const char* hook = std::getenv("FTCCL_FAULT_HOOK")) o->fault_hook = hook;
   if (const char* v = std::getenv("FTCCL_TRANSPORT")) {
     if (std::string(v) != "tcp" && std::string(v) != "verbs") {
@@ -101,6 +102,7 @@ std::vector<std::pair<std::string, std::string>> EffectiveKnobs(const CommOption
       {"abort_timeout_ms", std::to_string(o.abort_timeout.count())},
       {"watch_links", o.watch_links ? "1" : "0"},
       {"relay", o.relay ? "1" : "0"},
+      {"bench_payload_crc", o.bench_payload_crc ? "1" : "0"},
       {"fault_hook", o.fault_hook},
       {"transport", o.transport},
       {"verbs_qp_timeout", std::to_string(o.verbs_qp_timeout)},

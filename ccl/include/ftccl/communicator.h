@@ -65,9 +65,10 @@ struct CommOptions {
   size_t slice_bytes = 1024 * 1024;           // FTCCL_SLICE_BYTES: pipelining unit of ring steps
   // FTCCL_SMALL_ALLREDUCE_BYTES: an allreduce of at most this many bytes uses recursive
   // doubling (ceil(log2 n) exchanges of the whole buffer) instead of the ring (2(n-1) steps of
-  // 1/n of it); 0: always the ring. Must be the same on every rank. The default covers the
-  // latency-bound sizes; bench/compare-small measures where the two cross (bench/README.md).
-  size_t small_allreduce_bytes = 64 * 1024;
+  // 1/n of it); 0: always the ring. Must be the same on every rank. The default is where
+  // bench/compare-small measured the two to cross on 2 rails at 4 and 8 ranks (recursive
+  // doubling 0.79 and 0.65 of the ring's time at 128 KiB, 1.17 and 1.29 at 512 KiB).
+  size_t small_allreduce_bytes = 128 * 1024;
   int socket_buffer_bytes = 4 * 1024 * 1024;  // FTCCL_SOCKET_BUFFER_BYTES: SO_SNDBUF/SO_RCVBUF, 0 = kernel
   Millis init_timeout{30000};                 // FTCCL_INIT_TIMEOUT_MS: bootstrap + connection setup
   // TCP: once every peer has a connection, the others get this much longer at init; a path
@@ -121,6 +122,11 @@ struct CommOptions {
   // IBV_WC_RETRY_EXC_ERR (about (retry_count + 1) x timeout: ~0.3 s by default).
   int verbs_qp_timeout = 14;
   int verbs_retry_count = 4;  // FTCCL_VERBS_RETRY_COUNT: transport retries, 0..7
+  // FTCCL_BENCH_PAYLOAD_CRC: benchmarks only, never turn off in use. 0 stops computing and
+  // checking the payload CRC32C of data frames (headers keep theirs), so bench/ can measure
+  // what the check costs; a corrupted payload then goes undetected. Must be the same on every
+  // rank (a checking receiver refuses an unchecked sender's frames).
+  bool bench_payload_crc = true;
   WireFaults wire_faults;
   // FTCCL_FAULT_HOOK: a filesystem path at which this rank serves the fault-hook protocol
   // (injector/FAULT_HOOK.md: ping, query, conn_corrupt; qp_error answers "unsupported" on TCP)
@@ -143,6 +149,10 @@ struct CommStats {
   uint64_t duplicates_dropped = 0;    // chunks received twice, the later copy dropped
   uint64_t out_of_order = 0;          // chunks that arrived ahead of a missing one
   uint64_t bytes_staged = 0;          // payload that arrived before its receive was posted
+  // Payload bytes whose CRC32C the sender computed, and those it took from the checked frame
+  // they arrived in (a ring or chain forwarding what it received: no second read).
+  uint64_t tx_crc_bytes = 0;
+  uint64_t tx_crc_reused_bytes = 0;
   uint64_t acks_sent = 0;
   uint64_t nacks_sent = 0;
   std::vector<uint64_t> payload_bytes_sent_per_rail;
@@ -162,6 +172,17 @@ struct CommStats {
   std::vector<uint32_t> path_downs_in_window;
   std::vector<int64_t> path_first_down_ns;
   std::vector<int64_t> path_hold_until_ns;
+  // Sequence numbers, by rank (0 for this rank), for checking that nothing is lost or taken
+  // twice: data chunks numbered for that peer (every chunk of a send gets the next number;
+  // a resend keeps its number), chunks from it accepted (CRC checked, not a duplicate: each
+  // number should be accepted exactly once), the cumulative acknowledgement this rank gives it
+  // (every chunk below was accepted), and the cumulative acknowledgement it gave this rank
+  // (every chunk below reached it). Once every collective has completed on every rank, what
+  // rank A numbered for B equals what B accepted from A and B's cumulative acknowledgement.
+  std::vector<uint64_t> chunks_numbered_per_peer;
+  std::vector<uint64_t> chunks_accepted_per_peer;
+  std::vector<uint64_t> rx_cumulative_per_peer;
+  std::vector<uint64_t> tx_acknowledged_per_peer;
 };
 
 // What the data path did about a fault, for the harness's metrics and for operators.
@@ -295,7 +316,35 @@ class Communicator final {
   Result<std::unique_ptr<Communicator>> Shrink(const std::vector<int>& excluded,
                                                Millis timeout = Millis(0));
 
+  // Grow: a communicator of this one's ranks plus `new_size - size()` ranks that join from
+  // outside (a repaired host's relaunched processes), in the manner of ncclCommGrow. The
+  // members keep their ranks; the joiners take ranks size()..new_size-1, each the rank it
+  // passes to Join. The members and the joiners pass the same grow id, which any member makes
+  // with GrowId() and hands to the others out of band. The new group meets at the spare
+  // listener this communicator's rank 0 opened at creation; rank 0 admits members holding the
+  // id and joiners holding it for a joiner's rank, and refuses (that connection only,
+  // kInvalidArgument naming why) a stale or foreign id, a joiner claiming a member's rank or a
+  // joiner's rank already taken. Every member calls Grow with the same id; it is bounded by
+  // `timeout` (0: options().init_timeout): a joiner that does not come, or dies before the new
+  // group is connected, fails the grow on every rank (kTimeout naming the missing ranks, or
+  // the failure of the connection setup), and this communicator stays usable: it is not
+  // revoked, and a later grow takes a new id. On success the new communicator is independent
+  // of this one, which the caller destroys when its collectives are done. The grown group
+  // starts with no collective history: what the joiners missed (a model's parameters, the
+  // step) is the application's to send, e.g. a Broadcast from a member. Same rails and
+  // options as this one. Not to be called concurrently with Shrink or the destructor.
+  Result<std::string> GrowId(int new_size);
+  Result<std::unique_ptr<Communicator>> Grow(const std::string& grow_id, Millis timeout = Millis(0));
+  // The joiner's side of a grow: `options` as for Create (rails, knobs; `size` 0 or the
+  // grow's new size; `rank` one of the joiners' ranks; `bootstrap` is taken from the id).
+  // Bounded by options.init_timeout. kInvalidArgument for a malformed or inconsistent id or
+  // a rank that is not a joiner's; the root's refusal as above; kNetwork when the id's
+  // listener is gone (its communicator destroyed) or did not admit this rank.
+  static Result<std::unique_ptr<Communicator>> Join(CommOptions options,
+                                                   const std::string& grow_id);
+
   CommStats Stats() const;
+  // The events since  CommStats Stats() const;
   // The events since the last call, oldest first. Thread-safe.
   std::vector<Event> DrainEvents();
 

@@ -50,6 +50,10 @@ struct Ctx {
   transport::OpPtr Send(int peer, uint32_t tag, const void* buf, size_t len) const {
     return t->Send(peer, {coll_seq, tag}, sig, buf, len);
   }
+  // Sends on what `received` (complete) put into its buffer: see Transport::Forward.
+  transport::OpPtr Forward(int peer, uint32_t tag, const transport::OpPtr& received) const {
+    return t->Forward(peer, {coll_seq, tag}, sig, received);
+  }
   transport::OpPtr Recv(int peer, uint32_t tag, void* buf, size_t len) const {
     return t->Recv(peer, {coll_seq, tag}, sig, buf, len);
   }

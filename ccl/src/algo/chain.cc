@@ -49,7 +49,11 @@ Status BroadcastChain(const Ctx& ctx, const void* send, void* recv, size_t count
   }
   for (size_t k = 0; k < ns; ++k) {
     if (pos > 0) FTCCL_RETURN_IF_ERROR(ctx.Wait(recvs[k]));
-    if (has_next) {
+    if (!has_next) continue;
+    if (pos > 0) {
+      // Passing on what arrived: its checked CRCs go with it.
+      sends.push_back(ctx.Forward(next, Tag(kBroadcast, 0, k), recvs[k]));
+    } else {
       Range sl = Slice(count, se, k);
       sends.push_back(ctx.Send(next, Tag(kBroadcast, 0, k), src + sl.off * es, sl.len * es));
     }

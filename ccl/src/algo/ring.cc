@@ -121,8 +121,7 @@ Status AllReduceRing(const Ctx& ctx, const void* send, void* recv, size_t count,
       FTCCL_RETURN_IF_ERROR(ctx.Wait(ag_recvs[s][k]));
       FTCCL_RETURN_IF_ERROR(try_post_ag());
       if (s + 1 < steps) {
-        Range sl = Slice(b.len, se, k);
-        ag_sends[s + 1].push_back(ctx.Send(next, Tag(kAllGather, s + 1, k), out + (b.off + sl.off) * es, sl.len * es));
+        ag_sends[s + 1].push_back(ctx.Forward(next, Tag(kAllGather, s + 1, k), ag_recvs[s][k]));
       }
     }
   }
@@ -218,13 +217,9 @@ Status AllGatherRing(const Ctx& ctx, const void* send, void* recv, size_t count,
     sends.push_back(ctx.Send(next, Tag(kAllGather, 0, k), out + r * bytes + sl.off * es, sl.len * es));
   }
   for (int s = 0; s < steps; ++s) {
-    uint8_t* b = out + static_cast<size_t>(Mod(r - s - 1, n)) * bytes;
     for (size_t k = 0; k < ns; ++k) {
       FTCCL_RETURN_IF_ERROR(ctx.Wait(recvs[s][k]));
-      if (s + 1 < steps) {
-        Range sl = Slice(count, se, k);
-        sends.push_back(ctx.Send(next, Tag(kAllGather, s + 1, k), b + sl.off * es, sl.len * es));
-      }
+      if (s + 1 < steps) sends.push_back(ctx.Forward(next, Tag(kAllGather, s + 1, k), recvs[s][k]));
     }
   }
   return ctx.WaitAll(sends);

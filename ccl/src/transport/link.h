@@ -41,6 +41,13 @@ class Link {
   // The connection is given up: releases what the peer can see (a socket is closed, so the
   // peer's end fails too). State() still answers afterwards. Idempotent.
   virtual void Close() = 0;
+  // Gives the connection up at once, whatever is still queued in it: the peer's end fails now
+  // (a TCP reset) instead of after the queued bytes. Then as Close(). Idempotent.
+  virtual void Reset() = 0;
+  // Whether the link's own retransmissions are backing off: what it sent into an outage is
+  // being retried at growing intervals (TCP's RTO backoff), so it stays silent for up to that
+  // interval after its path has come back. False where the backend has no such state.
+  virtual bool BackingOff() const = 0;
 
   // After Writev/Read failed with something other than EAGAIN: why, and whether the failure is
   // fatal for the communicator (not a path failure that another path can absorb).

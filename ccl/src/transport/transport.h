@@ -60,6 +60,15 @@ struct Op {
   // (which owns all socket I/O) does not spend its time on it.
   std::vector<uint32_t> chunk_crcs;
   size_t chunk_bytes = 0;
+  // A receive: the payload CRC32C of every chunk accepted into `buf`, as checked on arrival,
+  // so that forwarding the same bytes (Transport::Forward) does not read them again. Written
+  // by the progress thread before `done`.
+  struct RxChunk {
+    uint64_t offset = 0;
+    uint32_t len = 0;
+    uint32_t crc = 0;
+  };
+  std::vector<RxChunk> rx_crcs;
   // Progress-thread bookkeeping.
   size_t chunks_left = 0;
   bool finished = false;
@@ -86,6 +95,12 @@ class Transport {
   virtual OpPtr Send(int peer, const MsgKey& key, const Signature& sig, const void* buf,
                      size_t len) = 0;
   virtual OpPtr Recv(int peer, const MsgKey& key, const Signature& sig, void* buf, size_t len) = 0;
+  // Sends what the completed receive `received` put into its buffer, unchanged (a ring's or a
+  // chain's next hop): as Send(peer, key, sig, received->buf, received->len), except that a
+  // chunk whose bytes arrived as one checked frame keeps that frame's CRC instead of being
+  // read again to compute it. Every byte on the wire is still covered by a CRC of its bytes.
+  virtual OpPtr Forward(int peer, const MsgKey& key, const Signature& sig,
+                        const OpPtr& received) = 0;
 
   // Waits until `op` completes (its status), the transport fails (the sticky error) or
   // `deadline` passes (kTimeout).

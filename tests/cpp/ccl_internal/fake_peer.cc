@@ -244,6 +244,11 @@ void FakePeer::OnFrame(int conn) {
   {
     std::lock_guard<std::mutex> lock(seen_mu_);
     if (h.type < seen_.size()) seen_[h.type]++;
+    if (h.type == static_cast<uint8_t>(wire::FrameType::kAck)) {
+      if (acks_by_conn_.size() <= static_cast<size_t>(conn)) acks_by_conn_.resize(conn + 1, 0);
+      acks_by_conn_[conn]++;
+      last_ack_ = h.chunk_seq;
+    }
   }
   if (h.type == static_cast<uint8_t>(wire::FrameType::kPing)) {
     auto pong = wire::MakeHeader(wire::FrameType::kPong, kCommId);
@@ -255,6 +260,16 @@ void FakePeer::OnFrame(int conn) {
 size_t FakePeer::FramesSeen(wire::FrameType type) const {
   std::lock_guard<std::mutex> lock(seen_mu_);
   return seen_[static_cast<size_t>(type)];
+}
+
+size_t FakePeer::AcksSeen(int conn) const {
+  std::lock_guard<std::mutex> lock(seen_mu_);
+  return static_cast<size_t>(conn) < acks_by_conn_.size() ? acks_by_conn_[conn] : 0;
+}
+
+uint64_t FakePeer::LastAck() const {
+  std::lock_guard<std::mutex> lock(seen_mu_);
+  return last_ack_;
 }
 
 void FakePeer::Hangup(int conn) { shutdown(ends_[conn]->fd, SHUT_RDWR); }

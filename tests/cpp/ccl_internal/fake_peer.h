@@ -87,6 +87,10 @@ class FakePeer final {
   const Event* PathDown(int conn, std::chrono::milliseconds wait);
   // Frames of `type` the engine wrote so far.
   size_t FramesSeen(wire::FrameType type) const;
+  // Acknowledgements the engine wrote on `conn`, and the cumulative value of the last one
+  // (on any connection).
+  size_t AcksSeen(int conn) const;
+  uint64_t LastAck() const;
   // Stops the engine (orderly close); idempotent.
   void Stop();
 
@@ -113,6 +117,8 @@ class FakePeer final {
   std::vector<Event> events_;
   mutable std::mutex seen_mu_;
   std::vector<size_t> seen_ = std::vector<size_t>(16, 0);
+  std::vector<size_t> acks_by_conn_;
+  uint64_t last_ack_ = 0;
 };
 
 }  // namespace ftccl::testing

@@ -50,6 +50,24 @@ TEST(PathHealthTest, SuspectTimeoutIsRtoClampedToFloorAndCeiling) {
   EXPECT_DOUBLE_EQ(Ms(h.SuspectTimeout(p, 0)), 2000);  // the ceiling
 }
 
+TEST(PathHealthTest, OvertakenTimeoutLeavesOutTheLongestWait) {
+  // A flapping link's path taken back after a down: its last waits for progress were long
+  // (the down), which stretches the suspicion timeout to ~500 ms, while its round trip is
+  // 11 ms. Once another path has overtaken it, only the round trip (and the floor) count.
+  const auto p = TestParams();
+  PathHealth h;
+  h.RttSample(11);
+  const Clock::time_point t0{};
+  const auto start = t0 + milliseconds(1000);
+  h.Progress(start, Clock::time_point{});
+  h.Progress(start + milliseconds(250), start);  // busy and silent for 250 ms
+  EXPECT_NEAR(Ms(h.SuspectTimeout(p, 0)), 500, 1e-6);
+  EXPECT_DOUBLE_EQ(Ms(h.OvertakenTimeout(p, 0)), 50);       // 11 + 4 x 5.5 = 33: the floor
+  EXPECT_NEAR(Ms(h.OvertakenTimeout(p, 10)), 73, 1e-6);     // + 4 x the thread's lateness
+  h.RttSample(5000);
+  EXPECT_DOUBLE_EQ(Ms(h.OvertakenTimeout(p, 0)), 2000);     // the ceiling
+}
+
 TEST(PathHealthTest, LongestWaitForProgressWhileBusyWidensTheTimeoutAndDecays) {
   const auto p = TestParams();
   PathHealth h;
@@ -89,6 +107,43 @@ TEST(PathHealthTest, DownsOutsideTheFlapWindowAreForgotten) {
   h.RecordDown(t + std::chrono::seconds(20), p);  // 20 s later: the first two are gone
   EXPECT_EQ(h.downs_in_window(), 1u);
   EXPECT_EQ(h.hold_until(), t + std::chrono::seconds(20) + milliseconds(100));
+}
+
+TEST(PathHealthTest, HeldDownPathIsReadmittedAtOnceOnlyWhenNoOtherPathWorks) {
+  // Rail 0 flapped twice (downs at t and t + 200 ms: held down until t + 400 ms) and answers
+  // again at t + 350 ms. While rail 1 works it stays out; once rail 1 is down too it is the
+  // peer's only path and is taken back at once instead of stalling until t + 400 ms.
+  const auto p = TestParams();
+  PathHealth h;
+  const auto t = Clock::time_point{} + std::chrono::seconds(100);
+  h.RecordDown(t, p);
+  h.RecordDown(t + milliseconds(200), p);
+  const auto answer = t + milliseconds(350);
+  EXPECT_TRUE(h.Held(answer));
+  EXPECT_FALSE(h.Readmit(answer, /*only_path=*/false));
+  EXPECT_TRUE(h.Readmit(answer, /*only_path=*/true));
+  // After its hold-down, any answer returns it, whatever the other paths do.
+  EXPECT_FALSE(h.Held(t + milliseconds(400)));
+  EXPECT_TRUE(h.Readmit(t + milliseconds(400), /*only_path=*/false));
+}
+
+TEST(PathHealthTest, PathReadmittedDuringItsHoldDownIsDampedAgainWhenItFlapsAgain) {
+  // Released early as the only path (as above), it keeps its downs: the next down within the
+  // flap window holds it down for 400 ms, longer than the last hold-down, and it stays out
+  // while another path works.
+  const auto p = TestParams();
+  PathHealth h;
+  const auto t = Clock::time_point{} + std::chrono::seconds(100);
+  h.RecordDown(t, p);
+  h.RecordDown(t + milliseconds(200), p);
+  ASSERT_TRUE(h.Readmit(t + milliseconds(350), /*only_path=*/true));
+  const auto again = t + milliseconds(500);
+  h.RecordDown(again, p);
+  EXPECT_EQ(h.downs_in_window(), 3u);
+  EXPECT_EQ(h.hold_until(), again + milliseconds(400));
+  EXPECT_FALSE(h.Readmit(again + milliseconds(300), /*only_path=*/false));
+  EXPECT_TRUE(h.Readmit(again + milliseconds(300), /*only_path=*/true));
+  EXPECT_TRUE(h.Readmit(again + milliseconds(400), /*only_path=*/false));
 }
 
 TEST(PathHealthTest, OnlyTheLatestProbeCountsAsAnswered) {

@@ -86,6 +86,7 @@ class Engine final : public Transport, public FaultTarget {
   OpPtr Send(int peer, const MsgKey& key, const Signature& sig, const void* buf,
              size_t len) override;
   OpPtr Recv(int peer, const MsgKey& key, const Signature& sig, void* buf, size_t len) override;
+  OpPtr Forward(int peer, const MsgKey& key, const Signature& sig, const OpPtr& received) override;
   Status Wait(const OpPtr& op, Clock::time_point deadline) override;
   void Fail(const Status& why, uint64_t coll_seq) override;
   Status error() const override;
@@ -114,6 +115,10 @@ class Engine final : public Transport, public FaultTarget {
   std::optional<std::string> FirstQpState(int peer, int rail);
 
  private:
+  // A send op of `len` bytes from `buf` with its chunk CRCs: taken from `received`'s checked
+  // frames where one covers exactly a chunk, computed otherwise.
+  OpPtr MakeSend(int peer, const MsgKey& key, const Signature& sig, const void* buf, size_t len,
+                 const Op* received);
   // A frame being written: its header, and a payload in the user's buffer or owned.
   struct TxItem {
     wire::FrameHeader hdr;
@@ -131,7 +136,7 @@ class Engine final : public Transport, public FaultTarget {
     uint64_t len = 0;
     OpPtr recv;                          // the posted receive, if any yet
     StagingPool::Buffer staging;  // data that arrived before the receive was posted
-    std::vector<std::pair<uint64_t, uint32_t>> staged;  // (offset, len) complete in staging
+    std::vector<Op::RxChunk> staged;  // chunks complete in staging, with their checked CRC
     uint64_t bytes_done = 0;
     bool any_chunk = false;
   };
@@ -184,6 +189,9 @@ class Engine final : public Transport, public FaultTarget {
     uint16_t conn_port = 0;  // the connecting end's port: names this connection in notices
     PathHealth health;
     PathRate rate;
+    // The latest send time of a chunk delivered over this path: a chunk sent on another path
+    // before it and still undelivered was overtaken (loss evidence, as TCP RACK's).
+    Clock::time_point newest_delivered_sent{};
     // Earliest finish (LeaveToFaster): since when this path has left every chunk to a faster
     // one, and until when it probes (takes its window regardless).
     Clock::time_point left_since{};
@@ -344,6 +352,15 @@ class Engine final : public Transport, public FaultTarget {
   // Counts a down of conns_[ci] for flap damping (PathHealth::RecordDown) and publishes the
   // damping of its peer and rail for Stats().
   void RecordDown(int ci, Clock::time_point now);
+  // Whether no path to conns_[ci]'s peer other than conns_[ci] works (alive and not suspect).
+  bool OnlyPath(int ci) const;
+  // The last working path to `peer` went out of use: its suspect paths whose links are up are
+  // probed at once, so that one held down by damping that still answers is taken back
+  // (OnPong, PathHealth::Readmit) without waiting for the next probe round.
+  void ProbeHeldPaths(int peer, Clock::time_point now);
+  // A suspect connection whose own retransmissions back off (Link::BackingOff) while its path
+  // is up again is connected afresh: the higher rank redials, the lower one asks it to.
+  void RedialIfBackingOff(int ci, Clock::time_point now, const std::string& why);
   // A connection broke. `peer_closed`: the peer closed it in order (its process is ending), so
   // it is not set up again.
   void ConnFailed(int ci, const std::string& reason, bool peer_closed = false);
@@ -360,6 +377,8 @@ class Engine final : public Transport, public FaultTarget {
   void SendPing(int ci, Clock::time_point now);
   void Progress(Conn& c, Clock::time_point now);
   Clock::duration SuspectTimeout(const Conn& c) const;
+  // The suspicion timeout of a path overtaken by another (PathHealth::OvertakenTimeout).
+  Clock::duration FastSuspectTimeout(const Conn& c) const;
   // A rail's link went up or down: its paths go down at once, or are probed (or redialled).
   void SetRailLink(int rail, bool up);
   // The rail's link is down, or up but not yet settled (link_settle): nothing is sent from it.
@@ -453,12 +472,17 @@ class Engine final : public Transport, public FaultTarget {
   // Statistics (written by the progress thread).
   std::atomic<uint64_t> st_frames_sent_{0}, st_frames_recv_{0}, st_retx_{0}, st_crc_{0},
       st_dups_{0}, st_ooo_{0}, st_acks_{0}, st_nacks_{0}, st_staged_{0};
+  // Written by the posting threads: payload bytes whose send CRC was computed, and those whose
+  // CRC a forward took from the frame they arrived in.
+  std::atomic<uint64_t> st_tx_crc_bytes_{0}, st_tx_crc_reused_bytes_{0};
   std::unique_ptr<std::atomic<uint64_t>[]> st_rail_bytes_;
   std::unique_ptr<std::atomic<double>[]> st_peer_rate_;  // by rank (CommStats)
   // By rank x rail (CommStats::path_downs_in_window, ...), written by RecordDown.
   std::unique_ptr<std::atomic<uint32_t>[]> st_downs_;
   std::unique_ptr<std::atomic<int64_t>[]> st_first_down_ns_;
   std::unique_ptr<std::atomic<int64_t>[]> st_hold_until_ns_;
+  // By rank (CommStats::chunks_numbered_per_peer, ...), written by the progress thread.
+  std::unique_ptr<std::atomic<uint64_t>[]> st_numbered_, st_accepted_, st_rx_cum_, st_tx_acked_;
   std::vector<PathLoad> leave_scratch_;  // LeaveChunk's, kept to spare an allocation per chunk
 
   std::mutex events_mu_;

@@ -47,13 +47,26 @@ Clock::duration PathHealth::SuspectTimeout(const Params& p, double tick_lag_ms) 
       std::chrono::duration<double, std::milli>(std::clamp(ms, floor, ceiling)));
 }
 
+Clock::duration PathHealth::OvertakenTimeout(const Params& p, double tick_lag_ms) const {
+  const double floor = static_cast<double>(p.suspect_floor.count());
+  const double ceiling = static_cast<double>(p.suspect_ceiling.count());
+  const double ms = (have_rtt_ ? srtt_ms_ + 4 * rttvar_ms_ : 0) + 4 * tick_lag_ms;
+  return std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double, std::milli>(std::clamp(ms, floor, ceiling)));
+}
+
 void PathHealth::RecordDown(TimePoint now, const Params& p) {
   while (!downs_.empty() && now - downs_.front() > p.flap_window) downs_.pop_front();
   downs_.push_back(now);
   auto hold = p.holddown;
   for (size_t i = 1; i < downs_.size() && hold < p.holddown_max; ++i) hold *= 2;
   hold = std::min(hold, p.holddown_max);
+#ifndef FTCCL_PLANTED_DAMP_FOREVER  // a planted bug (FTCCL_PLANTED_BUGS, tests only)
   hold_until_ = std::max(hold_until_, now + std::chrono::duration_cast<Clock::duration>(hold));
+#else
+  // The hold-down taken in seconds instead of milliseconds: 100 s after one down.
+  hold_until_ = std::max(hold_until_, now + std::chrono::seconds(hold.count()));
+#endif
 }
 
 uint64_t PathHealth::ProbeSent(TimePoint now) {

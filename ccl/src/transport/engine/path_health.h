@@ -6,7 +6,8 @@
 // A path is *suspect* when it showed no progress within its suspicion timeout, its link went
 // down, or the peer reported its end down: it then carries no new data and is probed until it
 // answers. It returns to use on an answer after its hold-down, which doubles with every down
-// within the flap window (up to a maximum).
+// within the flap window (up to a maximum), or on any answer while no other path to its peer
+// works.
 //
 // Pure: no I/O, no clock reads (every call is given `now`); unit-tested on synthetic times.
 // Thread-safety: none; a path belongs to the progress thread.
@@ -48,9 +49,22 @@ class PathHealth final {
   // for progress, plus four times the progress thread's own recent lateness, clamped to
   // [suspect_floor, suspect_ceiling].
   Clock::duration SuspectTimeout(const Params& p, double tick_lag_ms) const;
+  // The suspicion timeout once another path delivered a chunk sent after this path's oldest
+  // outstanding one: srtt + 4 rttvar plus four times the progress thread's lateness, clamped
+  // as SuspectTimeout (the longest recent wait is left out: the overtaking is the evidence).
+  Clock::duration OvertakenTimeout(const Params& p, double tick_lag_ms) const;
   // Counts a down transition at `now` for damping: the hold-down becomes holddown x
   // 2^(n-1) for n downs within the flap window, at most holddown_max, and never shrinks.
   void RecordDown(TimePoint now, const Params& p);
+
+  // Whether the hold-down earned by its downs still keeps this path out of use at `now`.
+  bool Held(TimePoint now) const { return now < hold_until_; }
+  // Whether this suspect path, having answered its latest probe at `now`, returns to use:
+  // once its hold-down is over, or at once while no other path to its peer works
+  // (`only_path`). Damping keeps a flapping path out while a better one exists; it never
+  // leaves a peer with no path when one answers. A path released early keeps its downs: if it
+  // goes down again, it is held down for longer (RecordDown).
+  bool Readmit(TimePoint now, bool only_path) const { return only_path || !Held(now); }
 
   // A probe goes out at `now`; returns its nonce.
   uint64_t ProbeSent(TimePoint now);

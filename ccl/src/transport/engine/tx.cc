@@ -26,6 +26,7 @@ void Engine::PostSend(const OpPtr& op) {
   op->chunks_left = nchunks;
   for (size_t i = 0; i < nchunks; ++i) {
     uint64_t seq = p.next_seq++;
+    st_numbered_[op->peer] = p.next_seq;
     TxChunk c;
     c.op = op;
     c.offset = i * chunk;

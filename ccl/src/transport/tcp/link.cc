@@ -1,5 +1,7 @@
 #include "transport/tcp/link.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -37,5 +39,21 @@ void SocketLink::ShutdownWrite() {
 }
 
 Status SocketLink::ForceError() { return Unsupported(); }
+
+void SocketLink::Reset() {
+  if (!fd_.valid()) return;
+  const linger abort_now{1, 0};  // close() sends a reset and drops what is queued
+  ::setsockopt(fd_.get(), SOL_SOCKET, SO_LINGER, &abort_now, sizeof abort_now);
+  fd_.Reset();
+}
+
+bool SocketLink::BackingOff() const {
+  if (!fd_.valid()) return false;
+  tcp_info info{};
+  socklen_t len = sizeof info;
+  // A Unix socket (a relay on this host) has no TCP_INFO: it never backs off.
+  if (::getsockopt(fd_.get(), IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return false;
+  return info.tcpi_backoff > 0;
+}
 
 }  // namespace ftccl::transport::tcp

@@ -25,6 +25,8 @@ class SocketLink final : public Link {
   ssize_t Read(void* buf, size_t len) override;
   void ShutdownWrite() override;
   void Close() override { fd_.Reset(); }
+  void Reset() override;
+  bool BackingOff() const override;  // TCP_INFO: tcpi_backoff > 0
   std::string error_text() const override { return error_; }
   bool fatal() const override { return false; }
   Status ForceError() override;

@@ -79,6 +79,8 @@ class QpLink final : public Link {
   std::string State() const override;
   // The QP stays (State() reports it) until the link is destroyed.
   void Close() override {}
+  void Reset() override {}
+  bool BackingOff() const override { return false; }  // the QP's retries are the NIC's
 
  private:
   struct RecvDone {
