@@ -156,6 +156,30 @@ class CclAdapter {
   virtual Status Shrink(const std::vector<int>& excluded, std::chrono::milliseconds timeout) {
     return Unavailable(Name() + ": this library cannot shrink its group");
   }
+
+  // Grow (a rejoin after repair): ranks left out by a shrink come back. Ranks are the group's
+  // original numbers here too. Whether the library can grow its group. Default: no.
+  virtual bool CanGrow() const { return false; }
+  // A member's: the id that the members and the ranks `joiners` (in this order, appended to
+  // the group) pass to Grow and JoinGrown; the caller hands it to the joiners. Default:
+  // kUnavailable.
+  virtual Result<std::string> GrowId(const std::vector<int>& joiners) {
+    return Unavailable(Name() + ": this library cannot grow its group");
+  }
+  // A member's: replaces the group with the members followed by `joiners`; every member calls
+  // it with the same id and list; bounded by `timeout`. On failure the group is unchanged and
+  // still usable. Default: kUnavailable.
+  virtual Status Grow(const std::string& grow_id, const std::vector<int>& joiners,
+                      std::chrono::milliseconds timeout) {
+    return Unavailable(Name() + ": this library cannot grow its group");
+  }
+  // A joiner's, instead of Init: joins the group being grown. `init` as for Init (rank: this
+  // rank's original number; bootstrap and size are taken from the id); `members`: the grown
+  // group's original numbers in order (the members', then the joiners'). Default: kUnavailable.
+  virtual Status JoinGrown(const CclInit& init, const std::string& grow_id,
+                           const std::vector<int>& members) {
+    return Unavailable(Name() + ": this library cannot grow its group");
+  }
 };
 
 // The names CreateCclAdapter accepts in this build.

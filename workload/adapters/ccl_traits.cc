@@ -16,6 +16,16 @@ constexpr bool Built(CclId id) {
   return false;
 }
 
+// Open MPI: the PML (ob1: the TCP BTL striping over the rails; ucx: UCX over them) and the
+// communicator's error handler (MPI_ERRORS_RETURN or MPI_ERRORS_ARE_FATAL).
+constexpr std::string_view kMpiPmls[] = {"ob1", "ucx"};
+constexpr std::string_view kMpiErrors[] = {"return", "fatal"};
+constexpr CclOption kOpenmpiOptions[] = {{"pml", kMpiPmls}, {"errors", kMpiErrors}};
+// MPICH: the error handler only. Debian's MPICH 4.0.2 is built with one device, ch4:ucx (no
+// ofi netmod, no ch3:nemesis; `mpichversion`), and UCX's TCP transport is the only one that
+// crosses the rails here, so there is no transport to choose.
+constexpr CclOption kMpichOptions[] = {{"errors", kMpiErrors}};
+
 constexpr CclTraits kTraits[] = {
     {
         .id = CclId::kFtccl,
@@ -24,8 +34,10 @@ constexpr CclTraits kTraits[] = {
         .built_from = "",
         .how_to_build = "",
         .emits_path_events = true,
+        .fails_over = true,
         .serves_fault_hook = true,
         .can_shrink = true,
+        .can_grow = true,
         .honours_peer_loss_timeout = true,
         .has_queue_pairs = true,  // its verbs transport, on RDMA rails
         .needs_store_dir = false,  // rank 0's bootstrap listener
@@ -39,8 +51,10 @@ constexpr CclTraits kTraits[] = {
         .built_from = "Gloo",
         .how_to_build = "apt install libgloo-dev, then configure with -DFAULTLINE_WITH_GLOO=ON",
         .emits_path_events = false,
+        .fails_over = false,
         .serves_fault_hook = false,
         .can_shrink = false,
+        .can_grow = false,
         .honours_peer_loss_timeout = false,
         .has_queue_pairs = false,  // the adapter uses Gloo's TCP transport
         .needs_store_dir = true,   // a FileStore
@@ -55,13 +69,58 @@ constexpr CclTraits kTraits[] = {
         .how_to_build = "install the CUDA toolkit and NCCL (nccl.h, libnccl), then configure with "
                         "-DFAULTLINE_WITH_CUDA=ON",
         .emits_path_events = false,
+        .fails_over = false,
         .serves_fault_hook = false,
         .can_shrink = false,
+        .can_grow = false,
         .honours_peer_loss_timeout = false,
         .has_queue_pairs = true,  // its IB transport, where every rail has an RDMA port
         .needs_store_dir = true,  // the unique id goes through it
         .needs_own_gpu = true,
         .launch = LaunchStyle::kForkedRank,
+    },
+    {
+        .id = CclId::kOpenmpi,
+        .name = "openmpi",
+        .built_here = Built(CclId::kOpenmpi),
+        .built_from = "Open MPI (mpi.h, libmpi, mpirun)",
+        .how_to_build = "apt install openmpi-bin libopenmpi-dev (scripts/install-deps), then "
+                        "configure again (-DFAULTLINE_WITH_MPI=AUTO, the default, finds it)",
+        .emits_path_events = false,
+        // Its TCP transport stripes over the rails but does not move a failed rail's share
+        // (scenarios/README.md, peer findings): no failover claimed.
+        .fails_over = false,
+        .serves_fault_hook = false,
+        .can_shrink = false,
+        .can_grow = false,
+        .honours_peer_loss_timeout = false,
+        .has_queue_pairs = false,  // ob1 over the TCP BTL on the rails
+        .needs_store_dir = false,  // mpirun's runtime wires the ranks up
+        .needs_own_gpu = false,
+        .launch = LaunchStyle::kMpiLauncher,
+        .options = kOpenmpiOptions,
+    },
+    {
+        .id = CclId::kMpich,
+        .name = "mpich",
+        .built_here = Built(CclId::kMpich),
+        .built_from = "MPICH (mpich.pc, libmpich, Hydra's mpiexec.hydra)",
+        .how_to_build = "apt install mpich libmpich-dev (scripts/install-deps), then configure "
+                        "again (-DFAULTLINE_WITH_MPICH=AUTO, the default, finds it)",
+        .emits_path_events = false,
+        // UCX's TCP transport stripes over the rails; whether it moves a failed rail's share is
+        // what scenarios/peers/mpich_*.yaml measure: no failover claimed.
+        .fails_over = false,
+        .serves_fault_hook = false,
+        .can_shrink = false,
+        .can_grow = false,
+        .honours_peer_loss_timeout = false,
+        .has_queue_pairs = false,  // UCX over TCP on the rails
+        .needs_store_dir = false,  // Hydra's PMI wires the ranks up
+        .needs_own_gpu = false,
+        .launch = LaunchStyle::kMpiLauncher,
+        .options = kMpichOptions,
+        .rank_program = "faultline-worker-mpich",
     },
 };
 

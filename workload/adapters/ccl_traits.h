@@ -20,17 +20,25 @@
 namespace faultline::workload::adapters {
 
 // Which library; the index of its row.
-enum class CclId { kFtccl, kGloo, kNccl };
+enum class CclId { kFtccl, kGloo, kNccl, kOpenmpi, kMpich };
 
 // How the ranks of a library are started.
 enum class LaunchStyle {
   // The runner's launcher starts one faultline-worker per rank (fork and exec in the rank's
   // host namespace, or one srun step in fleet mode); the adapter joins the group itself.
   kForkedRank,
-  // Not used by any row yet: the library's own launcher starts the ranks (mpirun, or Hydra with
-  // a launch agent that enters each host namespace; `srun --mpi=...` in fleet mode), as Open MPI
-  // and MPICH need. The run driver refuses it until it can drive one.
+  // The library's own launcher starts the whole world (Open MPI's mpirun, MPICH's Hydra
+  // mpiexec, each with a launch agent that starts its daemon inside each host namespace:
+  // runner/exec/mpi_launcher.h). Only the namespace site drives it; fleet and inventory runs
+  // refuse it.
   kMpiLauncher,
+};
+
+// A setting a scenario may give the library (`ccl_options: {NAME: VALUE}`), with the values it
+// takes; the first is the default.
+struct CclOption {
+  std::string_view name;
+  std::span<const std::string_view> values;
 };
 
 struct CclTraits {
@@ -46,10 +54,17 @@ struct CclTraits {
   // The library reports path events (path_down, migrated, ...); without them detection_ms and
   // failover_first_ms are null. CclAdapter::EmitsEvents() says the same.
   bool emits_path_events;
+  // It claims to fail over: a path fault that heals costs throughput for a while, not the job
+  // (ftccl reroutes, rebalances and fails back). Campaigns check its liveness after a heal
+  // (runner/explore/invariants.h).
+  bool fails_over;
   // Its ranks serve the fault-hook protocol (injector/FAULT_HOOK.md: conn_corrupt, qp_error).
   bool serves_fault_hook;
   // It can shrink its group without a lost rank (policy shrink). CclAdapter::CanShrink().
   bool can_shrink;
+  // It can grow its group again with ranks that join from outside (a repaired host's
+  // relaunched ranks). CclAdapter::CanGrow().
+  bool can_grow;
   // It gives a peer up after CclInit::peer_loss_timeout without a working path (policies wait
   // and adaptive hold ranks on that bound).
   bool honours_peer_loss_timeout;
@@ -62,6 +77,13 @@ struct CclTraits {
   // one device).
   bool needs_own_gpu;
   LaunchStyle launch;
+  // The `ccl_options` it takes; none for most.
+  std::span<const CclOption> options = {};
+  // The program each rank runs, next to the `faultline` executable: faultline-worker, or a
+  // worker of its own for a library that cannot share a process with another built one
+  // (MPICH and Open MPI define the same C symbols). CreateCclAdapter, linked into that
+  // program, creates its adapter.
+  std::string_view rank_program = "faultline-worker";
 };
 
 // Every row, in CclId order (also the order of names in messages).

@@ -99,6 +99,56 @@ class FtcclAdapter final : public CclAdapter {
     return Status::Ok();
   }
 
+  bool CanGrow() const override { return true; }
+
+  Result<std::string> GrowId(const std::vector<int>& joiners) override {
+    if (comm_ == nullptr) return Internal("ftccl: GrowId before Init (or after Abort)");
+    auto id = comm_->GrowId(comm_->size() + static_cast<int>(joiners.size()));
+    if (!id.ok()) return FromFtccl(id.status());
+    return id.value();
+  }
+
+  Status Grow(const std::string& grow_id, const std::vector<int>& joiners,
+              std::chrono::milliseconds timeout) override {
+    if (comm_ == nullptr) return Internal("ftccl: Grow before Init (or after Abort)");
+    for (int g : joiners) {
+      if (g < 0 || g >= world_size_ ||
+          std::find(members_.begin(), members_.end(), g) != members_.end()) {
+        return InvalidArgument("ftccl: rank " + std::to_string(g) + " cannot join the group");
+      }
+    }
+    auto next = comm_->Grow(grow_id, ftccl::Millis(timeout.count()));
+    if (!next.ok()) return FromFtccl(next.status());
+    for (CclEvent& e : TranslatedEvents()) pending_.push_back(std::move(e));
+    for (const auto& [name, value] : Stats()) earlier_[name] = value;
+    // The parent is idle and healthy: it goes now (its goodbyes are orderly).
+    comm_ = std::move(next).value();
+    members_.insert(members_.end(), joiners.begin(), joiners.end());
+    return Status::Ok();
+  }
+
+  Status JoinGrown(const CclInit& init, const std::string& grow_id,
+                   const std::vector<int>& members) override {
+    auto at = std::find(members.begin(), members.end(), init.rank);
+    if (at == members.end()) return InvalidArgument("ftccl: this rank is not in the grown group");
+    ftccl::CommOptions o;
+    o.rank = static_cast<int>(at - members.begin());
+    o.size = static_cast<int>(members.size());
+    o.rails = init.rails;
+    o.init_timeout = ftccl::Millis(init.init_timeout.count());
+    o.op_timeout = ftccl::Millis(init.op_timeout.count());
+    o.fault_hook = init.fault_hook;
+    if (init.peer_loss_timeout.count() > 0) {
+      o.abort_timeout = ftccl::Millis(init.peer_loss_timeout.count());
+    }
+    auto comm = ftccl::Communicator::Join(std::move(o), grow_id);
+    if (!comm.ok()) return FromFtccl(comm.status());
+    comm_ = std::move(comm).value();
+    members_ = members;
+    world_size_ = init.size;
+    return Status::Ok();
+  }
+
   Status Run(const OpArgs& a, std::chrono::milliseconds timeout) override {
     if (comm_ == nullptr) return Internal("ftccl: Run before Init (or after Abort)");
     const auto dt = ftccl::ParseDataType(DTypeName(a.dtype));
@@ -203,6 +253,15 @@ class FtcclAdapter final : public CclAdapter {
         {"relay_payload_bytes_sent", s.relay_payload_bytes_sent},
         {"relay_bytes_forwarded", s.relay_bytes_forwarded},
     };
+    // Sequence numbers by peer, named by the peer's rank in the original group.
+    for (size_t r = 0; r < s.chunks_numbered_per_peer.size(); ++r) {
+      const std::string peer =
+          std::to_string(r < members_.size() ? members_[r] : static_cast<int>(r));
+      out.emplace_back("chunks_numbered_to_rank" + peer, s.chunks_numbered_per_peer[r]);
+      out.emplace_back("chunks_accepted_from_rank" + peer, s.chunks_accepted_per_peer[r]);
+      out.emplace_back("rx_cumulative_from_rank" + peer, s.rx_cumulative_per_peer[r]);
+      out.emplace_back("tx_acknowledged_to_rank" + peer, s.tx_acknowledged_per_peer[r]);
+    }
     for (size_t r = 0; r < s.payload_bytes_sent_per_rail.size(); ++r) {
       out.emplace_back("payload_bytes_sent_rail" + std::to_string(r),
                        s.payload_bytes_sent_per_rail[r]);

@@ -10,7 +10,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <filesystem>
 #include <regex>
 #include <string>
@@ -186,6 +188,131 @@ INSTANTIATE_TEST_SUITE_P(Adapters, CclAdapterGroupTest,
                            return std::get<0>(info.param) +
                                   (std::get<1>(info.param) ? "_abort" : "_finish");
                          });
+
+// Grow through the adapter: 3 ranks; rank 2 leaves (Abort), ranks 0-1 shrink without it, then
+// rank 2 comes back with a fresh adapter (as a relaunched process would) and joins the grown
+// group through the id rank 0 wrote; a checked allreduce on the 3 ranks, and the events and
+// ranks stay in the original numbers. Returns 0 or the number of the step that failed.
+int GrowBody(int rank, const std::string& bootstrap, int listen_fd, const std::string& dir) {
+  auto init_of = [&](int r) {
+    CclInit init;
+    init.rank = r;
+    init.size = 3;
+    init.bootstrap = bootstrap;
+    init.bootstrap_listen_fd = r == 0 ? listen_fd : -1;
+    init.rails = {"127.0.1." + std::to_string(r + 1), "127.0.2." + std::to_string(r + 1)};
+    init.init_timeout = milliseconds(20000);
+    init.op_timeout = milliseconds(20000);
+    return init;
+  };
+  auto checked_allreduce = [](CclAdapter& a, int group_rank, int group_size) {
+    CheckSpec spec;
+    spec.coll = Coll::kAllReduce;
+    spec.ranks = group_size;
+    const SizeLayout l = LayoutFor(Coll::kAllReduce, DType::kF32, group_size, 64 << 10);
+    std::vector<float> send(l.send_elems), recv(l.recv_elems);
+    FillInput(spec, l, group_rank, send.data());
+    PoisonOutput(spec, l, recv.data());
+    OpArgs args;
+    args.coll = Coll::kAllReduce;
+    args.send = send.data();
+    args.recv = recv.data();
+    args.count = l.count;
+    if (!a.Prepare(args).ok() || !a.Run(args, milliseconds(20000)).ok()) return false;
+    return CountWrong(spec, l, group_rank, recv.data()) == 0;
+  };
+  const std::string id_file = dir + "/grow_id";
+  auto created = CreateCclAdapter("ftccl");
+  if (!created.ok()) return 1;
+  std::unique_ptr<CclAdapter> a = std::move(created).value();
+  const bool joined = a->Init(init_of(rank)).ok();
+  close(listen_fd);
+  if (!joined) return 2;
+  if (!a->CanGrow()) return 3;
+  if (!checked_allreduce(*a, rank, 3)) return 4;
+  if (rank == 2) {
+    a->Abort("leaving for a repair");
+    a.reset();
+    std::string id;
+    for (int i = 0; i < 20000 && id.empty(); ++i) {
+      FILE* f = std::fopen(id_file.c_str(), "r");
+      char buf[200] = {};
+      if (f != nullptr) {
+        if (std::fgets(buf, sizeof(buf), f) != nullptr) id = buf;
+        std::fclose(f);
+      }
+      if (id.empty()) usleep(1000);
+    }
+    if (id.empty()) return 5;
+    auto fresh = CreateCclAdapter("ftccl");
+    if (!fresh.ok()) return 6;
+    a = std::move(fresh).value();
+    if (!a->JoinGrown(init_of(2), id, {0, 1, 2}).ok()) return 7;
+  } else {
+    if (!a->Shrink({2}, milliseconds(10000)).ok()) return 8;
+    if (!checked_allreduce(*a, rank, 2)) return 9;
+    if (rank == 0) {
+      auto id = a->GrowId({2});
+      if (!id.ok()) return 10;
+      const std::string tmp = id_file + ".tmp";
+      FILE* f = std::fopen(tmp.c_str(), "w");
+      if (f == nullptr) return 11;
+      std::fputs(id.value().c_str(), f);
+      std::fclose(f);
+      if (std::rename(tmp.c_str(), id_file.c_str()) != 0) return 11;
+    }
+    std::string id;
+    for (int i = 0; i < 20000 && id.empty(); ++i) {
+      FILE* f = std::fopen(id_file.c_str(), "r");
+      char buf[200] = {};
+      if (f != nullptr) {
+        if (std::fgets(buf, sizeof(buf), f) != nullptr) id = buf;
+        std::fclose(f);
+      }
+      if (id.empty()) usleep(1000);
+    }
+    if (!a->Grow(id, {2}, milliseconds(10000)).ok()) return 12;
+  }
+  if (!checked_allreduce(*a, rank, 3)) return 13;
+  // Rank 2 is a member again: growing by it is refused before anything happens, even with an
+  // id that would start a real grow.
+  auto again = a->GrowId({2});
+  if (!again.ok()) return 15;
+  if (a->Grow(again.value(), {2}, milliseconds(1000)).code() != Code::kInvalidArgument) return 16;
+  return a->Finish(milliseconds(20000)).ok() ? 0 : 14;
+}
+
+TEST(CclAdapterGrowTest, ALeftOutRankRejoinsThroughGrowAndTheFullGroupIsExact) {
+  char tmpl[] = "/tmp/faultline_adapter_grow_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const int listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(bind(listen_fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(listen_fd, 16), 0);
+  ASSERT_EQ(getsockname(listen_fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string bootstrap = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  auto launcher = runner::LocalNetnsLauncher::Create({""}, "");
+  ASSERT_TRUE(launcher.ok());
+  std::vector<runner::LaunchSpec> world(3);
+  for (int r = 0; r < 3; ++r) {
+    world[r].placement.global_rank = r;
+    world[r].body = [&, r](int) { return GrowBody(r, bootstrap, listen_fd, dir); };
+  }
+  ASSERT_TRUE((*launcher)->StartWorld(world).ok());
+  close(listen_fd);
+  runner::WaitAllReport report = (*launcher)->WaitAll(MonoNow() + 60'000'000'000LL);
+  EXPECT_FALSE(report.hung());
+  for (int r = 0; r < 3; ++r) {
+    // The exit code names the step that failed (see GrowBody).
+    EXPECT_TRUE(report.statuses[r].success()) << "rank " << r << ": " << report.statuses[r].ToString();
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
 
 }  // namespace
 }  // namespace faultline::workload::adapters

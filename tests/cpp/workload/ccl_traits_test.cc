@@ -25,28 +25,38 @@ TEST(CclTraitsTest, NamesAreUniqueAndRowsAreInIdOrder) {
     EXPECT_EQ(&CclTraitsOf(t.id), &t) << t.name;
     EXPECT_EQ(FindCclTraits(t.name), &t) << t.name;
   }
-  EXPECT_EQ(CclNames(), (std::vector<std::string>{"ftccl", "gloo", "nccl"}));
+  EXPECT_EQ(CclNames(), (std::vector<std::string>{"ftccl", "gloo", "nccl", "openmpi", "mpich"}));
   EXPECT_EQ(CclTraitsOf(CclId::kFtccl).name, "ftccl");
   EXPECT_EQ(CclTraitsOf(CclId::kGloo).name, "gloo");
   EXPECT_EQ(CclTraitsOf(CclId::kNccl).name, "nccl");
+  EXPECT_EQ(CclTraitsOf(CclId::kOpenmpi).name, "openmpi");
+  EXPECT_EQ(CclTraitsOf(CclId::kMpich).name, "mpich");
 }
 
 TEST(CclTraitsTest, UnknownNamesAreNotFound) {
-  for (const char* name : {"", "mpi", "openmpi", "FTCCL", "ftccl ", "gloo\n", "nccl2"}) {
+  for (const char* name : {"", "mpi", "OpenMPI", "FTCCL", "ftccl ", "gloo\n", "nccl2"}) {
     EXPECT_EQ(FindCclTraits(name), nullptr) << "'" << name << "'";
   }
 }
 
 TEST(CclTraitsTest, NamesWhereJoinsTheRowsThatHaveIt) {
-  EXPECT_EQ(CclNamesWhere([](const CclTraits&) { return true; }), "ftccl, gloo, nccl");
+  EXPECT_EQ(CclNamesWhere([](const CclTraits&) { return true; }),
+            "ftccl, gloo, nccl, openmpi, mpich");
   EXPECT_EQ(CclNamesWhere([](const CclTraits&) { return false; }), "");
   EXPECT_EQ(CclNamesWhere([](const CclTraits& t) { return t.serves_fault_hook; }), "ftccl");
 }
 
+// This test links faultline-worker's adapters: the rows it runs. A row with a rank program of
+// its own is checked against that program's registry (mpich_adapter_test).
 TEST(CclTraitsTest, BuiltHereIsWhatTheRegistryCreates) {
   EXPECT_TRUE(CclTraitsOf(CclId::kFtccl).built_here);
   std::vector<std::string> built;
   for (const CclTraits& t : AllCclTraits()) {
+    if (t.rank_program != "faultline-worker") {
+      EXPECT_FALSE(CreateCclAdapter(t.name).ok()) << t.name << " is not faultline-worker's";
+      EXPECT_EQ(t.rank_program, "faultline-worker-" + std::string(t.name));
+      continue;
+    }
     auto a = CreateCclAdapter(t.name);
     EXPECT_EQ(a.ok(), t.built_here) << t.name << ": " << a.status().ToString();
     if (t.built_here) {
@@ -73,7 +83,7 @@ CclInit RefusableInit() {
 
 TEST(CclTraitsTest, EveryRowBuiltHereAgreesWithItsAdapter) {
   for (const CclTraits& t : AllCclTraits()) {
-    if (!t.built_here) continue;
+    if (!t.built_here || t.rank_program != "faultline-worker") continue;
     SCOPED_TRACE(std::string(t.name));
     auto created = CreateCclAdapter(t.name);
     ASSERT_TRUE(created.ok()) << created.status().ToString();
@@ -81,8 +91,11 @@ TEST(CclTraitsTest, EveryRowBuiltHereAgreesWithItsAdapter) {
     EXPECT_EQ(a.Name(), t.name);
     EXPECT_EQ(a.EmitsEvents(), t.emits_path_events);
     EXPECT_EQ(a.CanShrink(), t.can_shrink);
-    // Every adapter today is one forked rank of faultline-worker.
-    EXPECT_EQ(t.launch, LaunchStyle::kForkedRank);
+    EXPECT_EQ(a.CanGrow(), t.can_grow);
+    // Every adapter is one forked rank of faultline-worker but the MPIs', whose own launcher
+    // starts the world.
+    EXPECT_EQ(t.launch == LaunchStyle::kMpiLauncher,
+              t.id == CclId::kOpenmpi || t.id == CclId::kMpich);
     // A library that serves no fault hook refuses a hook path at once. (One that serves it
     // opens it in Init, which needs a whole group: ccl_adapter_test and the fault-hook tests.)
     if (!t.serves_fault_hook) {
