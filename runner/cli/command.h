@@ -31,5 +31,6 @@ void RegisterSimulate(CLI::App& app, Action* action);
 void RegisterCluster(CLI::App& app, Action* action);
 void RegisterTaskExec(CLI::App& app, Action* action);
 void RegisterAgent(CLI::App& app, Action* action);
+void RegisterExplore(CLI::App& app, Action* action);
 
 }  // namespace faultline::cli

@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   faultline::cli::RegisterCluster(app, &action);
   faultline::cli::RegisterTaskExec(app, &action);
   faultline::cli::RegisterAgent(app, &action);
+  faultline::cli::RegisterExplore(app, &action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,100 @@
+// The campaign's files: campaign.json names every run and the shrink path; campaign.html is
+// self-contained and escapes what it shows; junit.xml has one testcase per run and invariant.
+#include "runner/explore/campaign_report.h"
+
+#include <gtest/gtest.h>
+
+namespace faultline::runner::explore {
+namespace {
+
+CampaignRecord Sample() {
+  CampaignRecord c;
+  c.space_file = "spaces/<evil>&.yaml";
+  c.space_name = "s<script>alert(1)</script>";
+  c.ccl = "ftccl";
+  c.seed = 3;
+  c.invariants_on = {"exact_results", "liveness_after_heal"};
+  GenFault f;
+  f.id = "f0";
+  f.type = "link_down";
+  f.at_ns = 1'000'000'000;
+  f.for_ns = 200'000'000;
+  RunRecord ok;
+  ok.index = 0;
+  ok.file = "runs/run-0.yaml";
+  ok.outcome = "survived";
+  ok.faults = {f};
+  ok.invariants = {{"exact_results", Verdict::kPass, ""},
+                   {"liveness_after_heal", Verdict::kNotApplicable, "no heal"}};
+  RunRecord bad = ok;
+  bad.index = 1;
+  bad.file = "runs/run-1.yaml";
+  bad.invariants = {{"exact_results", Verdict::kFail, "3 wrong <b>"},
+                    {"liveness_after_heal", Verdict::kPass, ""}};
+  RunRecord broken = ok;
+  broken.index = 2;
+  broken.error = "exit code 3 \"quoted\"";
+  broken.invariants.clear();
+  c.runs = {ok, bad, broken};
+  c.shrink.emplace();
+  c.shrink->from_index = 1;
+  c.shrink->invariant = "exact_results";
+  c.shrink->result.minimal = {f};
+  c.shrink->result.steps = {{"ddmin: keep f0", {f}, true, true}};
+  c.shrink->result.asked = 1;
+  c.exit_code = 1;
+  return c;
+}
+
+TEST(CampaignReport, JsonListsRunsAndShrinkPath) {
+  const nlohmann::json j = CampaignJson(Sample());
+  EXPECT_EQ(j["schema"], kCampaignSchema);
+  ASSERT_EQ(j["runs"].size(), 3u);
+  EXPECT_EQ(j["runs"][1]["invariant_failures"], nlohmann::json::array({"exact_results"}));
+  EXPECT_EQ(j["runs"][1]["seed"], 3);
+  EXPECT_EQ(j["runs"][0]["faults"][0], "f0 link_down h0 r0 host at 1000ms for 200ms");
+  EXPECT_EQ(j["shrink"]["steps"][0]["action"], "ddmin: keep f0");
+  EXPECT_EQ(j["exit_code"], 1);
+}
+
+TEST(CampaignReport, HtmlIsSelfContainedAndEscaped) {
+  const std::string h = CampaignHtml(Sample());
+  EXPECT_EQ(h.find("<script"), std::string::npos);
+  EXPECT_NE(h.find("&lt;script&gt;"), std::string::npos);
+  EXPECT_NE(h.find("3 wrong &lt;b&gt;"), std::string::npos);
+  EXPECT_NE(h.find("spaces/&lt;evil&gt;&amp;.yaml"), std::string::npos);
+  for (const char* external : {"http://", "https://", "src=", "<link", "@import"}) {
+    EXPECT_EQ(h.find(external), std::string::npos) << external;
+  }
+  EXPECT_NE(h.find("Shrinking run 1"), std::string::npos);
+}
+
+TEST(CampaignReport, AnUnconfirmedFailureIsSkippedNotFailed) {
+  CampaignRecord c = Sample();
+  c.shrink.reset();
+  ShrinkRecord u;
+  u.from_index = 1;
+  u.invariant = "exact_results";
+  u.minimal_failed = 1;
+  u.minimal_runs = 3;
+  c.unconfirmed = {u};
+  c.exit_code = 0;
+  const std::string x = CampaignJunit(c);
+  EXPECT_NE(x.find("tests=\"5\" failures=\"0\" errors=\"1\" skipped=\"2\""), std::string::npos) << x;
+  EXPECT_NE(x.find("unconfirmed: failed 1 of 3 run(s)"), std::string::npos);
+  const nlohmann::json j = CampaignJson(c);
+  EXPECT_EQ(j["unconfirmed"][0]["failed"], 1);
+  EXPECT_NE(CampaignHtml(c).find("unconfirmed, not a violation"), std::string::npos);
+}
+
+TEST(CampaignReport, JunitHasATestcasePerRunAndInvariant) {
+  const std::string x = CampaignJunit(Sample());
+  EXPECT_NE(x.find("tests=\"5\" failures=\"1\" errors=\"1\" skipped=\"1\""), std::string::npos) << x;
+  EXPECT_NE(x.find("name=\"run-1.exact_results\""), std::string::npos);
+  EXPECT_NE(x.find("<failure message=\"3 wrong &lt;b&gt;\">"), std::string::npos);
+  EXPECT_NE(x.find("exit code 3 &quot;quoted&quot;"), std::string::npos);
+  EXPECT_EQ(x.find("<script"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace faultline::runner::explore
