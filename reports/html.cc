@@ -50,6 +50,7 @@ std::string VerdictHeader(const nlohmann::json& r) {
                     VerdictName(v) + "</h1><p>" + HtmlText(VerdictLine(r)) + "</p>";
   std::vector<std::string> why = HarnessErrors(r);
   for (const auto& f : FailedExpectations(r)) why.push_back(f);
+  if (auto u = UnexpectedOutcome(r)) why.push_back(*u);
   if (!why.empty()) {
     out += "<ul>";
     for (const auto& w : why) out += "<li>" + HtmlText(w) + "</li>";
@@ -181,6 +182,20 @@ std::string ShrinkTable(const nlohmann::json& r) {
                "the last one done (events.jsonl has each rank's).</p></section>";
 }
 
+// A report.json key as a table heading that may wrap after each '_' (a 12-column table of
+// snake_case keys is otherwise wider than the page).
+std::string Heading(std::string_view key) {
+  std::string out;
+  size_t from = 0;
+  for (size_t i = 0; i < key.size(); ++i) {
+    if (key[i] == '_') {
+      out += HtmlText(key.substr(from, i + 1 - from)) + "<wbr>";
+      from = i + 1;
+    }
+  }
+  return out + HtmlText(key.substr(from));
+}
+
 std::string FaultTable(const nlohmann::json& r) {
   std::string out = "<section id=\"faults\"><h2>Faults and per-fault metrics</h2>";
   if (r.at("faults").empty()) return out + "<p>No fault was scheduled (a fault-free run).</p></section>";
@@ -204,8 +219,8 @@ std::string FaultTable(const nlohmann::json& r) {
     }
   }
   out += "</table><table id=\"per-fault-table\"><tr><th>fault</th>";
-  for (const auto& k : kMetricTable) out += "<th>" + std::string(k.name) + "</th>";
-  out += "<th>progress_ms</th><th>convergence from</th><th>affected flows</th></tr>";
+  for (const auto& k : kMetricTable) out += "<th>" + Heading(k.name) + "</th>";
+  out += "<th>" + Heading("progress_ms") + "</th><th>convergence from</th><th>affected flows</th></tr>";
   for (const auto& f : r.at("faults")) {
     const std::string id = Str(f, "id");
     nlohmann::json pf = nlohmann::json::object();
@@ -220,7 +235,8 @@ std::string FaultTable(const nlohmann::json& r) {
                  : Cell(pf.value(k.name, nlohmann::json()));
     }
     out += Cell(pf.value("progress_ms", nlohmann::json()));
-    out += Cell(pf.value("convergence", nlohmann::json()));
+    const nlohmann::json from = pf.value("convergence", nlohmann::json());
+    out += from.is_string() ? "<td>" + Heading(from.get<std::string>()) + "</td>" : Cell(from);
     int counted = 0, total = 0;
     if (pf.contains("flows") && pf["flows"].is_array()) {
       for (const auto& fl : pf["flows"]) {

@@ -37,10 +37,10 @@ std::vector<Case> CasesOf(const nlohmann::json& report) {
     run.type = "harness";
     run.message = "the harness failed (outcome " + outcome + "): " + harness.front();
     for (const auto& e : harness) run.detail += e + "\n";
-  } else if (outcome == "hung" || outcome == "crashed") {
+  } else if (auto why = UnexpectedOutcome(report)) {
     run.kind = "failure";
     run.type = "outcome";
-    run.message = "the run " + outcome;
+    run.message = *why;
     run.detail = "outcome: " + outcome + "\n";
   }
   cases.push_back(run);
@@ -53,7 +53,8 @@ std::vector<Case> CasesOf(const nlohmann::json& report) {
       c.kind = "failure";
       c.type = "expectation";
       c.message = Str(e, "name") + ": measured " +
-                  (value.is_null() ? std::string("null (not measured)") : FormatValue(value)) +
+                  (value.is_null() ? (e.contains("reason") ? NullValueText(e) : std::string("null (not measured)"))
+                                   : FormatValue(value)) +
                   "; limit " + FormatLimit(e.value("limit", nlohmann::json()));
       c.detail = e.dump(2) + "\n";
     }

@@ -26,6 +26,7 @@ std::string MarkdownSummary(const RunData& run) {
   out += MarkdownCell(VerdictLine(r)) + "\n\n";
   std::vector<std::string> why = HarnessErrors(r);
   for (const auto& f : FailedExpectations(r)) why.push_back(f);
+  if (auto u = UnexpectedOutcome(r)) why.push_back(*u);
   for (const auto& w : why) out += "- " + MarkdownCell(w) + "\n";
   if (!why.empty()) out += "\n";
 
@@ -42,6 +43,14 @@ std::string MarkdownSummary(const RunData& run) {
            ", group of " + MarkdownCell(FormatValue(s.value("group", nlohmann::json()))) + " in " +
            MarkdownCell(FormatValue(s.value("duration_ms", nlohmann::json()))) + " ms" +
            (s.value("ok", false) ? "" : " (failed)") + " |\n";
+  }
+  for (const auto& g : r.value("grows", nlohmann::json::array())) {
+    out += "| grow | rejoined " + MarkdownCell(FormatValue(g.value("joined", nlohmann::json()))) +
+           ", group of " + MarkdownCell(FormatValue(g.value("group", nlohmann::json()))) +
+           "; stall " + MarkdownCell(FormatValue(g.value("stall_ms", nlohmann::json()))) +
+           " ms, repair to full size " +
+           MarkdownCell(FormatValue(g.value("repair_to_full_ms", nlohmann::json()))) + " ms" +
+           (g.value("ok", false) ? "" : " (failed)") + " |\n";
   }
   if (r.contains("correctness") && r["correctness"].is_object()) {
     const auto& c = r["correctness"];

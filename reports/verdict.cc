@@ -49,6 +49,13 @@ std::vector<std::string> HarnessErrors(const nlohmann::json& report) {
   return out;
 }
 
+std::string NullValueText(const nlohmann::json& expectation) {
+  if (expectation.contains("reason") && expectation["reason"].is_string()) {
+    return "nothing (" + expectation["reason"].get<std::string>() + ")";
+  }
+  return "nothing (null: not measured)";
+}
+
 std::vector<std::string> FailedExpectations(const nlohmann::json& report) {
   std::vector<std::string> out;
   if (!report.contains("expectations") || !report["expectations"].is_array()) return out;
@@ -56,16 +63,37 @@ std::vector<std::string> FailedExpectations(const nlohmann::json& report) {
     if (!e.is_object() || e.value("pass", false)) continue;
     const nlohmann::json value = e.value("value", nlohmann::json());
     out.push_back(FormatValue(e.value("name", nlohmann::json("?"))) + ": measured " +
-                  (value.is_null() ? std::string("nothing (null: not measured)")
-                                   : FormatValue(value)) +
-                  ", limit " + FormatLimit(e.value("limit", nlohmann::json())));
+                  (value.is_null() ? NullValueText(e) : FormatValue(value)) + ", limit " +
+                  FormatLimit(e.value("limit", nlohmann::json())));
   }
   return out;
 }
 
+std::optional<std::string> UnexpectedOutcome(const nlohmann::json& report) {
+  if (report.contains("skipped")) return std::nullopt;  // never started: nothing to judge
+  const nlohmann::json outcome = report.value("outcome", nlohmann::json());
+  if (!outcome.is_string()) return std::nullopt;
+  const std::string o = outcome.get<std::string>();
+  if (o == "survived" || o == "aborted_clean") return std::nullopt;
+  if (report.contains("expectations") && report["expectations"].is_array()) {
+    for (const auto& e : report["expectations"]) {
+      if (!e.is_object()) continue;
+      const nlohmann::json name = e.value("name", nlohmann::json());
+      // The scenario expected exactly this outcome, and its expectation held.
+      if ((name == "outcome" || name == "reproduce.outcome") && e.value("value", nlohmann::json()) == o &&
+          e.value("pass", false)) {
+        return std::nullopt;
+      }
+    }
+  }
+  return "outcome: the run " + o +
+         " and the scenario does not expect it (a run fails unless it survived or aborted "
+         "cleanly, or an expectation of its scenario names what happened)";
+}
+
 Verdict VerdictOf(const nlohmann::json& report) {
   if (!HarnessErrors(report).empty()) return Verdict::kHarnessError;
-  if (!FailedExpectations(report).empty()) return Verdict::kFail;
+  if (!FailedExpectations(report).empty() || UnexpectedOutcome(report)) return Verdict::kFail;
   return Verdict::kPass;
 }
 

@@ -2,10 +2,12 @@
 // exit code (the runner calls VerdictOf on the report it writes), junit.xml, report.html,
 // summary.md and compare. HARNESS ERROR when the harness itself failed (report
 // "harness_errors", or a fault that could not be injected: FaultErrors), else FAIL when an
-// expectation failed, else PASS. Pure; thread-safe.
+// expectation failed or the run hung or crashed without an expectation that judges its
+// outcome (UnexpectedOutcome), else PASS. Pure; thread-safe.
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,8 +41,18 @@ std::vector<std::string> FaultErrors(const nlohmann::json& report);
 // did its job.
 std::vector<std::string> HarnessErrors(const nlohmann::json& report);
 
-// The expectations that failed, as "name: measured V, limit L".
+// The expectations that failed, as "name: measured V, limit L"; a null V is shown with the
+// expectation's "reason" when it has one ("measured nothing (null: fault f2 has none)").
 std::vector<std::string> FailedExpectations(const nlohmann::json& report);
+
+// "measured" text of a failed expectation whose value is null: its reason, when it has one.
+std::string NullValueText(const nlohmann::json& expectation);
+
+// Why the run fails by its outcome alone: the outcome is neither "survived" nor
+// "aborted_clean" and no outcome expectation ("outcome", "reproduce.outcome") held with that
+// very outcome as its value; this holds also for a scenario without expectations. nullopt
+// otherwise, and for a skipped run.
+std::optional<std::string> UnexpectedOutcome(const nlohmann::json& report);
 
 // One line: "PASS: py-clean-allreduce on ftccl survived; 2/2 expectations hold".
 std::string VerdictLine(const nlohmann::json& report);

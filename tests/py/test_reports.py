@@ -10,16 +10,13 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 
 import pytest
 
+from page_check import check_page, run_chromium
 from test_run import FAULTLINE, Env, namespaces_possible, scenario  # noqa: F401 (fixture)
-
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 # What the JUnit XML schema read by CI systems (Jenkins junit-10.xsd, the Ant junit.xsd)
 # allows: element -> (attributes, children).
@@ -40,20 +37,6 @@ JUNIT_ALLOWED = {
 }
 REQUIRED_ATTRS = {"testsuite": {"name", "tests"}, "testcase": {"name", "classname"},
                   "property": {"name", "value"}}
-
-
-def chromium():
-    for name in ("chromium", "chromium-browser"):
-        path = shutil.which(name)
-        if path:
-            return path
-    pytest.fail("chromium is not installed; scripts/install-deps installs it (apt package chromium)")
-
-
-def run_chromium(url, *extra):
-    with tempfile.TemporaryDirectory() as profile:
-        return subprocess.run([chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *extra, url],
-                              capture_output=True, text=True, timeout=120)
 
 
 def page_requests(netlog_path):
@@ -209,6 +192,9 @@ def test_html_renders_offline_in_chromium(runs, tmp_path):
     control = str(tmp_path / "control.json")
     run_chromium("file://" + str(bad), "--dump-dom", f"--log-net-log={control}")
     assert sorted(page_requests(control)) == ["http://198.51.100.7/x.png", "https://example.invalid/a.css"]
+    # At 1400 px nothing runs past the page's column (the per-fault table once ran 380 px off
+    # its right edge) and no raw Markdown shows; the page is drawn.
+    check_page(os.path.join(e.out, "report.html"), tmp_path)
     # A screenshot of the page is drawn.
     shot = str(tmp_path / "report.png")
     p = run_chromium(url, f"--screenshot={shot}", "--window-size=1100,2400")

@@ -114,6 +114,75 @@ TEST(Verdict, AnyOtherFaultErrorAfterAnAbortIsAHarnessError) {
   EXPECT_EQ(WritersOn(r).junit_errors, "1");
 }
 
+// A scenario without expectations is not a PASS whatever happened: a run that hung or crashed
+// fails unless an expectation names that outcome.
+TEST(Verdict, HangOrCrashWithoutExpectationsFails) {
+  for (const char* outcome : {"hung", "crashed"}) {
+    nlohmann::json r = testing::PassingReport();
+    r["outcome"] = outcome;
+    r["expectations"] = nlohmann::json::array();
+    ASSERT_TRUE(UnexpectedOutcome(r).has_value()) << outcome;
+    EXPECT_NE(UnexpectedOutcome(r)->find(outcome), std::string::npos) << *UnexpectedOutcome(r);
+    EXPECT_EQ(VerdictOf(r), Verdict::kFail) << outcome;
+    EXPECT_EQ(VerdictExitCode(VerdictOf(r)), 1) << outcome;
+    const Shown s = WritersOn(r);
+    EXPECT_EQ(s.html, "FAIL") << outcome;
+    EXPECT_EQ(s.markdown, "FAIL") << outcome;
+    EXPECT_EQ(s.junit_verdict, "FAIL") << outcome;
+    // The writers say why.
+    const RunData run = testing::Run(r);
+    EXPECT_NE(HtmlReport(run).find("the scenario does not expect it"), std::string::npos);
+    EXPECT_NE(MarkdownSummary(run).find("the scenario does not expect it"), std::string::npos);
+  }
+  // Expectations that say nothing of the outcome do not excuse it either.
+  nlohmann::json r = testing::PassingReport();
+  r["outcome"] = "hung";
+  r["expectations"].erase(0);  // the outcome expectation
+  EXPECT_EQ(VerdictOf(r), Verdict::kFail);
+}
+
+TEST(Verdict, SurvivedOrAbortedCleanWithoutExpectationsPasses) {
+  for (const char* outcome : {"survived", "aborted_clean"}) {
+    nlohmann::json r = testing::PassingReport();
+    r["outcome"] = outcome;
+    r["expectations"] = nlohmann::json::array();
+    EXPECT_FALSE(UnexpectedOutcome(r).has_value()) << outcome;
+    EXPECT_EQ(VerdictOf(r), Verdict::kPass) << outcome;
+    EXPECT_EQ(WritersOn(r).junit_verdict, "PASS") << outcome;
+  }
+}
+
+TEST(Verdict, AnExpectedHangPasses) {
+  // An incident replay whose reproduce: says the fail-stop library hangs, and it did.
+  nlohmann::json r = testing::PassingReport();
+  r["outcome"] = "hung";
+  r["expectations"] = {{{"name", "reproduce.outcome"}, {"limit", "hung"}, {"value", "hung"}, {"pass", true}}};
+  EXPECT_FALSE(UnexpectedOutcome(r).has_value());
+  EXPECT_EQ(VerdictOf(r), Verdict::kPass);
+  auto root = ParseXml(JUnitXml({r}));
+  ASSERT_TRUE(root);
+  EXPECT_EQ(root->children[0].Attr("failures"), "0");
+  // The same expectation on another outcome does not excuse a crash.
+  r["outcome"] = "crashed";
+  r["expectations"][0]["value"] = "crashed";
+  r["expectations"][0]["pass"] = false;
+  EXPECT_TRUE(UnexpectedOutcome(r).has_value());
+  EXPECT_EQ(VerdictOf(r), Verdict::kFail);
+}
+
+TEST(Verdict, ANullValueFailsWithItsReason) {
+  nlohmann::json r = testing::PassingReport();
+  r["expectations"][2] = {{"name", "detection_ms"},
+                          {"limit", {{"max", 50.0}}},
+                          {"value", nullptr},
+                          {"pass", false},
+                          {"reason", "null: fault f2 has none"}};
+  EXPECT_EQ(VerdictOf(r), Verdict::kFail);
+  ASSERT_EQ(FailedExpectations(r).size(), 1u);
+  EXPECT_EQ(FailedExpectations(r)[0],
+            "detection_ms: measured nothing (null: fault f2 has none), limit max 50");
+}
+
 TEST(Verdict, HarnessErrorOverFailedExpectationOverPass) {
   nlohmann::json r = testing::Report();  // stall_ms fails
   EXPECT_EQ(VerdictOf(r), Verdict::kFail);
