@@ -1,5 +1,5 @@
 // faultline simulate --gpus G[,G...] --days D --seeds S [--config FILE] [--calibration FILE]
-//                    [--rate-scale X] [--ccl NAME] --out DIR
+//                    [--rate-scale X] [--ccl NAME] [--bootstrap B] --out DIR
 // Prices failures in GPU-hours for one training job at each scale under fail_stop, failover
 // and adaptive (runner/sim/simulator.h); writes DIR/simulation.json, simulation.md and
 // simulation.html, every input beside its source.
@@ -26,6 +26,7 @@ void RegisterSimulate(CLI::App& app, Action* action) {
     int seeds = 20;
     std::string config, calibration, ccl, out;
     double rate_scale = 1;
+    int bootstrap = -1;  // -1: the config's
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
@@ -45,6 +46,10 @@ void RegisterSimulate(CLI::App& app, Action* action) {
   cmd->add_option("--rate-scale", a->rate_scale, "multiplies every failure rate (0: none)")
       ->check(CLI::Range(0.0, 1e6))
       ->capture_default_str();
+  cmd->add_option("--bootstrap", a->bootstrap,
+                  "resamples of the calibration behind the intervals (0: seeds only; default: "
+                  "the config's, 20)")
+      ->check(CLI::Range(0, 10000));
   cmd->add_option("--ccl", a->ccl, "whose calibration prices failover (default ftccl)");
   cmd->add_option("--out", a->out, "output directory")->required();
   cmd->callback([=] {
@@ -66,6 +71,7 @@ void RegisterSimulate(CLI::App& app, Action* action) {
         }
       }
       if (!a->ccl.empty()) c.ccl = a->ccl;
+      if (a->bootstrap >= 0) c.bootstrap = a->bootstrap;
       c.days = a->days;
       c.rate_scale = a->rate_scale;
       for (const int64_t g : a->gpus) {
@@ -117,6 +123,7 @@ void RegisterSimulate(CLI::App& app, Action* action) {
         cmdline += " --rate-scale " + rs.str();
       }
       if (!a->ccl.empty()) cmdline += " --ccl " + a->ccl;
+      if (a->bootstrap >= 0) cmdline += " --bootstrap " + std::to_string(a->bootstrap);
       const nlohmann::json j =
           sim::SimulationJson(first, scales, a->seeds, cal.get(), a->calibration, cmdline);
       std::error_code ec;

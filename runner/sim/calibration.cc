@@ -79,6 +79,11 @@ Status AddReport(const nlohmann::json& r, const std::string& source, Calibration
       }
     }
   }
+  std::optional<double> rail_gbps;
+  if (r.contains("environment") && r["environment"].is_object() &&
+      r["environment"].contains("knobs")) {
+    rail_gbps = Num(r["environment"]["knobs"], "rail_gbps");
+  }
   // A run that "survived" with a wrong result did not survive its faults.
   const bool wrong = r.contains("correctness") && Num(r["correctness"], "wrong").value_or(0) > 0;
   std::map<std::string, const nlohmann::json*> per_fault;
@@ -96,6 +101,7 @@ Status AddReport(const nlohmann::json& r, const std::string& source, Calibration
     s.outcome = outcome;
     s.survived = outcome == "survived" && !wrong;
     s.source = source;
+    s.rail_gbps = rail_gbps;
     if (auto rev = Num(f, "reverted_s")) s.fault_for_s = *rev - *Num(f, "applied_s");
     if (auto it = per_fault.find(id); it != per_fault.end()) {
       const nlohmann::json& pf = *it->second;
@@ -137,6 +143,7 @@ nlohmann::json Calibration::ToJson() const {
                          {"restarts", s.restarts},
                          {"restart_cost_ms", Opt(s.restart_cost_ms)},
                          {"decisions", s.decisions},
+                         {"rail_gbps", Opt(s.rail_gbps)},
                          {"source", s.source}});
     }
     es.push_back({{"ccl", e.ccl},
@@ -175,6 +182,7 @@ Result<Calibration> Calibration::FromJson(const nlohmann::json& j) {
         f.degraded_ratio = Num(s, "degraded_ratio");
         f.fault_for_s = Num(s, "fault_for_s");
         f.source = Str(s, "source");
+        f.rail_gbps = Num(s, "rail_gbps");
         f.goodput_ratio = Num(s, "goodput_ratio");
         if (s.contains("restarts")) f.restarts = s.at("restarts").get<int>();
         f.restart_cost_ms = Num(s, "restart_cost_ms");

@@ -32,6 +32,9 @@ struct FaultSample {
   std::optional<double> degraded_ratio;     // throughput while degraded / baseline
   std::optional<double> fault_for_s;        // how long the fault held (reverted - applied)
   std::string source;                       // the report it came from
+  // The test bed's shaped rail speed (report.json environment.knobs.rail_gbps); absent where
+  // the report has none (an inventory's rails, or an older report).
+  std::optional<double> rail_gbps;
   // Training-loop runs (report.json `train`): the run's goodput_ratio, its restarts and their
   // mean measured cost, and the selector's choices in order (adaptive).
   std::optional<double> goodput_ratio;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "reports/markdown_html.h"
 #include "reports/text.h"
 
 namespace faultline::sim {
@@ -28,7 +29,7 @@ double Get(const nlohmann::json& j, const char* a, const char* b = nullptr) {
 }
 
 std::string CiText(const nlohmann::json& v) {
-  if (!v.is_object()) return "-";
+  if (!v.is_object() || !v.contains("ci95")) return "unpriced";
   return Num(v["mean"].get<double>()) + " [" + Num(v["ci95"][0].get<double>()) + ", " +
          Num(v["ci95"][1].get<double>()) + "]";
 }
@@ -64,7 +65,12 @@ std::string ScalePlot(const nlohmann::json& sim) {
   std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + Num(w, "%.0f") +
                     "\" height=\"" + Num(h, "%.0f") + "\" role=\"img\" aria-label=\"lost GPU-hours vs scale\">";
   if (ymax <= 0 || xmax <= 0) return svg + "<text x=\"10\" y=\"20\">no loss to plot</text></svg>";
-  if (xmax == xmin) xmax = xmin * 10;
+  // One scale simulated: its points sit in the middle of a decade (a marker each, no curve).
+  const bool one_scale = xmax == xmin;
+  if (one_scale) {
+    xmin /= std::sqrt(10.0);
+    xmax *= std::sqrt(10.0);
+  }
   if (ymax == ymin) ymax = ymin * 10;
   const double lx0 = std::log10(xmin), lx1 = std::log10(xmax);
   const double ly0 = std::floor(std::log10(ymin)), ly1 = std::ceil(std::log10(ymax));
@@ -94,11 +100,22 @@ std::string ScalePlot(const nlohmann::json& sim) {
       if (y > 0) pts += Num(X(s["gpus"].get<double>())) + "," + Num(Y(y)) + " ";
     }
     const char* color = kColors[i % 6];
+    for (const auto& s : scales) {
+      const double y = Get(s["policies"][name], "gpu_hours_lost", "mean");
+      if (y > 0) {
+        svg += "<circle class=\"point\" cx=\"" + Num(X(s["gpus"].get<double>())) + "\" cy=\"" +
+               Num(Y(y)) + "\" r=\"3.5\" fill=\"" + color + "\"/>";
+      }
+    }
     svg += "<polyline fill=\"none\" stroke=\"" + std::string(color) +
            "\" stroke-width=\"2\" points=\"" + pts + "\"/>";
     svg += "<text x=\"" + Num(w - r + 8) + "\" y=\"" + Num(t + 14 + 16 * i) + "\" fill=\"" +
            color + "\" font-size=\"12\">" + reports::HtmlText(name) + "</text>";
     ++i;
+  }
+  if (one_scale) {
+    svg += "<text x=\"" + Num(l + 6) + "\" y=\"" + Num(h - b - 8) +
+           "\" font-size=\"11\" fill=\"#555\">one scale simulated: a point per policy</text>";
   }
   return svg + "</svg>";
 }
@@ -179,9 +196,15 @@ nlohmann::json SimulationJson(const SimConfig& c, const std::vector<ScaleResult>
     for (const auto& p : s.policies) {
       nlohmann::json b = nlohmann::json::object();
       for (const auto& [k, v] : p.breakdown) b[k] = v;
+      const bool priced = p.unpriced.empty();
+      nlohmann::json actions = nlohmann::json::object();
+      for (const auto& [k, v] : p.actions) actions[k] = v;
       pol[PolicyName(p.policy)] = {
-          {"gpu_hours_lost", p.gpu_hours_lost.ToJson()},
-          {"effective_training_time_ratio", p.effective_ratio.ToJson()},
+          {"gpu_hours_lost", priced ? p.gpu_hours_lost.ToJson() : nlohmann::json(nullptr)},
+          {"effective_training_time_ratio",
+           priced ? p.effective_ratio.ToJson() : nlohmann::json(nullptr)},
+          {"unpriced", priced ? nlohmann::json(nullptr) : nlohmann::json(p.unpriced)},
+          {"actions_mean", p.actions.empty() ? nlohmann::json(nullptr) : actions},
           {"checkpoint_interval_s", std::isfinite(p.checkpoint_interval_s)
                                         ? nlohmann::json(p.checkpoint_interval_s)
                                         : nlohmann::json(nullptr)},
@@ -192,7 +215,15 @@ nlohmann::json SimulationJson(const SimConfig& c, const std::vector<ScaleResult>
           {"breakdown_gpu_hours", std::move(b)},
           {"notes", p.notes}};
     }
+    nlohmann::json diffs = nlohmann::json::object();
+    for (const auto& d : s.differences) {
+      diffs[std::string(PolicyName(d.a)) + " - " + PolicyName(d.b)] =
+          d.unpriced.empty() ? d.gpu_hours_lost.ToJson()
+                             : nlohmann::json({{"unpriced", d.unpriced}});
+    }
     js.push_back({{"gpus", s.gpus},
+                  {"bootstrap", s.bootstrap},
+                  {"differences_gpu_hours_lost", std::move(diffs)},
                   {"hosts", s.hosts},
                   {"failures_per_day", s.failures_per_day},
                   {"mtbf_h", std::isfinite(s.mtbf_h) ? nlohmann::json(s.mtbf_h) : nlohmann::json(nullptr)},
@@ -207,8 +238,13 @@ std::string SimulationMarkdown(const nlohmann::json& sim) {
   const auto& in = sim["inputs"];
   std::string md = "## faultline simulate: GPU-hours lost to failures\n\n";
   md += "`" + reports::MarkdownCell(sim["command"].get<std::string>()) + "`\n\n";
+  const int boots = sim["scales"].empty() ? 0 : sim["scales"][0].value("bootstrap", 0);
   md += Num(in["days"].get<double>()) + " days, " + std::to_string(sim["seeds"].get<int>()) +
-        " seeds, 95 % confidence intervals of the mean in brackets.\n\n";
+        " seeds, 95 % intervals of the mean in brackets: " +
+        (boots > 0 ? "seed noise and the calibration's own sampling (" + std::to_string(boots) +
+                         " bootstrap resamples of its samples, each over the same seeds)"
+                   : std::string("seed noise only (no calibration to resample)")) +
+        ".\n\n";
   md += "| GPUs | failures/day | MTBF h | policy | GPU-h lost | effective training time | "
         "restarts | checkpoint every s |\n|---:|---:|---:|---|---:|---:|---:|---:|\n";
   for (const auto& s : sim["scales"]) {
@@ -223,6 +259,42 @@ std::string SimulationMarkdown(const nlohmann::json& sim) {
             (p["checkpoint_interval_s"].is_null() ? "never"
                                                   : Num(p["checkpoint_interval_s"].get<double>())) +
             " |\n";
+    }
+  }
+  md += "\n### Differences between policies (paired: same failures, same resample)\n\n"
+        "| GPUs | difference | GPU-h lost |\n|---:|---|---:|\n";
+  for (const auto& s : sim["scales"]) {
+    if (!s.contains("differences_gpu_hours_lost")) continue;
+    for (const auto& [k, v] : s["differences_gpu_hours_lost"].items()) {
+      md += "| " + Num(s["gpus"].get<double>(), "%.0f") + " | " + reports::MarkdownCell(k) +
+            " | " + (v.contains("unpriced") ? "unpriced: " + reports::MarkdownCell(v["unpriced"].get<std::string>())
+                                            : CiText(v)) +
+            " |\n";
+    }
+  }
+  bool any_actions = false;
+  for (const auto& s : sim["scales"]) {
+    for (const auto& [name, pp] : Ordered(s["policies"])) {
+      if ((*pp).contains("actions_mean") && (*pp)["actions_mean"].is_object()) {
+        if (!any_actions) {
+          md += "\n### What the cost model chose (mean per run)\n\n| GPUs | policy | actions |\n"
+                "|---:|---|---|\n";
+          any_actions = true;
+        }
+        std::string acts;
+        for (const auto& [k, v] : (*pp)["actions_mean"].items()) {
+          acts += (acts.empty() ? "" : ", ") + k + " " + Num(v.get<double>());
+        }
+        md += "| " + Num(s["gpus"].get<double>(), "%.0f") + " | " + name + " | " + acts + " |\n";
+      }
+    }
+  }
+  for (const auto& s : sim["scales"]) {
+    for (const auto& [name, pp] : Ordered(s["policies"])) {
+      if ((*pp).contains("unpriced") && (*pp)["unpriced"].is_string()) {
+        md += "\n**Unpriced** (" + Num(s["gpus"].get<double>(), "%.0f") + " GPUs, " + name +
+              "): " + reports::MarkdownCell((*pp)["unpriced"].get<std::string>()) + "\n";
+      }
     }
   }
   md += "\n### Lost GPU-hours by cause (" +
@@ -294,7 +366,8 @@ std::string SimulationHtml(const nlohmann::json& sim) {
       "<!doctype html><html><head><meta charset=\"utf-8\"><title>faultline simulate</title>"
       "<style>body{font:14px sans-serif;margin:2em;max-width:1100px}table{border-collapse:"
       "collapse}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}"
-      "td.n{text-align:right}</style></head><body>";
+      "td.n{text-align:right}h3{font-size:15px;margin:18px 0 6px}table{margin:4px 0 10px}"
+      "</style></head><body>";
   h += "<h1>GPU-hours lost to failures</h1><p><code>" +
        reports::HtmlText(sim["command"].get<std::string>()) + "</code></p>";
   h += "<h2>Lost GPU-hours vs scale</h2>" + ScalePlot(sim);
@@ -317,11 +390,12 @@ std::string SimulationHtml(const nlohmann::json& sim) {
     }
   }
   h += "</table>";
-  // The inputs, every one with its source: the Markdown's tables, as preformatted text.
+  // The differences, choices, inputs (every one with its source) and notes: the Markdown's
+  // sections, rendered as HTML (tables as tables).
   const std::string md = SimulationMarkdown(sim);
-  const size_t at = md.find("### Inputs and their sources");
-  h += "<h2>Inputs, sources and what was modelled</h2><pre style=\"white-space:pre-wrap\">" +
-       reports::HtmlText(at == std::string::npos ? md : md.substr(at)) + "</pre>";
+  const size_t at = md.find("### Differences between policies");
+  h += "<h2>Paired differences, choices, inputs, sources and what was modelled</h2>" +
+       reports::MarkdownToHtml(at == std::string::npos ? md : md.substr(at));
   return h + "</body></html>\n";
 }
 

@@ -4,9 +4,12 @@
 //
 // simulation.json: {"schema": "faultline.simulation/v1", "command", "seeds", "inputs" (the
 // config of the first scale, SimConfig::ToJson), "calibration": {"file", "ccl", "entries":
-// [{"kind", "faults", "survived"}]} or null, "scales": [{"gpus", "hosts", "failures_per_day",
-// "mtbf_h", "policies": {<name>: {"gpu_hours_lost": {"mean", "ci95": [lo, hi]},
-// "effective_training_time_ratio": {...}, "checkpoint_interval_s", "daly_interval_s",
+// [{"kind", "policy", "faults", "survived"}]} or null, "scales": [{"gpus", "bootstrap" (the
+// calibration resamples behind the intervals), "differences_gpu_hours_lost": {"<a> - <b>":
+// {"mean", "ci95"} or {"unpriced": why}} (paired), "hosts", "failures_per_day", "mtbf_h",
+// "policies": {<name>: {"gpu_hours_lost": {"mean", "ci95": [lo, hi]} or null when unpriced,
+// "effective_training_time_ratio": {...} or null, "unpriced": why or null, "actions_mean":
+// {<action>: per run} (adaptive) or null, "checkpoint_interval_s", "daly_interval_s",
 // "restarts_mean", "failures_mean", "breakdown_gpu_hours": {<class>: h, "checkpoint": h},
 // "notes": [...]}}}], "policies": the first scale's}.
 #pragma once

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <random>
 #include <set>
+
+#include "runner/policy/cost_model.h"
 
 namespace faultline::sim {
 namespace {
@@ -25,6 +28,7 @@ struct Arrival {
   bool transient = false;
   double outage_s = 0;
   double draw = 0;  // uniform in [0, 1): which calibration sample
+  int rail = 0;     // network classes: the rail of its host that failed
 };
 
 std::vector<Arrival> Arrivals(const SimConfig& c, uint64_t seed) {
@@ -52,18 +56,38 @@ std::vector<Arrival> Arrivals(const SimConfig& c, uint64_t seed) {
     a.transient = u(rng) < c.classes[i].transient_fraction;
     a.outage_s = -std::log1p(-u(rng)) * c.transient_outage_s;
     a.draw = u(rng);
+    a.rail = std::min(c.rails_per_host - 1, static_cast<int>(u(rng) * c.rails_per_host));
     out.push_back(a);
   }
   return out;
 }
 
-// What failover does about one failure of a network class: drawn from the calibration.
-struct FailoverCost {
+// The calibration with every entry's samples drawn again with replacement (one bootstrap
+// resample).
+Calibration Resample(const Calibration& cal, uint64_t seed) {
+  std::mt19937_64 rng(Mix(seed ^ 0x5bd1e995ULL));
+  Calibration out = cal;
+  for (KindCalibration& e : out.entries) {
+    const std::vector<FaultSample> orig = e.samples;
+    std::uniform_int_distribution<size_t> pick(0, orig.size() - 1);
+    for (FaultSample& s : e.samples) s = orig[pick(rng)];
+  }
+  return out;
+}
+
+// What one failure costs under a policy: a restart (after `stall_s` where a wait held first),
+// or a stall and then degraded running for `window_s` (infinite: until the next restart).
+struct Action {
   bool restart = true;
   double stall_s = 0;
   double ratio = 1;    // bandwidth while degraded / healthy
   double compute = 1;  // the job's compute while degraded / healthy (a shrink drops a host)
+  double window_s = 0;
+  std::optional<double> grow_s;  // a shrink's: stall to take the host back when the window ends
+  std::string unpriced;          // non-empty: a cost it needs was not measured
 };
+
+constexpr double kStepS = 1.0;  // the step time the cost model is evaluated with (simulator.h)
 
 class Pricer {
  public:
@@ -79,13 +103,16 @@ class Pricer {
   double CapacityRatio() const {
     return c_.rails_per_host > 1 ? (c_.rails_per_host - 1.0) / c_.rails_per_host : 0.0;
   }
+  // A failure the CCL sees: every failure but one of a rail it never uses.
+  bool Hits(const Arrival& a) const { return !Network(a.cls) || a.rail < c_.RailsUsed(); }
+  // Share of a class's failures the CCL sees.
+  double HitShare(FaultClass cls) const {
+    return Network(cls) ? static_cast<double>(c_.RailsUsed()) / c_.rails_per_host : 1.0;
+  }
 
-  const KindCalibration* Entry(FaultClass cls, bool transient,
-                               const std::string& policy = "failover") const {
-    if (cal_ == nullptr) return nullptr;
-    const ClassModel& m = Model(cls);
-    const KindCalibration* e =
-        cal_->Find(c_.ccl, transient ? m.transient_kind : m.permanent_kind, policy);
+  const KindCalibration* Entry(const std::string& kind, const std::string& policy) const {
+    if (cal_ == nullptr || kind.empty()) return nullptr;
+    const KindCalibration* e = cal_->Find(c_.ccl, kind, policy);
     return e != nullptr && !e->samples.empty() ? e : nullptr;
   }
 
@@ -94,7 +121,8 @@ class Pricer {
   std::vector<const FaultSample*> Samples(FaultClass cls, bool transient,
                                           const std::string& policy = "failover") const {
     std::vector<const FaultSample*> out;
-    const KindCalibration* e = Entry(cls, transient, policy);
+    const ClassModel& m = Model(cls);
+    const KindCalibration* e = Entry(transient ? m.transient_kind : m.permanent_kind, policy);
     if (e == nullptr) return out;
     for (const FaultSample& s : e->samples) {
       if (!transient || s.fault_for_s) out.push_back(&s);
@@ -102,80 +130,151 @@ class Pricer {
     return out;
   }
 
-  FailoverCost Failover(const Arrival& a) const {
-    FailoverCost f;
+  // Adaptive runs of the class's kinds whose selector ended on shrink without a restart: the
+  // measured cost of a shrink.
+  std::vector<const FaultSample*> ShrinkSamples(FaultClass cls) const {
+    std::vector<const FaultSample*> out;
+    const ClassModel& m = Model(cls);
+    std::set<std::string> kinds = {m.transient_kind, m.permanent_kind};
+    for (const std::string& kind : kinds) {
+      const KindCalibration* e = Entry(kind, "adaptive");
+      if (e == nullptr) continue;
+      for (const FaultSample& s : e->samples) {
+        if (s.survived && s.restarts == 0 && !s.decisions.empty() &&
+            s.decisions.back() == "shrink") {
+          out.push_back(&s);
+        }
+      }
+    }
+    return out;
+  }
+
+  static const FaultSample& Draw(const std::vector<const FaultSample*>& v, double draw) {
+    return *v[std::min(v.size() - 1, static_cast<size_t>(draw * static_cast<double>(v.size())))];
+  }
+
+  double DegradedS(const Arrival& a) const { return a.transient ? a.outage_s : c_.repair_s; }
+
+  Action Failover(const Arrival& a) const {
+    Action f;
+    f.window_s = DegradedS(a);
     const std::vector<const FaultSample*> samples = Samples(a.cls, a.transient);
     if (samples.empty()) {  // the config's model
       f.restart = CapacityRatio() <= 0;
-      f.stall_s = c_.model_stall_s;
+      f.stall_s = f.restart ? 0 : c_.model_stall_s;
       f.ratio = CapacityRatio();
       return f;
     }
-    const size_t i = std::min(samples.size() - 1,
-                              static_cast<size_t>(a.draw * static_cast<double>(samples.size())));
-    const FaultSample& s = *samples[i];
+    const FaultSample& s = Draw(samples, a.draw);
     f.restart = !s.survived;
-    f.stall_s = s.stall_ms.value_or(0) / 1000.0;
+    if (f.restart) return f;
+    if (!s.stall_ms) {
+      f.unpriced = "a drawn " + (a.transient ? Model(a.cls).transient_kind : Model(a.cls).permanent_kind) +
+                   " run of " + c_.ccl + " survived without a measured stall (" + s.source + ")";
+      return f;
+    }
+    f.stall_s = *s.stall_ms / 1000.0;
     // A ratio above 1 is measurement noise around "not degraded".
     f.ratio = std::min(1.0, s.degraded_ratio.value_or(CapacityRatio()));
+    if (f.ratio <= 0) f.restart = true;
     return f;
   }
 
-  // The failure as the selector of measured adaptive training runs of this kind handled it.
-  // The drawn run gives the action its selector ended on; the action is priced by the same
-  // rule as the fixed policy that takes it, at this job's scale (a run's own ratio is of its
-  // few ranks' steps, which would not carry over):
-  //   restarted (fail_stop chosen, or a run that did not survive): a restart;
-  //   shrink: the run's measured stall, then the job without the failed part's host (compute
-  //           (hosts - 1) / hosts, full bandwidth among the rest) until the part works again,
-  //           when the host rejoins;
-  //   wait (last): held for the whole outage;
-  //   failover, or no decision (the library's own recovery): failover's drawn cost.
-  // nullopt without such runs (the model).
-  std::optional<FailoverCost> Adaptive(const Arrival& a, double degraded_s) const {
-    const std::vector<const FaultSample*> samples = Samples(a.cls, a.transient, "adaptive");
-    if (samples.empty()) return std::nullopt;
-    const size_t i = std::min(samples.size() - 1,
-                              static_cast<size_t>(a.draw * static_cast<double>(samples.size())));
-    const FaultSample& s = *samples[i];
-    const std::string last = s.decisions.empty() ? "" : s.decisions.back();
-    FailoverCost f;
-    if (!s.survived || s.restarts > 0 || last == "fail_stop") return f;  // restart
-    // A lost GPU or host cannot be failed over or waited out: only a shrink keeps the job.
-    if (!Network(a.cls) && last != "shrink") return f;
-    if (last == "shrink") {
-      const double hosts = static_cast<double>(c_.Hosts());
-      f.restart = hosts <= 1;
-      f.stall_s = s.stall_ms.value_or(0) / 1000.0;
-      f.ratio = 1;
-      f.compute = hosts > 1 ? (hosts - 1) / hosts : 0;
-      return f;
-    }
-    if (last == "wait") {
-      f.restart = false;
-      f.stall_s = degraded_s;
-      return f;
-    }
-    return Failover(a);
-  }
-
-  // Share of measured adaptive runs of a non-network class (a lost rank) whose selector did
-  // not restart the job: it shrank. 0 without such runs.
-  double AdaptiveKeepShare(FaultClass cls) const {
-    if (Network(cls)) return 0;
-    const auto samples = Samples(cls, false, "adaptive");
-    if (samples.empty()) return 0;
-    double kept = 0;
-    for (const FaultSample* s : samples) {
-      if (s->survived && s->restarts == 0 && !s->decisions.empty() &&
-          s->decisions.back() == "shrink") {
-        kept += 1;
+  // The cost model's choice for this failure at time t (simulator.h, adaptive), and its price.
+  Action Adaptive(const Arrival& a, double t, double pending, policy::RecoveryPolicy* chosen) const {
+    using policy::RecoveryPolicy;
+    const double horizon = c_.days * 86400.0;
+    const bool network = Network(a.cls);
+    const Action fo = network ? Failover(a) : Action{};
+    if (!fo.unpriced.empty()) return fo;
+    const std::vector<const FaultSample*> shrinks = ShrinkSamples(a.cls);
+    const int world = static_cast<int>(std::min<int64_t>(c_.gpus, 1 << 30));
+    *chosen = RecoveryPolicy::kFailStop;
+    if (world < 2) return Action{};
+    policy::PolicyState st;
+    st.fault_class = !network ? policy::FaultClassKind::kRank
+                     : a.cls == FaultClass::kNic ? policy::FaultClassKind::kNic
+                                                 : policy::FaultClassKind::kLink;
+    st.world_size = world;
+    st.steps_remaining = static_cast<int64_t>(std::max(0.0, horizon - t) / kStepS);
+    st.step_time_s = kStepS;
+    st.comm_fraction = c_.comm_fraction;
+    st.surviving_bandwidth_fraction = network && !fo.restart ? std::clamp(fo.ratio, 0.0, 1.0) : 0.0;
+    if (network && c_.selector_outage == "mean") st.expected_outage_s = c_.transient_outage_s;
+    if (network && c_.selector_outage == "exact" && a.transient) st.expected_outage_s = a.outage_s;
+    st.checkpoint_age_s = pending;
+    st.restart_cost_s = c_.restart_cost_s;
+    const double shrink_stall =
+        shrinks.empty() ? 0 : Draw(shrinks, a.draw).stall_ms.value_or(-1) / 1000.0;
+    const bool shrink_offered = !shrinks.empty() && shrink_stall >= 0;
+    // A shrink never measured is given the model's cap as its cost, so that the model neither
+    // picks it nor falls back to it after a wait.
+    st.shrink_cost_s = shrink_offered ? shrink_stall : policy::kMaxLostGpuSeconds / world;
+    st.shrink_ranks = std::max(1, std::min(c_.gpus_per_host, world - 1));
+    st.failover_switch_cost_s = fo.restart ? 0 : fo.stall_s;
+    st.wait_bound_s = c_.wait_bound_s;
+    const policy::PolicyDecision d = policy::Decide(st);
+    auto offered = [&](RecoveryPolicy p) {
+      const policy::PolicyEstimate& e = d.options[static_cast<int>(p)];
+      return e.applicable && (p != RecoveryPolicy::kShrink || shrink_offered);
+    };
+    // The cheapest offered option, in the cost model's order for equal costs.
+    auto cheapest = [&](std::optional<RecoveryPolicy> skip) {
+      RecoveryPolicy best = RecoveryPolicy::kFailStop;
+      double least = std::numeric_limits<double>::infinity();
+      for (RecoveryPolicy p : {RecoveryPolicy::kFailover, RecoveryPolicy::kWait,
+                               RecoveryPolicy::kShrink, RecoveryPolicy::kFailStop}) {
+        if (p == skip || !offered(p)) continue;
+        const double cost = d.options[static_cast<int>(p)].lost_gpu_seconds;
+        if (cost < least) {
+          least = cost;
+          best = p;
+        }
       }
+      return best;
+    };
+    RecoveryPolicy pick = offered(d.chosen) ? d.chosen : cheapest(std::nullopt);
+    *chosen = pick;
+    const double hosts_left =
+        static_cast<double>(c_.gpus - st.shrink_ranks) / static_cast<double>(c_.gpus);
+    auto price = [&](RecoveryPolicy p) {
+      Action f;
+      switch (p) {
+        case RecoveryPolicy::kFailover:
+          return fo;
+        case RecoveryPolicy::kShrink:
+          f.restart = false;
+          f.stall_s = shrink_stall;
+          f.compute = hosts_left;
+          if (c_.GrowCost()) {
+            f.window_s = network ? DegradedS(a) : c_.repair_s;
+            f.grow_s = *c_.GrowCost();
+          } else {
+            f.window_s = std::numeric_limits<double>::infinity();
+          }
+          return f;
+        default:
+          return f;  // a restart
+      }
+    };
+    if (pick != RecoveryPolicy::kWait) return price(pick);
+    // Held for the outage, at most the wait bound; past it, the fallback from the wait's end.
+    const double outage = DegradedS(a);
+    if (outage <= c_.wait_bound_s) {
+      Action f;
+      f.restart = false;
+      f.stall_s = outage;
+      return f;
     }
-    return kept / static_cast<double>(samples.size());
+    std::optional<RecoveryPolicy> fb = d.options[static_cast<int>(RecoveryPolicy::kWait)].fallback;
+    if (!fb || !offered(*fb)) fb = cheapest(RecoveryPolicy::kWait);
+    Action f = price(*fb);
+    f.stall_s += c_.wait_bound_s;
+    if (std::isfinite(f.window_s) && !f.grow_s) f.window_s = std::max(0.0, f.window_s - c_.wait_bound_s);
+    return f;
   }
 
-  // Probability that failover survives a failure of `cls` (for the restart rate).
+  // Probability that failover survives a failure of `cls` it sees (for the restart rate).
   double SurviveShare(FaultClass cls) const {
     const ClassModel& m = Model(cls);
     if (m.transient_kind.empty()) return 0;
@@ -201,20 +300,25 @@ class Pricer {
   const Calibration* cal_;
 };
 
+constexpr int kNumActions = 4;  // policy::RecoveryPolicy fail_stop .. shrink
+
 struct Outcome {
   double useful_s = 0;
   double restarts = 0;
   std::vector<double> lost_s = std::vector<double>(kNumClasses, 0.0);
   double checkpoint_s = 0;
+  std::vector<double> actions = std::vector<double>(kNumActions, 0.0);
+  std::string unpriced;
 };
 
 // A stretch of degraded running: a network part lost until `end`, leaving `ratio` of the
-// bandwidth; charged to its class.
+// bandwidth, or a shrink's host gone; charged to its class.
 struct Window {
   double end = 0;
   double ratio = 1;
   int cls = 0;
-  double compute = 1;  // a shrink's: the job's compute left
+  double compute = 1;            // a shrink's: the job's compute left
+  std::optional<double> grow_s;  // a shrink's: the stall that takes the host back at `end`
 };
 
 Outcome RunPolicy(const SimConfig& c, const Pricer& pricer, Policy policy, double tau,
@@ -235,16 +339,25 @@ Outcome RunPolicy(const SimConfig& c, const Pricer& pricer, Policy policy, doubl
     return std::max(0.0, 1 - lost);
   };
   auto compute_left = [&] {
-    double c = 1;
-    for (const Window& w : windows) c *= w.compute;
-    return c;
+    double cl = 1;
+    for (const Window& w : windows) cl *= w.compute;
+    return cl;
   };
   auto advance = [&](double to) {
     to = std::min(to, horizon);
     while (t < to) {
+      // A shrink that ends takes its host back, at the grow's stall.
+      for (const Window& w : windows) {
+        if (w.end <= t && w.grow_s) {
+          const double s = std::min(*w.grow_s, horizon - t);
+          t += s;
+          o.lost_s[w.cls] += s;
+        }
+      }
       windows.erase(std::remove_if(windows.begin(), windows.end(),
                                    [&](const Window& w) { return w.end <= t; }),
                     windows.end());
+      if (t >= to) break;
       double limit = to;
       for (const Window& w : windows) limit = std::min(limit, w.end);
       const double bandwidth_speed = windows.empty() ? 1.0 : pricer.Speed(combined_ratio());
@@ -277,8 +390,9 @@ Outcome RunPolicy(const SimConfig& c, const Pricer& pricer, Policy policy, doubl
         }
         const double weight = (1 - bandwidth_speed) + compute_sum;
         for (const Window& w : windows) {
-          const double part = (share_sum > 0 ? (1 - bandwidth_speed) * (1 - w.ratio) / share_sum : 0) +
-                              (1 - w.compute);
+          const double part =
+              (share_sum > 0 ? (1 - bandwidth_speed) * (1 - w.ratio) / share_sum : 0) +
+              (1 - w.compute);
           o.lost_s[w.cls] += dt * (1 - speed) * (weight > 0 ? part / weight : 0);
         }
       }
@@ -297,53 +411,57 @@ Outcome RunPolicy(const SimConfig& c, const Pricer& pricer, Policy policy, doubl
     o.lost_s[cls] += r;
     t += r;
     restart_until = t;
-    windows.clear();  // the faulty parts are swapped at the restart
+    windows.clear();  // the faulty parts are swapped, and a shrunk job is whole again
     o.restarts += 1;
   };
 
   for (const Arrival& a : arrivals) {
-    if (a.t < restart_until) continue;  // absorbed by the restart in progress
+    if (!pricer.Hits(a)) continue;  // a rail the CCL never uses
+    const int cls = static_cast<int>(a.cls);
+    if (a.t < restart_until) {
+      // The restart in progress fails with it and starts over (Daly's complete model).
+      const double end = std::min(horizon, a.t + c.restart_cost_s);
+      o.lost_s[cls] += end - t;
+      t = end;
+      restart_until = t;
+      o.restarts += 1;
+      continue;
+    }
     advance(a.t);  // one arriving during a stall is handled when the stall ends
     if (t >= horizon) break;
-    const int cls = static_cast<int>(a.cls);
-    // GPU, host and other failures restart the job, except under adaptive where its measured
-    // runs of a lost rank say what the selector did (Pricer::Adaptive).
-    const bool by_adaptive_runs = policy == Policy::kAdaptive && !pricer.Network(a.cls) &&
-                                  !pricer.Samples(a.cls, false, "adaptive").empty();
-    if (policy == Policy::kFailStop || (!pricer.Network(a.cls) && !by_adaptive_runs)) {
+    if (policy == Policy::kFailStop || (policy == Policy::kFailover && !pricer.Network(a.cls))) {
       restart(cls);
       continue;
     }
-    const double degraded_s = a.transient ? a.outage_s : c.repair_s;
-    const std::optional<FailoverCost> measured =
-        policy == Policy::kAdaptive ? pricer.Adaptive(a, degraded_s) : std::nullopt;
-    const FailoverCost f = measured ? *measured : pricer.Failover(a);
-    if (f.restart || f.ratio <= 0 || f.compute <= 0) {
-      restart(cls);
-      continue;
+    Action f;
+    if (policy == Policy::kAdaptive) {
+      policy::RecoveryPolicy chosen = policy::RecoveryPolicy::kFailStop;
+      f = pricer.Adaptive(a, t, pending, &chosen);
+      if (f.unpriced.empty()) o.actions[static_cast<int>(chosen)] += 1;
+    } else {
+      f = pricer.Failover(a);
     }
-    if (policy == Policy::kAdaptive && !measured) {
-      // The cheaper of the two for this failure, as a selector with exact estimates of this
-      // failure's costs would choose (greedy: it does not weigh what a restart also clears).
-      const double speed = pricer.Speed(f.ratio);
-      const double failover_cost = f.stall_s + degraded_s * (1 - speed);
-      const double restart_cost = pending + c.restart_cost_s;
-      if (restart_cost < failover_cost) {
-        restart(cls);
-        continue;
-      }
+    if (!f.unpriced.empty()) {
+      if (o.unpriced.empty()) o.unpriced = f.unpriced;
+      continue;
     }
     const double s = std::min(f.stall_s, horizon - t);
     t += s;
     o.lost_s[cls] += s;
-    windows.push_back({t + degraded_s, f.ratio, cls, f.compute});
+    if (f.restart || f.ratio <= 0 || f.compute <= 0) {
+      restart(cls);
+      continue;
+    }
+    windows.push_back({t + f.window_s, f.ratio, cls, f.compute, f.grow_s});
   }
   advance(horizon);
   o.useful_s = committed + pending;
   return o;
 }
 
-Interval Summarize(const std::vector<double>& v) {
+// The mean over seeds, with a 95 % interval from the seeds' standard error and `cal_var`, the
+// calibration's variance of the mean (bootstrap), added.
+Interval Summarize(const std::vector<double>& v, double cal_var) {
   Interval r;
   if (v.empty()) return r;
   double sum = 0;
@@ -352,7 +470,8 @@ Interval Summarize(const std::vector<double>& v) {
   double var = 0;
   for (double x : v) var += (x - r.mean) * (x - r.mean);
   const double n = static_cast<double>(v.size());
-  const double half = v.size() > 1 ? 1.96 * std::sqrt(var / (n - 1)) / std::sqrt(n) : 0.0;
+  const double seed_var = v.size() > 1 ? var / (n - 1) / n : 0.0;
+  const double half = 1.96 * std::sqrt(seed_var + cal_var);
   r.lo = r.mean - half;
   r.hi = r.mean + half;
   return r;
@@ -386,7 +505,8 @@ nlohmann::json Interval::ToJson() const {
 
 double FailStopUsefulShare(double rate, double tau, double ckpt, double restart) {
   if (rate <= 0) return std::isfinite(tau) ? tau / (tau + ckpt) : 1.0;
-  return tau / ((std::expm1(rate * (tau + ckpt))) * (1.0 / rate + restart));
+  // Daly's complete form: E[T] = e^(L R) (e^(L a) - 1) / L.
+  return tau * rate / (std::exp(rate * restart) * std::expm1(rate * (tau + ckpt)));
 }
 
 
@@ -422,28 +542,19 @@ ScaleResult Simulate(const SimConfig& c, const Calibration* cal, int seeds, uint
   r.failures_per_day = rate * 86400;
   r.mtbf_h = rate > 0 ? 1 / rate / 3600 : kInf;
   const double horizon = c.days * 86400.0;
-  std::set<std::string> modelled, capacity_ratio, adaptive_measured, adaptive_modelled,
-      adaptive_stops;
+  std::string rails_rule;
+  const int rails_used = c.RailsUsed(&rails_rule);
+  std::set<std::string> modelled, capacity_ratio, shrink_measured, shrink_unmeasured, beds;
   for (const auto& m : c.classes) {
-    if (m.transient_kind.empty()) {
-      // A lost GPU or host: adaptive's runs of a lost rank, or fail-stop.
-      if (m.permanent_kind.empty()) continue;
-      const std::string what = std::string(FaultClassName(m.cls)) + " (" + m.permanent_kind + ")";
-      const auto adaptive = pricer.Samples(m.cls, false, "adaptive");
-      if (adaptive.empty()) {
-        adaptive_stops.insert(what);
-      } else {
-        adaptive_measured.insert(what + ": " + std::to_string(adaptive.size()) + " runs");
-      }
-      continue;
-    }
+    if (m.transient_kind.empty() && m.permanent_kind.empty()) continue;
+    const std::string cname = FaultClassName(m.cls);
+    const auto shrinks = pricer.ShrinkSamples(m.cls);
+    (shrinks.empty() ? shrink_unmeasured : shrink_measured)
+        .insert(cname + (shrinks.empty() ? "" : ": " + std::to_string(shrinks.size()) + " runs"));
+    if (m.transient_kind.empty()) continue;
     for (bool tr : {true, false}) {
-      const std::string what = std::string(FaultClassName(m.cls)) + " " +
-                               (tr ? "transient" : "permanent") + " (" +
+      const std::string what = cname + " " + (tr ? "transient" : "permanent") + " (" +
                                (tr ? m.transient_kind : m.permanent_kind) + ")";
-      const auto adaptive = pricer.Samples(m.cls, tr, "adaptive");
-      (adaptive.empty() ? adaptive_modelled : adaptive_measured)
-          .insert(what + (adaptive.empty() ? "" : ": " + std::to_string(adaptive.size()) + " runs"));
       const auto samples = pricer.Samples(m.cls, tr);
       if (samples.empty()) {
         modelled.insert(what);
@@ -451,6 +562,11 @@ ScaleResult Simulate(const SimConfig& c, const Calibration* cal, int seeds, uint
       }
       for (const FaultSample* s : samples) {
         if (s->survived && !s->degraded_ratio) capacity_ratio.insert(what);
+        if (s->survived && s->degraded_ratio) {
+          beds.insert(s->rail_gbps ? std::to_string(static_cast<int>(std::lround(*s->rail_gbps))) +
+                                         " Gbps per rail"
+                                   : std::string("a rail speed the report did not record"));
+        }
       }
     }
   }
@@ -458,24 +574,11 @@ ScaleResult Simulate(const SimConfig& c, const Calibration* cal, int seeds, uint
     PolicyResult pr;
     std::vector<double> lost_gpu_h, ratios;
     std::vector<double> breakdown = std::vector<double>(kNumClasses + 1, 0.0);
+    std::vector<double> actions = std::vector<double>(kNumActions, 0.0);
     double restarts = 0, failures = 0;
   };
   std::vector<Acc> acc(kNumPolicies);
-  for (int p = 0; p < kNumPolicies; ++p) {
-    const Policy policy = static_cast<Policy>(p);
-    PolicyResult& pr = acc[p].pr;
-    pr.policy = policy;
-    // The rate of restarts this policy sees: every failure under fail-stop; under failover
-    // and adaptive the network failures it survives drop out.
-    double restart_rate = 0;
-    for (const auto& m : c.classes) {
-      const double cr = m.rate_per_unit_hour / 3600.0 * c.Units(m.cls) * c.rate_scale;
-      const double kept = policy == Policy::kFailStop ? 0
-                          : policy == Policy::kAdaptive && !pricer.Network(m.cls)
-                              ? pricer.AdaptiveKeepShare(m.cls)
-                              : pricer.SurviveShare(m.cls);
-      restart_rate += cr * (1 - kept);
-    }
+  auto young_daly = [&](PolicyResult& pr, double restart_rate) {
     if (c.checkpoint_interval_s) {
       pr.checkpoint_interval_s = *c.checkpoint_interval_s;
     } else if (restart_rate <= 0 || c.checkpoint_cost_s <= 0) {
@@ -495,7 +598,41 @@ ScaleResult Simulate(const SimConfig& c, const Calibration* cal, int seeds, uint
                            std::to_string(daly) + " s");
       }
     }
+  };
+  for (int p = 0; p < kNumPolicies; ++p) {
+    const Policy policy = static_cast<Policy>(p);
+    PolicyResult& pr = acc[p].pr;
+    pr.policy = policy;
+    // The rate of restarts this policy sees: every failure the CCL sees under fail-stop; under
+    // failover the network failures it survives drop out. Adaptive's: measured below.
+    double restart_rate = 0;
+    for (const auto& m : c.classes) {
+      const double cr =
+          m.rate_per_unit_hour / 3600.0 * c.Units(m.cls) * c.rate_scale * pricer.HitShare(m.cls);
+      const double kept = policy == Policy::kFailStop ? 0 : pricer.SurviveShare(m.cls);
+      restart_rate += cr * (1 - kept);
+    }
+    if (policy != Policy::kAdaptive) young_daly(pr, restart_rate);
   }
+  // Adaptive's restart rate: a pilot run over the first seed's failures at failover's
+  // interval (what the cost model picks depends on the state, so no share is known ahead).
+  {
+    const std::vector<Arrival> pilot = Arrivals(c, base_seed * 1000003ULL);
+    const Outcome o = RunPolicy(c, pricer, Policy::kAdaptive,
+                                acc[static_cast<int>(Policy::kFailover)].pr.checkpoint_interval_s,
+                                pilot);
+    young_daly(acc[static_cast<int>(Policy::kAdaptive)].pr, o.restarts / horizon);
+  }
+  // The calibration's resamples (none without a calibration: nothing to resample).
+  const int boots = cal != nullptr && !cal->entries.empty() ? std::max(0, c.bootstrap) : 0;
+  r.bootstrap = boots;
+  std::vector<Calibration> resampled;
+  for (int b = 0; b < boots; ++b) resampled.push_back(Resample(*cal, base_seed * 7919ULL + b));
+  std::vector<Pricer> pricers;
+  for (const Calibration& rc : resampled) pricers.emplace_back(c, &rc);
+  // boot_means[b][p]: the mean loss of policy p over the seeds under resample b.
+  std::vector<std::vector<double>> boot_means(boots, std::vector<double>(kNumPolicies, 0.0));
+  std::vector<std::string> unpriced(kNumPolicies);
   // One seed at a time: its arrivals, then every policy over the same arrivals.
   for (int s = 0; s < seeds; ++s) {
     const std::vector<Arrival> arrivals = Arrivals(c, base_seed * 1000003ULL + s);
@@ -503,25 +640,59 @@ ScaleResult Simulate(const SimConfig& c, const Calibration* cal, int seeds, uint
       Acc& a = acc[p];
       const Outcome o =
           RunPolicy(c, pricer, static_cast<Policy>(p), a.pr.checkpoint_interval_s, arrivals);
+      if (!o.unpriced.empty() && unpriced[p].empty()) unpriced[p] = o.unpriced;
       a.lost_gpu_h.push_back((horizon - o.useful_s) * static_cast<double>(c.gpus) / 3600.0);
       a.ratios.push_back(o.useful_s / horizon);
       for (int k = 0; k < kNumClasses; ++k) a.breakdown[k] += o.lost_s[k];
       a.breakdown[kNumClasses] += o.checkpoint_s;
+      for (int k = 0; k < kNumActions; ++k) a.actions[k] += o.actions[k];
       a.restarts += o.restarts;
       a.failures += static_cast<double>(arrivals.size());
+      for (int b = 0; b < boots; ++b) {
+        const Outcome ob = RunPolicy(c, pricers[b], static_cast<Policy>(p),
+                                     a.pr.checkpoint_interval_s, arrivals);
+        if (!ob.unpriced.empty() && unpriced[p].empty()) unpriced[p] = ob.unpriced;
+        boot_means[b][p] += (horizon - ob.useful_s) * static_cast<double>(c.gpus) / 3600.0 / seeds;
+      }
     }
   }
+  // The calibration's variance of a statistic given its value under each resample.
+  auto boot_var = [&](const std::function<double(int)>& of) {
+    if (boots < 2) return 0.0;
+    double sum = 0, sq = 0;
+    for (int b = 0; b < boots; ++b) sum += of(b);
+    const double mean = sum / boots;
+    for (int b = 0; b < boots; ++b) sq += (of(b) - mean) * (of(b) - mean);
+    return sq / (boots - 1);
+  };
   for (int p = 0; p < kNumPolicies; ++p) {
     Acc& a = acc[p];
     PolicyResult& pr = a.pr;
-    pr.gpu_hours_lost = Summarize(a.lost_gpu_h);
-    pr.effective_ratio = Summarize(a.ratios);
+    const double cal_var = boot_var([&](int b) { return boot_means[b][p]; });
+    pr.gpu_hours_lost = Summarize(a.lost_gpu_h, cal_var);
+    // The ratio is 1 - lost / (G x horizon): its calibration variance follows.
+    const double scale = horizon * static_cast<double>(c.gpus) / 3600.0;
+    pr.effective_ratio = Summarize(a.ratios, cal_var / (scale * scale));
     pr.restarts_mean = a.restarts / seeds;
     pr.failures_mean = a.failures / seeds;
+    pr.unpriced = unpriced[p];
     for (int k = 0; k <= kNumClasses; ++k) {
       const std::string name =
           k < kNumClasses ? FaultClassName(static_cast<FaultClass>(k)) : "checkpoint";
       pr.breakdown.emplace_back(name, a.breakdown[k] / seeds * static_cast<double>(c.gpus) / 3600.0);
+    }
+    if (pr.policy == Policy::kAdaptive) {
+      for (int k = 0; k < kNumActions; ++k) {
+        pr.actions.emplace_back(policy::RecoveryPolicyName(static_cast<policy::RecoveryPolicy>(k)),
+                                a.actions[k] / seeds);
+      }
+    }
+    if (rails_used < c.rails_per_host) {
+      pr.notes.push_back("rails: " + c.ccl + " uses " + std::to_string(rails_used) + " of " +
+                         std::to_string(c.rails_per_host) + " rails per host (" + rails_rule +
+                         "); a NIC or link failure on another rail costs it nothing, so it sees " +
+                         std::to_string(rails_used) + "/" + std::to_string(c.rails_per_host) +
+                         " of them");
     }
     if (pr.policy != Policy::kFailStop) {
       for (const auto& m : modelled) {
@@ -534,30 +705,58 @@ ScaleResult Simulate(const SimConfig& c, const Calibration* cal, int seeds, uint
                            " that survived measured no degraded ratio (only permanent faults "
                            "have one); the capacity ratio (rails - 1) / rails is used");
       }
+      for (const auto& b : beds) {
+        pr.notes.push_back("degraded ratios of " + c.ccl + " were measured on a test bed of " + b +
+                           ", which the benchmark does not saturate: they do not say how a "
+                           "saturated production fabric slows down");
+      }
     }
     if (pr.policy == Policy::kAdaptive) {
-      for (const auto& m : adaptive_measured) {
-        pr.notes.push_back(m + " of " + c.ccl +
-                           " under policy adaptive: each failure takes the action a drawn "
-                           "run's selector ended on, priced by the rule of the policy that "
-                           "takes it (a restart; failover's drawn cost; a shrink: the run's "
-                           "stall, then the job without that host, (hosts - 1) / hosts of its "
-                           "compute, until the part works again and the host rejoins)");
+      pr.notes.push_back(
+          "at each failure the cost model (runner/policy/cost_model.h) chooses at the "
+          "simulated time, over the job's remaining horizon; the outage is " +
+          std::string(c.selector_outage == "exact"
+                          ? "told to it (an oracle, not a live selector)"
+                      : c.selector_outage == "mean"
+                          ? "expected to last the mean transient outage (a history's estimate)"
+                          : "unknown to it (treated as permanent)") +
+          "; its checkpoint interval follows the restarts of a pilot run");
+      pr.notes.push_back(
+          c.GrowCost()
+              ? "shrink: the job runs without the host until the part works again, then takes "
+                "it back at the grow cost of " +
+                    std::to_string(*c.GrowCost()) + " s"
+              : std::string(c.grow_cost_s ? "shrink: " + c.ccl + " cannot grow its group"
+                                          : "shrink: no grow has been measured") +
+                    ", so the job runs without the host until its next restart (a later "
+                    "failure that restarts it; no planned restart, so at worst to the "
+                    "horizon)");
+      for (const auto& m : shrink_measured) {
+        pr.notes.push_back("shrink stall of " + m + " of " + c.ccl +
+                           " under policy adaptive that ended on shrink (drawn)");
       }
-      for (const auto& m : adaptive_stops) {
-        pr.notes.push_back(m + ": no runs of " + c.ccl +
-                           " under policy adaptive that lost a rank; fail-stop, as under the "
-                           "other policies");
-      }
-      for (const auto& m : adaptive_modelled) {
-        pr.notes.push_back(
-            m + ": no runs of " + c.ccl +
-            " under policy adaptive; a model, not a measurement: the cheaper of failover's "
-            "drawn cost and a restart, as an idealised greedy selector with exact estimates "
-            "of that failure's costs would choose");
+      for (const auto& m : shrink_unmeasured) {
+        pr.notes.push_back(m + ": no run of " + c.ccl +
+                           " under policy adaptive ended on shrink; shrink is not offered");
       }
     }
     r.policies.push_back(std::move(pr));
+  }
+  // Paired differences: the same failures and the same resample on both sides.
+  const std::pair<Policy, Policy> pairs[] = {{Policy::kFailover, Policy::kFailStop},
+                                             {Policy::kAdaptive, Policy::kFailStop},
+                                             {Policy::kAdaptive, Policy::kFailover}};
+  for (const auto& [pa, pb] : pairs) {
+    const int ia = static_cast<int>(pa), ib = static_cast<int>(pb);
+    PolicyDifference d;
+    d.a = pa;
+    d.b = pb;
+    std::vector<double> diff(seeds);
+    for (int s = 0; s < seeds; ++s) diff[s] = acc[ia].lost_gpu_h[s] - acc[ib].lost_gpu_h[s];
+    d.gpu_hours_lost =
+        Summarize(diff, boot_var([&](int b) { return boot_means[b][ia] - boot_means[b][ib]; }));
+    d.unpriced = !unpriced[ia].empty() ? unpriced[ia] : unpriced[ib];
+    r.differences.push_back(d);
   }
   return r;
 }

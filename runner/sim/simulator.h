@@ -8,10 +8,15 @@
 //    hosts x rails_per_host, other = GPUs). A network failure (nic, network) is transient with
 //    probability transient_fraction (an outage of exponential length, mean transient_outage_s)
 //    or else permanent (the part is repaired repair_s later, or at the next restart).
+//  - Transfer rule, rails: a network failure strikes one rail of its host, uniformly. The CCL
+//    uses RailsUsed() of the rails_per_host rails (SimConfig::RailsUsed says which rule gave
+//    the number); a failure of a rail it never uses costs it nothing under every policy. So a
+//    single-rail library on an R-rail host is hit by 1/R of NIC and link failures.
 //  - The job computes; after every checkpoint_interval_s of work it writes a checkpoint taking
 //    checkpoint_cost_s. A restart costs restart_cost_s and loses the work since the last
-//    completed checkpoint (a failure during a checkpoint loses that interval too). Failures that
-//    arrive during a restart are absorbed by it.
+//    completed checkpoint (a failure during a checkpoint loses that interval too). A failure
+//    that arrives during a restart (on a rail the CCL uses) starts the restart over (Daly's
+//    complete model: the rendezvous of the restart fails with it).
 //  - fail_stop: every failure restarts the job. failover: GPU, host and other failures restart
 //    it; a network failure takes the cost of a fault of its kind drawn from the calibration
 //    for the CCL (a whole measured fault: if that run survived, the job stalls for its stall_ms
@@ -19,17 +24,37 @@
 //    not, the job restarts). A transient failure draws among the faults that were reverted.
 //    Without a calibration entry, the config's model (survive, stall model_stall_s, ratio
 //    (rails - 1) / rails) is used, and so is that ratio where a surviving run measured none;
-//    the output says so. A ratio above 1 (noise) counts as 1. adaptive: where the calibration
-//    has training runs of the kind under policy adaptive, the action a drawn run's selector
-//    ended on, priced by the rule of the policy that takes it: a restart; failover's drawn
-//    cost; a shrink: the run's stall, then the job without the failed part's host ((hosts - 1)
-//    / hosts of its compute) until the part works again and the host rejoins; a wait: held for
-//    the outage. Elsewhere a model, not a measurement: the cheaper of failover's drawn cost and
-//    a restart, as an idealised greedy selector with exact estimates of that failure's costs
-//    would choose. Either is said. A GPU or host failure restarts the job under fail_stop and
-//    failover; under adaptive, where the calibration has adaptive runs that lost a rank
-//    (rank_kill), a drawn run's selector decides: a shrink costs its stall and the host until
-//    it is replaced, anything else a restart.
+//    the output says so. A ratio above 1 (noise) counts as 1. A drawn run that survived
+//    without a measured stall is not priced as no stall: the policy's figures are unpriced
+//    (null, with the reason).
+//  - adaptive: at each failure the selector's cost model (runner/policy/cost_model.h, Decide)
+//    chooses, evaluated at the simulated time with what the job knows then: fault class
+//    (gpu, host: rank; nic: nic; network: link), world size = G ranks, the job's remaining
+//    horizon as steps_remaining x step_time_s (step_time_s = 1 s: with t_s = t the model's
+//    costs depend on N and t only through N t), comm_fraction, the drawn failover run's
+//    ratio as the surviving bandwidth (0 where that run did not survive, or for a lost rank),
+//    the work since the last checkpoint, restart_cost_s, the drawn failover stall as the
+//    switch cost, wait_bound_s, and a shrink of shrink_ranks = gpus_per_host ranks (a host,
+//    as the shrink is priced) costing the stall of a drawn adaptive run of the class's kinds
+//    that ended on shrink. What it expects of the outage is selector_outage: "unknown"
+//    (expected_outage_s absent, as for a live selector without a flap history: permanent),
+//    "mean" (every network failure's outage expected to be transient_outage_s long, as a
+//    history of past outages would say; the selector cannot tell a permanent failure from a
+//    transient one) or "exact" (an oracle: a transient failure's true outage, a permanent
+//    one's absent). Where the calibration has no such shrink run, shrink is not offered (the CCL has
+//    not been measured shrinking): the cheapest other applicable option is taken. The chosen
+//    action is priced by the rule of the policy that takes it:
+//      fail_stop: a restart;  failover: failover's drawn cost;
+//      shrink: the drawn shrink stall, then the job without one host ((G - k) / G of its
+//        compute, k = shrink_ranks) until its next restart (a later failure that restarts it;
+//        no planned restart is modelled, so at worst until the horizon). Where the CCL can
+//        grow its group (SimConfig::GrowCost: the can_grow trait and a grow_cost_s), the
+//        shrink instead ends when the part works again (repair, or the outage), at the cost
+//        of that stall;
+//      wait: held for min(outage, wait_bound_s); an outage longer than the bound then takes the
+//        fallback the cost model named, or where it named none (it expected the outage within
+//        the bound) the cheapest other option of the same decision, priced by its rule from
+//        the end of the wait.
 //  - A degraded network slows the communication share of a step: speed = 1 / (comm_fraction /
 //    ratio + 1 - comm_fraction); overlapping losses compound (ratio = 1 - the sum of what each
 //    took), a shrink multiplies the speed by the compute left, and the slowdown is charged to
@@ -37,17 +62,23 @@
 //  - A run's outcome stands for each of its faults (calibration.h); "hung" is priced as a
 //    restart, without the watchdog's wait.
 //  - The checkpoint interval is fixed (>= 1 s) or Young/Daly's first order, sqrt(2 x M x C)
-//    (>= 1 s), M the policy's mean time between restarts; Daly's higher-order interval is given
-//    beside it, with a note where they differ by more than 5 %. A checkpoint cost of 0 means
-//    continuous, free checkpoints: nothing is lost at a restart.
+//    (>= 1 s), M the policy's mean time between restarts (adaptive: the restarts of a pilot run
+//    over the first seed's failures); Daly's higher-order interval is given beside it, with a
+//    note where they differ by more than 5 %. A checkpoint cost of 0 means continuous, free
+//    checkpoints: nothing is lost at a restart.
 //  - A failure arriving during a stall is handled when the stall ends.
 //  - The loss is G x (wall time - useful work), in GPU-hours; useful work is what was computed
 //    and not lost (work since the last checkpoint at the end of the horizon counts).
+//  - Intervals: 95 % of the mean, from the seeds (normal approximation) and, with a
+//    calibration, from the calibration's own sampling: `bootstrap` resamples of every entry's
+//    samples (with replacement), each run over the same seeds; the variance of their means is
+//    added to the seeds'. A difference between two policies is paired: the same failures and
+//    the same resample for both, the interval from the per-seed differences the same way.
 //
-// Closed form of the fail-stop model (the unit tests hold the simulator to it): with job
-// failure rate L, interval tau, checkpoint cost C and restart cost R, a segment of
-// a = tau + C takes E[T] = (e^(L a) - 1) (1/L + R) on average, so the useful share of wall
-// time is tau / E[T].
+// Closed form of the fail-stop model (Daly 2006, complete form; the unit tests hold the
+// simulator to it): with job failure rate L, interval tau, checkpoint cost C and restart cost
+// R, a segment of a = tau + C takes E[T] = e^(L R) (e^(L a) - 1) / L on average (restarts
+// interrupted by failures included), so the useful share of wall time is tau / E[T].
 #pragma once
 
 #include <cstdint>
@@ -98,6 +129,16 @@ struct SimConfig {
   double comm_fraction = 0.3;
   double model_stall_s = 1;  // failover's stall where the calibration has no entry
   std::string ccl = "ftccl";  // whose calibration prices failover
+  // Rails of a host the CCL uses; absent: RailsUsed's rule.
+  std::optional<int> ccl_rails;
+  // s a shrunk job stalls to take a repaired host back (grow). Absent: no grow has been
+  // measured, and a shrunk job runs without the host until its next restart.
+  std::optional<double> grow_cost_s;
+  double wait_bound_s = 5;  // the longest the wait option holds the job
+  // What the selector expects of an outage: "unknown", "mean" or "exact" (simulator.h, top).
+  std::string selector_outage = "unknown";
+  // Resamples of the calibration for its share of the intervals; 0: seeds only.
+  int bootstrap = 20;
   std::vector<std::string> sources;  // "key: source" for the scalar defaults above
 
   // Llama 3 405B's 54-day run on 16,384 H100s (419 unexpected interruptions), its table's
@@ -108,13 +149,21 @@ struct SimConfig {
   Status ApplyYaml(const std::string& text, const std::string& name);
   nlohmann::json ToJson() const;  // every input with its source
   int64_t Hosts() const;
+  // Rails of a host the CCL uses: ccl_rails where set (at most rails_per_host); else every rail
+  // for a library that stripes over all (ftccl, nccl), one for the others. `why` (optional)
+  // gets the rule's text.
+  int RailsUsed(std::string* why = nullptr) const;
+  // The grow cost a shrink is priced with: grow_cost_s where the CCL can grow its group (the
+  // `can_grow` trait); absent otherwise, and a shrunk job then runs without the host until its
+  // next restart.
+  std::optional<double> GrowCost() const;
   double Units(FaultClass c) const;
   double JobRatePerSecond() const;  // every class, scaled
 };
 
 struct Interval {
   double mean = 0;
-  double lo = 0;  // 95 % confidence interval of the mean over seeds (normal approximation)
+  double lo = 0;  // 95 % interval of the mean: seeds and calibration (simulator.h, top)
   double hi = 0;
   nlohmann::json ToJson() const;  // {"mean", "ci95": [lo, hi]}
 };
@@ -131,6 +180,18 @@ struct PolicyResult {
   // its degraded running) and "checkpoint". They sum to gpu_hours_lost.
   std::vector<std::pair<std::string, double>> breakdown;
   std::vector<std::string> notes;  // what was modelled rather than measured
+  // Non-empty: a cost it needed was not measured; the figures above mean nothing.
+  std::string unpriced;
+  // adaptive: mean count per run of each action the cost model chose ("failover", ...).
+  std::vector<std::pair<std::string, double>> actions;
+};
+
+// policy `a` minus policy `b`, paired (same failures, same calibration resample).
+struct PolicyDifference {
+  Policy a = Policy::kFailover;
+  Policy b = Policy::kFailStop;
+  Interval gpu_hours_lost;
+  std::string unpriced;  // either side's
 };
 
 struct ScaleResult {
@@ -139,6 +200,9 @@ struct ScaleResult {
   double failures_per_day = 0;
   double mtbf_h = 0;  // the job's mean time between failures
   std::vector<PolicyResult> policies;  // in Policy order
+  // failover - fail_stop, adaptive - fail_stop, adaptive - failover.
+  std::vector<PolicyDifference> differences;
+  int bootstrap = 0;  // calibration resamples behind the intervals (0: seeds only)
 };
 
 // kInvalidArgument when the inputs cannot be simulated: days or rate-scale not finite, a

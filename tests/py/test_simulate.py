@@ -61,16 +61,37 @@ def test_calibrate_then_simulate_prices_each_policy(runs, tmp_path):
         s = json.loads((out / "simulation.json").read_text())
         assert s["schema"] == "faultline.simulation/v1"
         assert [x["gpus"] for x in s["scales"]] == [1024, 8192]
-        assert s["policies"] == s["scales"][0]["policies"]
+        small, large = s["scales"]
+        # Failure rates scale with the job: 8x the GPUs (and hosts), 8x the failures per day.
+        assert large["failures_per_day"] == pytest.approx(8 * small["failures_per_day"], rel=1e-9)
+        assert large["mtbf_h"] == pytest.approx(small["mtbf_h"] / 8, rel=1e-9)
         for p in ("fail_stop", "failover", "adaptive"):
-            g = s["policies"][p]["gpu_hours_lost"]
-            assert g["ci95"][0] <= g["mean"] <= g["ci95"][1]
+            for scale in s["scales"]:
+                check_policy(scale, scale["policies"][p], days=30)
+            # The seeds drew about failures_per_day x days failures each (Poisson, 8 seeds).
+            for scale in s["scales"]:
+                want = scale["failures_per_day"] * 30
+                assert abs(scale["policies"][p]["failures_mean"] - want) < 0.35 * want, (p, scale)
+            # A larger job loses more GPU-hours under every policy.
+            assert (large["policies"][p]["gpu_hours_lost"]["mean"]
+                    > small["policies"][p]["gpu_hours_lost"]["mean"]), p
+        # "policies" is the first scale's, not the last's.
+        assert (s["policies"]["fail_stop"]["gpu_hours_lost"]["mean"]
+                == small["policies"]["fail_stop"]["gpu_hours_lost"]["mean"])
         assert s["calibration"]["ccl"] == ccl
         assert "--calibration" in s["command"]
         results[ccl] = s
-    # Gloo dies of a permanent port failure: its failover loses more than ftccl's.
-    assert (results["gloo"]["policies"]["failover"]["gpu_hours_lost"]["mean"]
-            > results["ftccl"]["policies"]["failover"]["gpu_hours_lost"]["mean"])
+    # Gloo dies of a permanent port failure (a restart), ftccl rides it out; Gloo, on one of
+    # the 8 rails, sees only the failures of that rail, so fail-stop restarts it less often.
+    for g in range(2):
+        gloo, ftccl = results["gloo"]["scales"][g]["policies"], results["ftccl"]["scales"][g]["policies"]
+        assert ftccl["failover"]["restarts_mean"] < gloo["failover"]["restarts_mean"]
+        assert gloo["fail_stop"]["restarts_mean"] < ftccl["fail_stop"]["restarts_mean"]
+    assert any("uses 1 of 8 rails" in n for n in results["gloo"]["policies"]["failover"]["notes"])
+    # The paired differences are in the file, and a calibration's resamples behind the intervals.
+    assert set(results["ftccl"]["scales"][0]["differences_gpu_hours_lost"]) == {
+        "failover - fail_stop", "adaptive - fail_stop", "adaptive - failover"}
+    assert results["ftccl"]["scales"][0]["bootstrap"] == 20
     # No failures at all (--rate-scale 0): nothing is lost under any policy.
     out = tmp_path / "none"
     r = fl("simulate", "--gpus", "1024", "--days", "30", "--seeds", "2", "--rate-scale", "0",
@@ -78,6 +99,40 @@ def test_calibrate_then_simulate_prices_each_policy(runs, tmp_path):
     assert r.returncode == 0, r.stderr
     s = json.loads((out / "simulation.json").read_text())
     assert all(p["gpu_hours_lost"]["mean"] == 0 for p in s["policies"].values())
+
+
+def check_policy(scale, p, days):
+    """What one policy's figures must satisfy, each computed independently of the others:
+    lost GPU-hours are the GPUs' hours not spent on useful work (gpus x horizon x (1 - the
+    effective ratio), per seed and so for the mean and the interval), the breakdown by cause
+    sums to the loss, and the interval is the mean's over seeds (nonzero with failures)."""
+    hours = scale["gpus"] * days * 24
+    lost, ratio = p["gpu_hours_lost"], p["effective_training_time_ratio"]
+    assert lost["mean"] == pytest.approx(hours * (1 - ratio["mean"]), rel=1e-6)
+    assert lost["ci95"][1] - lost["mean"] == pytest.approx(
+        hours * (ratio["mean"] - ratio["ci95"][0]), rel=1e-6, abs=1e-6)
+    assert sum(p["breakdown_gpu_hours"].values()) == pytest.approx(lost["mean"], rel=1e-6)
+    assert lost["ci95"][0] < lost["mean"] < lost["ci95"][1]
+    assert lost["mean"] - lost["ci95"][0] == pytest.approx(lost["ci95"][1] - lost["mean"], rel=1e-9)
+    assert 0 < ratio["mean"] < 1
+
+
+def test_confidence_interval_is_the_means_over_seeds(tmp_path):
+    """The 95 % interval of the mean narrows as 1/sqrt(seeds): 4x the seeds, about half the
+    width. An interval of the spread of single runs (not of their mean) would not narrow."""
+    if not os.path.exists(FAULTLINE):
+        pytest.skip(f"{FAULTLINE} is not built")
+    width = {}
+    for seeds in (8, 32):
+        out = tmp_path / f"s{seeds}"
+        r = fl("simulate", "--gpus", "8192", "--days", "30", "--seeds", str(seeds),
+               "--out", str(out))
+        assert r.returncode == 0, r.stdout + r.stderr
+        s = json.loads((out / "simulation.json").read_text())
+        g = s["policies"]["fail_stop"]["gpu_hours_lost"]
+        width[seeds] = g["ci95"][1] - g["ci95"][0]
+        assert width[seeds] > 0
+    assert 0.3 < width[32] / width[8] < 0.75, width
 
 
 def test_bad_input_exits_2_with_the_reason(runs, tmp_path):
@@ -103,3 +158,28 @@ def test_bad_input_exits_2_with_the_reason(runs, tmp_path):
     r = fl("calibrate", str(empty), "--out", str(tmp_path / "c.json"))
     assert r.returncode == 2 and "no usable report.json" in r.stderr
     assert not (tmp_path / "c.json").exists()
+
+
+def test_simulation_page_reads_well(runs, tmp_path):
+    """simulation.html renders its Markdown sections as HTML (no '###' or '|---|' on the page),
+    and with one scale simulated the scale plot still shows a point per policy that lost
+    GPU-hours; in Chromium at 1400 px nothing runs past the page's right edge."""
+    from page_check import check_page
+    import re
+    cal = tmp_path / "cal.json"
+    assert fl("calibrate", str(runs), "--out", str(cal)).returncode == 0
+    out = tmp_path / "one"
+    r = fl("simulate", "--gpus", "1024", "--days", "30", "--seeds", "4", "--calibration", str(cal),
+           "--ccl", "ftccl", "--out", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    page = (out / "simulation.html").read_text()
+    s = json.loads((out / "simulation.json").read_text())
+    assert "###" not in page and "|---" not in page and "| ---" not in page
+    assert "<h3>Inputs and their sources</h3>" in page, page[-3000:]
+    assert re.search(r"<table>\s*<tr><th>input</th>", page)
+    lost = [p for p, v in s["scales"][0]["policies"].items() if v["gpu_hours_lost"]["mean"] > 0]
+    assert lost, "the calibration should make some policy lose GPU-hours"
+    plot = page.split("<h2>Lost GPU-hours vs scale</h2>", 1)[1].split("</svg>", 1)[0]
+    assert plot.count('<circle class="point"') == len(lost), plot
+    # Rendered in Chromium: nothing past the page's column at 1400 px, no raw Markdown.
+    check_page(str(out / "simulation.html"), tmp_path)
