@@ -2,7 +2,9 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -10,13 +12,15 @@
 #include "runner/core/report_json.h"
 #include "runner/exec/site_common.h"
 
+extern char** environ;
+
 namespace faultline::runner {
 namespace {
 
 namespace fs = std::filesystem;
 
-// What makes two training runs twins: everything that sets the fault-free rate, less the
-// policy (the twin runs policy failover whatever the run's is: FindOrRunTwin).
+}  // namespace
+
 std::string TwinKey(const Scenario& sc, const RunOptions& o) {
   const Topology& t = sc.topology;
   const Workload& w = sc.workload;
@@ -35,6 +39,14 @@ std::string TwinKey(const Scenario& sc, const RunOptions& o) {
     k += ";host=" + h.name + "@" + h.addr;
     for (const InventoryRail& r : h.rails) k += "," + r.netdev + "/" + r.rdma + ":" + r.addr;
   }
+  // The library's environment overrides (FTCCL_ABORT_TIMEOUT_MS, ...) reach every rank and
+  // change its behaviour and rate: a twin made under other ones is not this run's.
+  std::vector<std::string> overrides;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    if (std::strncmp(*e, "FTCCL_", 6) == 0) overrides.emplace_back(*e);
+  }
+  std::sort(overrides.begin(), overrides.end());
+  for (const std::string& v : overrides) k += ";env=" + v;
   // A rebuilt worker may run at another rate: its size and time are part of the key.
   struct stat st {};
   const std::string worker = o.worker_path.empty() ? ExeDir() + "/faultline-worker" : o.worker_path;
@@ -43,8 +55,6 @@ std::string TwinKey(const Scenario& sc, const RunOptions& o) {
   }
   return Sha256Hex(k).substr(0, 16);
 }
-
-}  // namespace
 
 // Runs (or finds) the fault-free twin of `sc` and says where its report is.
 void FindOrRunTwin(const Scenario& sc, RunOptions* o) {

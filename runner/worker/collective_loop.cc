@@ -1,6 +1,7 @@
 #include "runner/worker/collective_loop.h"
 
 #include <algorithm>
+#include <map>
 #include <vector>
 
 namespace faultline::runner {
@@ -37,6 +38,13 @@ int CollectiveLoop::Run() {
                                   [&] { return rank_.ccl().Finish(o_.timeout); });
   if (!st.ok()) return rank_.Fail("final barrier: " + st.ToString(), NowNs());
   rank_.DrainEvents();
+  const auto stats = rank_.ccl().Stats();
+  if (!stats.empty()) {
+    const std::map<std::string, uint64_t> counters(stats.begin(), stats.end());
+    if (!rank_.log().Write(WorkerStatsLine(NowNs(), counters))) {
+      return rank_.InternalFailure("cannot write the log");
+    }
+  }
   WorkerEnd end;
   end.ok = true;
   end.message = "completed " + std::to_string(next_index_) + " collectives";

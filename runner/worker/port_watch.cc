@@ -44,19 +44,32 @@ PortWatch PortWatch::ForRails(int rank, std::vector<std::string> rails) {
       [rails = std::move(rails)] { return RailInterfaces(rails); });
 }
 
-void PortWatch::Look(bool fault_on) {
-  if (off_) return;
-  if (source_ == nullptr) {
-    auto source = factory_();
-    if (!source.ok() || *source == nullptr) {
-      std::fprintf(stderr, "faultline-worker: rank %d: not watching its ports: %s\n", rank_,
-                   source.ok() ? "no port source" : source.status().ToString().c_str());
-      off_ = true;
-      return;
-    }
-    source_ = std::move(source).value();
-    names_ = interfaces_();
+bool PortWatch::Open() {
+  if (off_) return false;
+  if (source_ != nullptr) return true;
+  auto source = factory_();
+  if (!source.ok() || *source == nullptr) {
+    std::fprintf(stderr, "faultline-worker: rank %d: not watching its ports: %s\n", rank_,
+                 source.ok() ? "no port source" : source.status().ToString().c_str());
+    off_ = true;
+    return false;
   }
+  source_ = std::move(source).value();
+  names_ = interfaces_();
+  return true;
+}
+
+bool PortWatch::AllUp() {
+  if (!Open() || names_.empty()) return false;
+  for (const std::string& name : names_) {
+    auto port = source_->Get(name);
+    if (!port.ok() || !port->running) return false;
+  }
+  return true;
+}
+
+void PortWatch::Look(bool fault_on) {
+  if (!Open()) return;
   bool down = false;
   std::vector<uint32_t> changes;
   for (const std::string& name : names_) {

@@ -47,9 +47,15 @@ class PortWatch final {
   // One look, at a step boundary; `fault_on`: some path is down or a fault is news.
   void Look(bool fault_on);
   bool own_port_down() const { return own_port_down_; }
+  // Every rail port of this rank is there and running now (a repaired host's ports are back).
+  // false where the ports cannot be read (the watch is off).
+  bool AllUp();
   bool off() const { return off_; }
 
  private:
+  // Opens the source on first use; false when the watch is off.
+  bool Open();
+
   int rank_;
   SourceFactory factory_;
   InterfaceLister interfaces_;

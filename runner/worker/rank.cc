@@ -124,6 +124,7 @@ void Rank::DrainEvents() {
 }
 
 std::vector<int> Rank::Members() const {
+  if (!members_.empty()) return members_;
   std::vector<int> members;
   for (int r = 0; r < o_.size; ++r) {
     if (std::find(excluded_.begin(), excluded_.end(), r) == excluded_.end()) members.push_back(r);
@@ -134,6 +135,7 @@ std::vector<int> Rank::Members() const {
 int Rank::ShrinkWithout(const std::vector<int>& lost_ranks, const std::string& what,
                         int64_t failed_ns, const Status& why, int64_t* took_ns) {
   excluded_.insert(excluded_.end(), lost_ranks.begin(), lost_ranks.end());
+  for (int r : lost_ranks) members_.erase(std::remove(members_.begin(), members_.end(), r), members_.end());
   std::string lost;
   for (int r : lost_ranks) lost += (lost.empty() ? "" : ", ") + std::to_string(r);
   ShrinkRecord rec;
@@ -159,6 +161,38 @@ int Rank::ShrinkWithout(const std::vector<int>& lost_ranks, const std::string& w
       static_cast<int>(std::find(members.begin(), members.end(), o_.rank) - members.begin());
   *took_ns = rec.end_ns - rec.start_ns;
   return kWorkerExitOk;
+}
+
+Status Rank::GrowWith(const std::string& grow_id, const std::vector<int>& joiners) {
+  std::vector<int> members = Members();
+  const Status st = Guarded("grow", o_.init_timeout, std::nullopt,
+                            [&] { return adapter_->Grow(grow_id, joiners, o_.init_timeout); });
+  DrainEvents();
+  if (!st.ok()) return st;
+  members.insert(members.end(), joiners.begin(), joiners.end());
+  SetMembers(members);
+  return Status::Ok();
+}
+
+Status Rank::JoinGrown(const workload::adapters::CclInit& init, const std::string& grow_id,
+                       const std::vector<int>& members) {
+  const Status st = Guarded("join", o_.init_timeout, std::nullopt,
+                            [&] { return adapter_->JoinGrown(init, grow_id, members); });
+  DrainEvents();
+  if (!st.ok()) return st;
+  SetMembers(members);
+  return Status::Ok();
+}
+
+void Rank::SetMembers(const std::vector<int>& members) {
+  members_ = members;
+  excluded_.clear();
+  for (int r = 0; r < o_.size; ++r) {
+    if (std::find(members.begin(), members.end(), r) == members.end()) excluded_.push_back(r);
+  }
+  group_size_ = static_cast<int>(members.size());
+  group_rank_ =
+      static_cast<int>(std::find(members.begin(), members.end(), o_.rank) - members.begin());
 }
 
 int Rank::NewBuffers(size_t send_bytes, size_t recv_bytes) {

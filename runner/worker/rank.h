@@ -77,6 +77,15 @@ class Rank final {
   int ShrinkWithout(const std::vector<int>& lost_ranks, const std::string& what, int64_t failed_ns,
                     const Status& why, int64_t* took_ns);
 
+  // Grows the group by `joiners` (world ranks left out before, appended in this order: a
+  // member's side of a rejoin) with the library's Grow of `grow_id`. On failure the group is
+  // unchanged and still usable.
+  Status GrowWith(const std::string& grow_id, const std::vector<int>& joiners);
+  // A left-out rank's side of a rejoin (its communicator aborted): joins the grown group whose
+  // world ranks are `members`, in the group's order. On success this rank is a member again.
+  Status JoinGrown(const workload::adapters::CclInit& init, const std::string& grow_id,
+                   const std::vector<int>& members);
+
   // New send / recv buffers; the old ones (revoked after a failure) stay allocated until the
   // end. kWorkerExitOk or the internal failure.
   int NewBuffers(size_t send_bytes, size_t recv_bytes);
@@ -94,6 +103,8 @@ class Rank final {
   int InternalFailure(const std::string& message);
 
  private:
+  void SetMembers(const std::vector<int>& members);
+
   const WorkerOptions& o_;
   LogFile log_;
   // The buffers outlive the adapter: a library may touch them until it is destroyed.
@@ -101,6 +112,9 @@ class Rank final {
   std::unique_ptr<AlignedBuffer> recv_;
   std::vector<std::unique_ptr<AlignedBuffer>> retired_;  // buffers of failed calls
   std::vector<int> excluded_;
+  // The group's world ranks in the library's order (a grow appends its joiners); empty: the
+  // world in order.
+  std::vector<int> members_;
   int group_size_ = o_.size;
   int group_rank_ = o_.rank;
   std::unique_ptr<workload::adapters::CclAdapter> adapter_;

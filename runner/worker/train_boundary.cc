@@ -8,6 +8,13 @@
 #include "runner/worker/train_loop.h"
 
 namespace faultline::runner {
+namespace {
+
+// The cost model's shrink cost until this group has shrunk once (a labelled default: the
+// decision line's input_sources says so).
+constexpr double kDefaultShrinkCostS = 0.05;
+
+}  // namespace
 
 // The policy's work between two steps. kWorkerExitOk to run the next step.
 int TrainLoop::StepBoundary() {
@@ -36,6 +43,7 @@ int TrainLoop::StepBoundary() {
   g.matrix = &matrix_;
   g.now_ns = NowNs();
   g.base = BaseState(rank_.group_size());
+  base_sources_ = InputSources();
   policies::Action action = policy_->AtBoundary(g);
   if (action.kind == policies::Action::kShare) {
     std::optional<policy::RecoveryPolicy> chosen;
@@ -51,15 +59,19 @@ int TrainLoop::StepBoundary() {
 }
 
 // Carries out a boundary's action.
+// A pending decision's action takes effect when the hold begins, the shrunk group is ready,
+// the communicator is aborted for the restart, or (failover, no action) now.
 int TrainLoop::Act(const policies::Action& action, const std::vector<int64_t>* state) {
   switch (action.kind) {
     case policies::Action::kHold:
+      WriteDecision(NowNs());
       return Hold();
     case policies::Action::kShrinkAffected:
       return ShrinkAffected(*state, action.why);
     case policies::Action::kFailStop:
       return FailStop(action.why, paths_.first_fault_ns().value_or(NowNs()));
     default:
+      WriteDecision(NowNs());
       return kWorkerExitOk;
   }
 }
@@ -140,14 +152,45 @@ policy::PolicyState TrainLoop::BaseState(int ranks) const {
   s.checkpoint_age_s = static_cast<double>(step_ - last_ckpt_step_) * step_s;
   // Unless the runner measured it: this process's start to ready (launch and rendezvous) plus
   // its last checkpoint write (a restart loads about as much).
-  s.restart_cost_s = o_.restart_cost
-                         ? o_.restart_cost->count() / 1e3
-                         : std::max<int64_t>(0, rank_.ready_ns() - rank_.process_start_ns()) / 1e9 +
-                               last_ckpt_write_ns_ / 1e9;
-  s.shrink_cost_s = last_shrink_ns_ > 0 ? last_shrink_ns_ / 1e9 : 0.05;
-  s.failover_switch_cost_s = 0;
+  // Unless the runner measured it: the runner's relaunch (detect, kill, reap, start; measured
+  // at the run's setup) plus this process's start to ready (rendezvous) plus its last
+  // checkpoint write (a restart loads about as much).
+  s.restart_cost_s =
+      o_.restart_cost
+          ? o_.restart_cost->count() / 1e3
+          : (o_.relaunch_cost ? o_.relaunch_cost->count() / 1e3 : 0.0) +
+                std::max<int64_t>(0, rank_.ready_ns() - rank_.process_start_ns()) / 1e9 +
+                last_ckpt_write_ns_ / 1e9;
+  s.shrink_cost_s = last_shrink_ns_ > 0 ? last_shrink_ns_ / 1e9 : kDefaultShrinkCostS;
+  s.failover_switch_cost_s = switch_ns_ ? *switch_ns_ / 1e9 : 0.0;
   s.wait_bound_s = o_.wait_bound.count() / 1e3;
   return s;
+}
+
+nlohmann::json TrainLoop::InputSources() const {
+  nlohmann::json j;
+  j["step_time_s"] = clean_steps_ > 0 ? "measured: the mean of this group's fault-free steps"
+                                      : "default: the compute time (no fault-free step yet)";
+  j["comm_fraction"] = clean_steps_ > 0 ? "measured: the fault-free steps' allreduce share"
+                                        : "default: 0 (no fault-free step yet)";
+  if (o_.restart_cost) {
+    j["restart_cost_s"] = "measured: the job's last restart, detect to its first step";
+  } else if (o_.relaunch_cost) {
+    j["restart_cost_s"] = "estimate: the runner's relaunch measured at setup (" +
+                          std::to_string(o_.relaunch_cost->count()) +
+                          " ms) + this rank's start to ready + its last checkpoint write";
+  } else {
+    j["restart_cost_s"] =
+        "estimate without the runner's relaunch (not measured): this rank's start to ready + "
+        "its last checkpoint write";
+  }
+  j["shrink_cost_s"] = last_shrink_ns_ > 0 ? "measured: this group's last shrink"
+                                           : "default: 0.05 s (no shrink yet)";
+  j["failover_switch_cost_s"] =
+      switch_ns_ ? "measured: the stall of the step during which the library reported a fault"
+                 : "default: 0 (no fault seen during a step yet)";
+  j["wait_bound_s"] = "configured";
+  return j;
 }
 
 // The coordinator's decision: Decide, timed, and the decision line. nullopt when the state is
@@ -172,8 +215,32 @@ std::optional<policy::RecoveryPolicy> TrainLoop::DecideAndLog(
   rec.decision = policy::DecisionToJson(req.state, d);
   rec.decision["trigger"] = req.trigger;
   rec.decision["shrink_set"] = req.shrink_set;
-  rank_.log().Write(WorkerDecisionLine(rec));
+  rec.decision["input_sources"] = base_sources_;
+  // Written once the action has taken effect (WriteDecision), with its reaction time.
+  pending_decision_ = std::move(rec);
+  pending_evidence_ns_ = req.evidence_ns;
   return d.chosen;
+}
+
+void TrainLoop::WriteDecision(int64_t effect_ns) {
+  if (!pending_decision_) return;
+  DecisionRecord rec = std::move(*pending_decision_);
+  pending_decision_.reset();
+  // From the first evidence of the fault to the action in effect: the gathers, any deferral,
+  // the decision, its broadcast and the action itself.
+  nlohmann::json reaction = {{"effect_ns", effect_ns}};
+  if (effect_ns < 0) reaction["effect_ns"] = nullptr;
+  if (pending_evidence_ns_ && effect_ns >= 0) {
+    reaction["evidence_ns"] = *pending_evidence_ns_;
+    reaction["ms"] = std::max<int64_t>(0, effect_ns - *pending_evidence_ns_) / 1e6;
+  } else {
+    reaction["evidence_ns"] =
+        pending_evidence_ns_ ? nlohmann::json(*pending_evidence_ns_) : nlohmann::json(nullptr);
+    reaction["ms"] = nullptr;
+  }
+  pending_evidence_ns_.reset();
+  rec.decision["reaction"] = std::move(reaction);
+  rank_.log().Write(WorkerDecisionLine(rec));
 }
 
 // Group rank 0's decision (or none) to every rank of the group: a 1-element broadcast.
@@ -189,7 +256,10 @@ int TrainLoop::ShareDecision(std::optional<policy::RecoveryPolicy>* chosen) {
   a.root = 0;
   const Status st = rank_.RunCall("decision broadcast", a);
   rank_.DrainEvents();
-  if (!st.ok()) return AfterFailedCall("decision broadcast", NowNs(), st);
+  if (!st.ok()) {
+    WriteDecision(-1);  // never took effect: the broadcast failed
+    return AfterFailedCall("decision broadcast", NowNs(), st);
+  }
   if (bcast_recv_ < -1 || bcast_recv_ > static_cast<int64_t>(policy::RecoveryPolicy::kShrink)) {
     return rank_.Fail("decision broadcast: wrong value " + std::to_string(bcast_recv_), NowNs());
   }
@@ -205,15 +275,33 @@ int TrainLoop::ShareDecision(std::optional<policy::RecoveryPolicy>* chosen) {
 // without the ranks whose paths are affected (FaultMatrix::AffectedCover). `by` names who
 // shrank.
 int TrainLoop::ShrinkAffected(const std::vector<int64_t>& v, const std::string& by) {
+  // A pending decision line is written before any end line of this rank (the log ends there):
+  // when it leaves the group, when the shrunk group is ready. A shrink that fails ends the
+  // rank before it could take effect, and its decision line is not written (said on stderr).
   const std::vector<int> cover = matrix_.AffectedCover(v, rank_.Members());
-  if (cover.empty()) return kWorkerExitOk;  // only the coordinator is affected: go on
+  if (cover.empty()) {
+    WriteDecision(NowNs());
+    return kWorkerExitOk;  // only the coordinator is affected: go on
+  }
   if (std::find(cover.begin(), cover.end(), o_.rank) != cover.end()) {
     const std::string why = "left out by " + by + "'s shrink (a path of this rank is affected)";
     rank_.Abort(why);
+    WriteDecision(NowNs());
+    if (RejoinOn()) return Rejoin(why);
     return rank_.Fail(why, paths_.first_fault_ns().value_or(NowNs()));
   }
   const int code = ShrinkWithout(cover, by + " (a path fault)", NowNs(), Status::Ok());
-  if (code != kWorkerExitOk) return code;
+  if (code != kWorkerExitOk) {
+    if (pending_decision_) {
+      std::fprintf(stderr,
+                   "faultline-worker: rank %d: the %s decision's shrink failed; its line is not "
+                   "logged (the log has ended)\n",
+                   o_.rank, pending_decision_->chosen.c_str());
+      pending_decision_.reset();
+    }
+    return code;
+  }
+  WriteDecision(NowNs());
   const Status st = rank_.Prepare(args_);
   if (!st.ok()) return rank_.Fail("prepare after the shrink: " + st.ToString(), NowNs());
   return kWorkerExitOk;
@@ -223,6 +311,7 @@ int TrainLoop::ShrinkAffected(const std::vector<int64_t>& v, const std::string& 
 // their next call too, then the end line asking for a restart of every rank.
 int TrainLoop::FailStop(const std::string& why, int64_t first_fault_ns) {
   rank_.Abort("fail_stop: " + why);
+  WriteDecision(NowNs());
   WorkerEnd end;
   end.ok = false;
   end.message = "fail_stop at step " + std::to_string(step_) + ": " + why +

@@ -68,6 +68,7 @@ int TrainLoop::Run() {
   last_ckpt_step_ = step_;
   rank_.WaitForStart();
   const int code = Loop();
+  CloseRejoin();
   if (code != kWorkerExitOk) return code;
   const Status st = rank_.Guarded("final barrier", o_.timeout, std::nullopt,
                                   [&] { return rank_.ccl().Finish(o_.timeout); });
@@ -207,8 +208,16 @@ int TrainLoop::Loop() {
     if (edge.kind == policies::Action::kFailStop) {
       return FailStop(edge.why, paths_.first_fault_ns().value_or(NowNs()));
     }
+    bool again = false;
+    const int grown = MaybeGrow(&again);
+    if (grown != kWorkerExitOk) return grown;
+    if (again) continue;
     const int boundary = StepBoundary();
     if (boundary != kWorkerExitOk) return boundary;
+    if (rejoined_) {
+      rejoined_ = false;  // back in the group: its next step's boundary, with the others
+      continue;
+    }
     const int64_t faults_before = paths_.faults_seen();
     const bool down_before = paths_.AnyPathDown();
     WorkerOp op;
@@ -246,6 +255,11 @@ int TrainLoop::Loop() {
     if (!rank_.log().Write(WorkerOpLine(op))) return rank_.InternalFailure("cannot write the log");
     ++step_;
     last_ar_ns_ = op.end_ns - ar_start;
+    // The library reported a fault during this step: its allreduce's excess over the clean
+    // mean is what switching to the surviving paths cost the job.
+    if (paths_.faults_seen() != faults_before && !down_before && clean_steps_ > 0) {
+      switch_ns_ = std::max<int64_t>(0, last_ar_ns_ - clean_ar_ns_ / clean_steps_);
+    }
     if (paths_.faults_seen() == faults_before && !down_before && !paths_.AnyPathDown()) {
       ++clean_steps_;
       clean_step_ns_ += op.end_ns - op.start_ns;
@@ -312,8 +326,11 @@ int TrainLoop::AfterFailedCall(const std::string& what, int64_t failed_ns, const
   const int lost = rank_.ccl().LostRank();
   if (lost == o_.rank || lost < 0) return rank_.FailUnshrinkable(what, failed_ns, why, lost);
   const int group_before = rank_.group_size();
+  // The first evidence of the loss: the failed call, or the library's news before it.
+  const int64_t evidence_ns = std::min(failed_ns, paths_.news_since_ns().value_or(failed_ns));
   // Measured before the shrink, which restarts the measurements for the new group.
   const policy::PolicyState before = BaseState(group_before);
+  base_sources_ = InputSources();
   int code = ShrinkWithout({lost}, what, failed_ns, why);
   if (code != kWorkerExitOk) return code;
   code = FreshBuffers();
@@ -329,6 +346,7 @@ int TrainLoop::AfterFailedCall(const std::string& what, int64_t failed_ns, const
   loss.coordinator = rank_.group_rank() == 0;
   loss.outage_so_far_s = std::max<int64_t>(0, NowNs() - failed_ns) / 1e9;
   loss.before = before;
+  loss.evidence_ns = evidence_ns;
   const policies::Action next = policy_->AfterRankLoss(loss);
   if (next.kind != policies::Action::kShare) return kWorkerExitOk;
   std::optional<policy::RecoveryPolicy> chosen;
@@ -337,6 +355,7 @@ int TrainLoop::AfterFailedCall(const std::string& what, int64_t failed_ns, const
   if (code != kWorkerExitOk) return code;
   const policies::Action apply = policy_->ApplyAfterRankLoss(chosen, lost);
   if (apply.kind == policies::Action::kFailStop) return FailStop(apply.why, failed_ns);
+  WriteDecision(NowNs());  // going on in the shrunk group: in effect now
   return kWorkerExitOk;
 }
 

@@ -105,9 +105,18 @@ struct WorkerOptions {
   bool resume = false;           // start from the newest checkpoint every rank has
   int64_t incarnation = 0;       // the job's restart count (logged)
   std::chrono::milliseconds wait_bound{5000};  // policies wait and adaptive
+  // When ranks a shrink left out for a path fault rejoin the group (ftccl Grow; policies
+  // shrink and adaptive): "never" (they end), "on_repair" (once their rail ports are all up
+  // again, at the group's next step) or "at_checkpoint" (then, at the next step that follows
+  // a checkpoint). A left-out rank waits for the group in checkpoint_dir (rejoin/).
+  std::string rejoin = "never";
   // The restart cost the runner measured at the job's last restart (the cost model's input);
   // unset: estimated by the worker.
   std::optional<std::chrono::milliseconds> restart_cost;
+  // The runner's part of a restart, measured once at the run's setup: detecting the stopped
+  // job (its polling bound), killing and reaping the ranks and starting new ones; unset: not
+  // measured (the worker's first restart estimate then lacks it and says so).
+  std::optional<std::chrono::milliseconds> relaunch_cost;
 };
 
 // How long the watchdog waits past a call's own deadline: 1 s plus a quarter of the deadline.

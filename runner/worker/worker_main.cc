@@ -7,7 +7,7 @@
 //   faultline-worker ... --workload train --steps N --grad-bytes SIZE [--batch B]
 //       [--compute-ms C] [--checkpoint-every K --checkpoint-dir DIR] [--resume]
 //       [--incarnation I] [--policy failover|shrink|fail_stop|wait|adaptive]
-//       [--wait-bound-ms W] [--restart-cost-ms R]
+//       [--wait-bound-ms W] [--restart-cost-ms R] [--relaunch-ms L]
 //
 // Exit codes: see worker.h (0 completed, 2 bad command line, 3 worker failure, 10 a CCL call
 // failed or outlived its deadline, 11 stopped for a restart of every rank).
@@ -101,7 +101,7 @@ int Main(int argc, char** argv) {
   app.add_option("--workload", o.workload, "collectives or train (a data-parallel training loop)")
       ->check(CLI::IsMember({"collectives", "train"}))
       ->capture_default_str();
-  int64_t steps = 0, wait_bound_ms = 5000, restart_cost_ms = -1;
+  int64_t steps = 0, wait_bound_ms = 5000, restart_cost_ms = -1, relaunch_ms = -1;
   std::string grad_bytes;
   auto* steps_opt = app.add_option("--steps", steps, "train: training steps of the whole job");
   auto* batch_opt = app.add_option("--batch", o.batch, "train: samples per rank per step")
@@ -124,8 +124,16 @@ int Main(int argc, char** argv) {
   auto* wait_opt = app.add_option("--wait-bound-ms", wait_bound_ms,
                                   "train: longest hold for a lost path (wait, adaptive)")
                        ->capture_default_str();
+  auto* rejoin_opt =
+      app.add_option("--rejoin", o.rejoin,
+                     "train: when ranks a shrink left out rejoin after repair (shrink, adaptive)")
+          ->check(CLI::IsMember({"never", "on_repair", "at_checkpoint"}))
+          ->capture_default_str();
   auto* restart_opt = app.add_option("--restart-cost-ms", restart_cost_ms,
                                      "train: the restart cost measured at the last restart");
+  auto* relaunch_opt = app.add_option(
+      "--relaunch-ms", relaunch_ms,
+      "train: the runner's detect, kill, reap and relaunch of the ranks, measured at setup");
   app.add_option("--fault-hook", o.fault_hook,
                  CclNamesWhere([](const CclTraits& t) { return t.serves_fault_hook; }) +
                      ": serve the fault-hook protocol (injector/FAULT_HOOK.md: conn_corrupt, "
@@ -167,10 +175,22 @@ int Main(int argc, char** argv) {
       return Usage("--checkpoint-dir: needed with --checkpoint-every or --resume");
     }
     if (o.incarnation < 0) return Usage("--incarnation: give 0 or more");
+    if (o.rejoin != "never") {
+      if (o.policy != "shrink" && o.policy != "adaptive") {
+        return Usage("--rejoin " + o.rejoin + ": only policies shrink and adaptive leave ranks out");
+      }
+      if (o.checkpoint_dir.empty()) {
+        return Usage("--checkpoint-dir: needed with --rejoin (the left-out ranks wait there)");
+      }
+      if (o.rejoin == "at_checkpoint" && o.checkpoint_every == 0) {
+        return Usage("--rejoin at_checkpoint: give --checkpoint-every");
+      }
+    }
     if (wait_bound_ms < 1) return Usage("--wait-bound-ms: give at least 1");
     if (restart_opt->count() > 0 && restart_cost_ms < 0) {
       return Usage("--restart-cost-ms: give 0 or more");
     }
+    if (relaunch_opt->count() > 0 && relaunch_ms < 0) return Usage("--relaunch-ms: give 0 or more");
     // The f32 parameters stay exact integers only up to this many samples (train_model.h).
     const uint64_t per_step = static_cast<uint64_t>(o.size) * static_cast<uint64_t>(o.batch);
     if (static_cast<uint64_t>(o.batch) > train::kMaxSamples ||
@@ -182,10 +202,11 @@ int Main(int argc, char** argv) {
     o.grad_bytes = *g;
     o.wait_bound = std::chrono::milliseconds(wait_bound_ms);
     if (restart_opt->count() > 0) o.restart_cost = std::chrono::milliseconds(restart_cost_ms);
+    if (relaunch_opt->count() > 0) o.relaunch_cost = std::chrono::milliseconds(relaunch_ms);
   } else {
     for (const CLI::Option* opt : {steps_opt, batch_opt, compute_opt, grad_opt, ckpt_every_opt,
                                    ckpt_dir_opt, resume_opt, incarnation_opt, wait_opt,
-                                   restart_opt}) {
+                                   rejoin_opt, restart_opt, relaunch_opt}) {
       if (opt->count() > 0) return Usage(opt->get_name() + " is only for --workload train");
     }
     if (o.policy != "failover" && o.policy != "shrink") {

@@ -25,11 +25,17 @@ class AdaptivePolicy final : public Policy {
 
   Action AtBoundary(const GroupView& g) override {
     const std::vector<int64_t>& v = *g.state;
+    // The earliest evidence of this news any rank saw (its outage start), kept through a
+    // deferral: the reaction time of the decision counts from it.
+    const bool fresh = v[FaultMatrix::kNews] != 0;
+    if (fresh && v[FaultMatrix::kNegStart] != -kPermanent) {
+      const int64_t start = -v[FaultMatrix::kNegStart];
+      evidence_ns_ = std::min(evidence_ns_.value_or(start), start);
+    }
     // News of a path fault is decided on one step later: the library has failed over by then,
     // and that step's allreduce measures the bandwidth that survived (the step that held the
     // detection would read its stall as lost bandwidth). A rank cut off from the group (nic)
     // has no step to measure: decided at once. The same on every rank: v is the group's.
-    const bool fresh = v[FaultMatrix::kNews] != 0;
     if (fresh && !news_deferred_ && v[FaultMatrix::kClass] != 2 && v[FaultMatrix::kDown] != 0) {
       news_deferred_ = true;
       return {};
@@ -51,6 +57,9 @@ class AdaptivePolicy final : public Policy {
     const bool outlasted = !over && now > decided_until_ns_;
     if (over) decided_until_ns_ = kPermanent;
     if (!news && !outlasted) return share;
+    std::optional<int64_t> evidence =
+        news ? evidence_ns_ : std::optional<int64_t>(decided_until_ns_);
+    if (news) evidence_ns_.reset();
     policy::PolicyState s = g.base;
     s.fault_class =
         v[FaultMatrix::kClass] == 2 ? policy::FaultClassKind::kNic : policy::FaultClassKind::kLink;
@@ -82,6 +91,7 @@ class AdaptivePolicy final : public Policy {
     req.shrink_set = cover;
     req.now_ns = now;
     req.fault_over = over;
+    req.evidence_ns = evidence;
     share.request = std::move(req);
     return share;
   }
@@ -128,6 +138,7 @@ class AdaptivePolicy final : public Policy {
     req.state.shrunk_step_time_s = policy::RingStepTimeEstimate(
         req.state.step_time_s, req.state.comm_fraction, r.group_before, r.group_after, 1.0);
     req.trigger = "rank_lost";
+    req.evidence_ns = r.evidence_ns;
     req.shrink_set = {r.lost};
     share.request = std::move(req);
     return share;
@@ -146,6 +157,8 @@ class AdaptivePolicy final : public Policy {
   bool news_deferred_ = false;  // news gathered, decided after one measured step
   // The coordinator: when the outage its last decision priced should have ended.
   int64_t decided_until_ns_ = kPermanent;
+  // The earliest evidence of the news not yet decided on (kept through a deferral).
+  std::optional<int64_t> evidence_ns_;
 };
 
 }  // namespace

@@ -7,7 +7,9 @@
 // failure) and the policy answers with the Action the loop carries out. A policy never calls
 // the library, the clock or the log, so every choice is unit-tested on synthetic observations.
 //
-//   failover   the library's own recovery; a failed step ends the rank.
+//   failover   the library's own recovery; a failed step ends the rank (and the runner's
+//              supervisor restarts the job from its last checkpoint, as under every policy
+//              that has no way on without a lost rank: runner/exec/restart_supervisor.h).
 //   shrink     a step failed by a lost rank is redone without it; while a path is down at a
 //              boundary the group goes on without the ranks behind the down paths.
 //   fail_stop  at the first fault seen (a failed call or a fault event) the rank aborts and
@@ -67,6 +69,7 @@ struct RankLossView {
   bool coordinator = false;  // this rank is the new group's rank 0
   double outage_so_far_s = 0;
   policy::PolicyState before;  // base state measured before the shrink
+  int64_t evidence_ns = 0;     // the first evidence of the loss this rank saw
 };
 
 // The coordinator's question to the cost model, and what the decision line carries with it.
@@ -76,6 +79,10 @@ struct DecisionRequest {
   std::vector<int> shrink_set;  // world ranks a shrink would drop
   int64_t now_ns = 0;
   bool fault_over = false;  // the paths came back before this boundary
+  // The first evidence of what is decided on that any rank of the group saw (a path event,
+  // a failed call; the moment an outage outlasted the last decision's estimate), on the
+  // ranks' clock; unset when not known. The decision's reaction time counts from here.
+  std::optional<int64_t> evidence_ns;
 };
 
 struct Action {
