@@ -92,7 +92,9 @@ int RunInject(const InjectOptions& o) {
   if (!o.json) PrintStep("applied", inj, inj.apply_timing());
   if (inj.fault().Steady()) {
     if (hold_ns) {
-      SleepUntil(inj.apply_timing().scheduled + *hold_ns, &g_stop, true);
+      // Held for --for from the moment the kernel call began, not from when it was meant
+      // to begin: the fault is in effect at least as long as asked.
+      SleepUntil(inj.apply_timing().applied + *hold_ns, &g_stop, true);
     } else {
       if (!o.json) std::printf("holding until SIGINT or SIGTERM\n");
       std::fflush(stdout);

@@ -60,8 +60,10 @@ void RegisterRun(CLI::App& app, Action* action) {
          "instead of namespaces: same number of hosts and rails; hosts with a loopback "
          "addr are this machine (local launcher), others are reached with --launcher slurm")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--op-timeout-ms", opts->op_timeout_ms, "deadline of one collective")
-      ->capture_default_str();
+  cmd->add_option("--op-timeout-ms", opts->op_timeout_ms,
+                  "deadline of one collective (over the scenario's workload.op_timeout)")
+      ->capture_default_str()
+      ->each([opts](const std::string&) { opts->op_timeout_given = true; });
   using workload::adapters::CclTraits;
   cmd->footer(
       "Every " +

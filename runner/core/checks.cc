@@ -1,5 +1,7 @@
 #include "runner/core/checks.h"
 
+#include <string_view>
+
 #include "reports/metric_table.h"
 
 namespace faultline::runner {
@@ -7,6 +9,52 @@ namespace {
 
 nlohmann::json Value(const std::optional<double>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+// The value of metric `name` in one fault's figures.
+std::optional<double> FaultValue(const FaultMetrics& fm, std::string_view name) {
+  const MetricValues& v = fm.values;
+  if (name == reports::kStallMs) return v.stall_ms;
+  if (name == reports::kDetectionMs) return v.detection_ms;
+  if (name == reports::kFailoverFirstMs) return v.failover_first_ms;
+  if (name == reports::kFailoverLatencyMs) return v.failover_latency_ms;
+  if (name == reports::kRecoveryMs) return v.recovery_ms;
+  if (name == reports::kDegradedRatio) return v.degraded_ratio;
+  if (name == reports::kGoodputLossPct) return v.goodput_loss_pct;
+  return std::nullopt;
+}
+
+// Why the overall value of metric `name` is null (ComputeMetrics' overall rule).
+std::string NullReason(std::string_view name, const RunMetrics& m) {
+  if (!m.overall.baseline_busbw_gbps && name != reports::kDetectionMs &&
+      name != reports::kFailoverFirstMs && name != reports::kFailoverLatencyMs) {
+    return "null: no baseline busbw was measured before the first fault";
+  }
+  std::vector<const FaultMetrics*> applied;
+  for (const FaultMetrics& fm : m.per_fault) {
+    if (!fm.convergence.empty()) applied.push_back(&fm);  // set for every applied fault
+  }
+  if (applied.empty()) return "null: no fault was applied";
+  std::string ids;
+  bool no_path_events = false;
+  for (const FaultMetrics* fm : applied) {
+    if (FaultValue(*fm, name)) continue;
+    if (name == reports::kDegradedRatio) continue;  // listed below with the permanent faults
+    ids += (ids.empty() ? "" : ", ") + fm->id;
+    no_path_events = no_path_events || fm->convergence == "collective_progress";
+  }
+  if (name == reports::kDegradedRatio) {
+    return "null: no permanent fault has a steady busbw to compare (degraded_ratio applies to "
+           "permanent faults only)";
+  }
+  if (ids.empty()) return "null: not measured";
+  std::string why = "null: fault " + ids + " has none";
+  if ((name == reports::kDetectionMs || name == reports::kFailoverFirstMs) && no_path_events) {
+    why += " (no path event of the library crossed its target)";
+  } else if (name == reports::kFailoverLatencyMs || name == reports::kRecoveryMs) {
+    why += " (it never got there within the run)";
+  }
+  return why;
 }
 
 // The check of metric `name` (a reports::kMetricTable row) against its expectation's limit.
@@ -17,7 +65,9 @@ CheckResult AtMost(const char* name, double max, const std::optional<double>& v)
 }  // namespace
 
 nlohmann::json CheckResult::ToJson() const {
-  return {{"name", name}, {"limit", limit}, {"value", value}, {"pass", pass}};
+  nlohmann::json j = {{"name", name}, {"limit", limit}, {"value", value}, {"pass", pass}};
+  if (!reason.empty()) j["reason"] = reason;
+  return j;
 }
 
 std::vector<CheckResult> CheckExpectations(const Expectations& e, const RunMetrics& m) {
@@ -63,7 +113,20 @@ std::vector<CheckResult> CheckExpectations(const Expectations& e, const RunMetri
   if (e.goodput_loss_pct_max) {
     out.push_back(AtMost(reports::kGoodputLossPct, *e.goodput_loss_pct_max, v.goodput_loss_pct));
   }
+  for (CheckResult& c : out) {
+    if (c.value.is_null() && reports::FindMetric(c.name) != nullptr) {
+      c.reason = NullReason(c.name, m);
+    }
+  }
   return out;
+}
+
+CheckResult CheckParamHashAgainstTwin(const std::optional<std::string>& run,
+                                      const std::optional<std::string>& twin) {
+  return {"param_sha256",
+          twin ? nlohmann::json(*twin) : nlohmann::json("the fault-free twin's (none was had)"),
+          run ? nlohmann::json(*run) : nlohmann::json(nullptr),
+          run.has_value() && twin.has_value() && *run == *twin};
 }
 
 std::vector<CheckResult> CheckReproduce(const Reproduce& r, const RunMetrics& m,

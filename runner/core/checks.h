@@ -19,7 +19,10 @@ struct CheckResult {
   nlohmann::json limit;  // e.g. {"max": 500}, {"pct": 90, "within_ms": 1000}, "survived"
   nlohmann::json value;  // the measured value; null when not measured
   bool pass = false;
-  nlohmann::json ToJson() const;  // {name, limit, value, pass}
+  // Why the value is null, when it is (a check on a null value fails): e.g. "null: fault f2
+  // has no detection_ms (no path event crossed its target)". Empty otherwise.
+  std::string reason = {};
+  nlohmann::json ToJson() const;  // {name, limit, value, pass}, and reason when set
 };
 
 // In a fixed order: outcome, wrong_results, then the metric rows of reports::kMetricTable
@@ -37,6 +40,12 @@ std::vector<CheckResult> CheckExpectations(const Expectations& expect, const Run
 //     listed rank to its failure time in ms after that fault, or to "did not fail".
 std::vector<CheckResult> CheckReproduce(const Reproduce& reproduce, const RunMetrics& metrics,
                                         const History& history);
+
+// expect.param_sha256: twin. `run`: this run's common parameter hash (absent when ranks
+// disagreed or none finished); `twin`: the fault-free twin's (absent without a twin). Passes
+// only when both are present and equal.
+CheckResult CheckParamHashAgainstTwin(const std::optional<std::string>& run,
+                                      const std::optional<std::string>& twin);
 
 // The verdict and exit code of a run are not decided here: reports/verdict.h reads them from
 // the report.json these checks go into.

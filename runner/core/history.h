@@ -60,6 +60,21 @@ struct ShrinkRecord {
   std::string error;           // when !ok
 };
 
+// A grow (a rejoin after repair: ftccl Grow) as one rank saw it. A member: from the step at
+// which the group agreed to take the ready ranks back to the grown group holding the current
+// parameters and step (its stall). A joiner (a rank a shrink had left out): from the moment it
+// saw its rail ports all up again (the repair) to the same point (the repair's cost).
+struct GrowRecord {
+  int rank = 0;                // the rank's number in the world
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  std::vector<int> joined;     // world ranks that joined
+  int group = 0;               // ranks in the grown group
+  bool joiner = false;         // this rank is one of `joined`
+  bool ok = true;
+  std::string error;           // when !ok
+};
+
 enum class EventKind {
   kPathDown,
   kMigrated,
@@ -117,6 +132,9 @@ struct RankEnd {
   // kError: the rank stopped so that every rank is restarted from the last checkpoint
   // (faultline-worker's train workload, exit code 11).
   bool restart = false;
+  // The library's own words for the first failure (the failed collective's error), "" when
+  // none: what events.jsonl records as the rank's error.
+  std::string error = {};
 };
 
 // One stop agreement of one rank: the 1-element allreduce (through the library under test)
@@ -193,6 +211,7 @@ struct History {
   std::vector<CclEvent> events;
   std::vector<SyncRecord> syncs;
   std::vector<ShrinkRecord> shrinks;
+  std::vector<GrowRecord> grows;  // the train workload's rejoins after repair
   std::vector<TrainResult> results;  // training workloads: one per rank that finished
   std::vector<FaultRecord> faults;
   std::vector<RankEnd> ranks;

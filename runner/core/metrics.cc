@@ -408,6 +408,30 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
   };
   std::optional<double> base_cycle = cycle_rate(base_index);
   rm.overall.baseline_busbw_gbps = baseline;
+  // The level recovery is judged against: the baseline collectives' bytes over their own
+  // times, the same estimator as the rolling busbw it is compared with. The median of
+  // per-collective rates sits above it wherever the collectives' times spread (a few slow
+  // ones pull the rate down, not the median), so a job whose collectives after the fault look
+  // exactly like those before would read as not yet recovered.
+  // Bytes over the collectives' own times, like each collective's busbw (the worker's time
+  // between collectives, e.g. checking results, is not the network's): Gbit/s, 0 when none.
+  auto busy_rate = [&](auto&& ops) {
+    double busbits = 0;  // bytes x 8 x each collective's own busbw factor
+    int64_t busy = 0;
+    for (const CompletedOp* op : ops) {
+      busbits += static_cast<double>(op->bytes) * 8.0 * op->factor;
+      busy += op->end_ns - op->start_ns;
+    }
+    return busy > 0 ? busbits / static_cast<double>(busy) : 0.0;
+  };
+  std::optional<double> base_rate;
+  if (baseline) {
+    std::vector<const CompletedOp*> base_ops;
+    for (const CompletedOp& op : measured) {
+      if (base_index.count(op.index)) base_ops.push_back(&op);
+    }
+    if (const double r = busy_rate(base_ops); r > 0) base_rate = r;
+  }
 
   // Completion instants for stall gaps.
   std::vector<int64_t> completions;
@@ -459,28 +483,25 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
   }
 
   // Rolling busbw at measured[j] within the window measured[first..last]: bytes over busy time
-  // of the collectives from j on that together span at least kRollingWindowNs; near `last`, over
-  // the collectives back from `last` that span as much (never before `first`). One collective's
-  // time jitters with the scheduling of a busy host; the throughput over a window is what recovers
-  // or not.
+  // of the collectives from j on that together span at least kRollingWindowNs and number at
+  // least kRollingMinOps; near `last`, over the collectives back from `last` that do as much
+  // (never before `first`). One collective's time jitters with the scheduling of a busy host;
+  // the throughput over a window is what recovers or not.
   auto rolling = [&](size_t j, size_t first, size_t last) {
     size_t from = j, to = j;
-    if (measured[last].end_ns - measured[j].start_ns >= kRollingWindowNs) {
-      while (to < last && measured[to].end_ns - measured[j].start_ns < kRollingWindowNs) ++to;
+    auto short_of = [&](size_t lo, size_t hi) {  // [lo, hi] spans too little or holds too few
+      return measured[hi].end_ns - measured[lo].start_ns < kRollingWindowNs ||
+             hi - lo + 1 < kRollingMinOps;
+    };
+    if (!short_of(j, last)) {
+      while (to < last && short_of(j, to)) ++to;
     } else {
       to = last;
-      while (from > first && measured[last].end_ns - measured[from].start_ns < kRollingWindowNs)
-        --from;
+      while (from > first && short_of(from, last)) --from;
     }
-    // Bytes over the collectives' own times, like each collective's busbw (the worker's time
-    // between collectives, e.g. checking results, is not the network's).
-    double busbits = 0;  // bytes x 8 x each collective's own busbw factor
-    int64_t busy = 0;
-    for (size_t k = from; k <= to; ++k) {
-      busbits += static_cast<double>(measured[k].bytes) * 8.0 * measured[k].factor;
-      busy += measured[k].end_ns - measured[k].start_ns;
-    }
-    return busy > 0 ? busbits / static_cast<double>(busy) : 0.0;
+    std::vector<const CompletedOp*> window;
+    for (size_t k = from; k <= to; ++k) window.push_back(&measured[k]);
+    return busy_rate(window);
   };
 
   std::set<int> killed;
@@ -500,6 +521,10 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
   bool all_recovered = true;
   bool all_converged = true;
   bool any_applied = false;
+  // Overall figures that stay null because an applied fault's own figure is null: the worst
+  // over faults cannot be told when one of them was not measured.
+  bool stall_missing = false, detection_missing = false, first_missing = false;
+  bool loss_missing = false, degraded_missing = false, any_permanent = false;
   for (const FaultRecord& f : h.faults) {
     FaultMetrics fm;
     fm.id = f.id;
@@ -519,7 +544,23 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
     }
     MetricValues& v = fm.values;
 
-    v.stall_ms = stall_of(longest_gap(h.run_start_ns, window_end, a, e));
+    // Where no collective ended after the fault (none completed or failed: window_end is the
+    // last end of any rank's collective), the gap runs to the first error a rank reported
+    // after it (e.g. from the ranks' stop agreement, which is no measured collective) or, with
+    // none, to the end of the run (ranks that hung until the runner's watchdog, or died
+    // without a word): a stall measured up to when the job gave up or was ended, not none.
+    // (Then the one gap past a runs from the last end before it to that instant.)
+    int64_t stall_to = window_end, stall_e = e;
+    if (window_end <= a && h.run_end_ns > a) {
+      stall_to = h.run_end_ns;
+      for (const RankEnd& r : h.ranks) {
+        if (r.first_error_ns && *r.first_error_ns > a) {
+          stall_to = std::min(stall_to, *r.first_error_ns);
+        }
+      }
+      stall_e = stall_to;
+    }
+    v.stall_ms = stall_of(longest_gap(h.run_start_ns, stall_to, a, stall_e));
 
     // Collective progress: every affected rank completed a collective it started after a.
     {
@@ -564,8 +605,8 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
           it->second.down_ns = ev.time_ns;
         }
       }
-      std::optional<int64_t> first_down, first_resumed, last_resumed;
-      bool never = false;
+      std::optional<int64_t> first_down, first_resumed, last_resumed, last_resumed_all;
+      bool never = false, never_all = false;
       for (auto& [key, fl] : flows) {
         if (!first_down || fl.down_ns < *first_down) first_down = fl.down_ns;
         for (const CclEvent& ev : h.events) {
@@ -574,6 +615,12 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
               (!fl.resumed_ns || ev.time_ns < *fl.resumed_ns)) {
             fl.resumed_ns = ev.time_ns;
           }
+        }
+        // Every flow, idle or not.
+        if (!fl.resumed_ns) {
+          never_all = true;
+        } else if (!last_resumed_all || *fl.resumed_ns > *last_resumed_all) {
+          last_resumed_all = fl.resumed_ns;
         }
         if (!fl.resumed_ns || *fl.resumed_ns > e) {
           // Idle while down: a collective ran start to end inside [down, e] without it.
@@ -594,6 +641,9 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
       }
       if (first_down) v.detection_ms = static_cast<double>(*first_down - a) / kNsPerMs;
       if (first_resumed) v.failover_first_ms = static_cast<double>(*first_resumed - a) / kNsPerMs;
+      if (!flows.empty() && !never_all && last_resumed_all) {
+        fm.all_flows_ms = static_cast<double>(*last_resumed_all - a) / kNsPerMs;
+      }
       if (!flows.empty()) {
         fm.convergence = "path_events";
         if (never) {
@@ -617,8 +667,8 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
     if (fm.never_converged) all_converged = false;
 
     const std::optional<double> capacity = model ? model->capacity : std::optional<double>(1.0);
-    if (baseline && capacity) {
-      const double threshold = o.recovery_pct / 100.0 * *baseline * *capacity;
+    if (base_rate && capacity) {
+      const double threshold = o.recovery_pct / 100.0 * *base_rate * *capacity;
       for (size_t i = 0; i < measured.size() && !v.recovery_ms; ++i) {
         if (measured[i].start_ns < a) continue;
         const int64_t until = measured[i].start_ns + o.sustain_ns;
@@ -645,6 +695,15 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
 
     v.goodput_loss_pct = goodput_loss(a, e);
 
+    stall_missing = stall_missing || !v.stall_ms;
+    detection_missing = detection_missing || !v.detection_ms;
+    first_missing = first_missing || !v.failover_first_ms;
+    loss_missing = loss_missing || !v.goodput_loss_pct;
+    // degraded_ratio applies to permanent faults only: a transient fault has none to miss.
+    if (permanent) {
+      any_permanent = true;
+      degraded_missing = degraded_missing || !v.degraded_ratio;
+    }
     TakeMax(&rm.overall.stall_ms, v.stall_ms);
     TakeMax(&rm.overall.detection_ms, v.detection_ms);
     TakeMax(&rm.overall.failover_first_ms, v.failover_first_ms);
@@ -656,6 +715,11 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
   }
   if (!any_applied || !all_recovered) rm.overall.recovery_ms.reset();
   if (!any_applied || !all_converged) rm.overall.failover_latency_ms.reset();
+  if (stall_missing) rm.overall.stall_ms.reset();
+  if (detection_missing) rm.overall.detection_ms.reset();
+  if (first_missing) rm.overall.failover_first_ms.reset();
+  if (loss_missing) rm.overall.goodput_loss_pct.reset();
+  if (!any_permanent || degraded_missing) rm.overall.degraded_ratio.reset();
 
   if (o.check) {
     std::set<int64_t> wrong;
@@ -721,15 +785,26 @@ TrainingMetrics ComputeTraining(const History& h, int64_t warmup_iters, bool tra
       if (r.samples) t.useful_samples = std::min(t.useful_samples.value_or(UINT64_MAX), *r.samples);
     }
     const bool finished = t.useful_samples.has_value();
+    t.finished = finished;
     if (!finished) t.useful_samples = CheckpointedSamples(h);
     // A job that did not finish held its GPUs until its last rank gave up (or was stopped),
-    // not only until its last step.
+    // not only until its last step, and pays the restart that resubmits it (TrainingMetrics).
     int64_t end = WindowEndNs(h);
+    bool priced = true;
     if (!finished) {
       for (const RankEnd& r : h.ranks) end = std::max(end, r.end_ns);
+      int64_t sum = 0, n = 0;
+      for (const RestartRecord& r : h.restarts) {
+        if (r.cost_ns) sum += *r.cost_ns, ++n;
+      }
+      if (n > 0) {
+        t.resubmission_s = static_cast<double>(sum) / n / 1e9;
+      } else {
+        priced = false;
+      }
     }
-    if (end > h.run_start_ns) {
-      t.job_time_s = static_cast<double>(end - h.run_start_ns) / 1e9;
+    if (priced && end > h.run_start_ns) {
+      t.job_time_s = static_cast<double>(end - h.run_start_ns) / 1e9 + t.resubmission_s.value_or(0);
       t.samples_per_s = static_cast<double>(*t.useful_samples) / *t.job_time_s;
     }
   }

@@ -22,14 +22,19 @@
 //    stall_ms: the longest gap between consecutive completions (run start and window end
 //      count as completions) that overlaps [a, e], minus the baseline median collective time,
 //      floored at 0. In a fault-free run (overall only): the longest gap at all from the first
-//      measured collective's start to the window end, by the same rule. Null without a
-//      baseline.
+//      measured collective's start to the window end, by the same rule. Where no collective
+//      of any rank ended (completed or failed) after a, the gap runs to the first error a
+//      rank reported after a, else to the run's end: a hang until the watchdog stalls to the
+//      end, it is not 0. Null without a baseline.
 //    Affected flows (RFC 6412 "affected traffic"): the flows (rank, peer, path) whose path
 //      crosses the fault's target (FlowCrosses) and which the rank reported down at or after
 //      a and by e. A flow carries data again at its rank's first `resumed` event for that peer
 //      after its down. A flow that had not resumed by e is left out as idle when a collective
 //      started after its down and completed by e without it (the library did not need it while
 //      the fault held); otherwise it counts, and never resuming means never converging.
+//      The exclusion is the path-event form of what progress_ms does for every library: a
+//      peer the library stopped sending to does not hold convergence back. all_flows_ms is
+//      the same figure with no flow excluded, reported beside it.
 //    detection_ms: a -> the first down of a flow crossing the target (path events only).
 //    failover_first_ms: a -> the first counted flow carries data again (path events only).
 //    failover_latency_ms: full convergence, a -> the last counted flow carries data again.
@@ -41,10 +46,13 @@
 //      collective it started at or after a. An upper bound, within one collective's time.
 //    recovery_ms: a -> the start of the first measured collective, starting at or after a,
 //      from which, for every collective up to the first one ending at or after start + sustain,
-//      the rolling busbw there is >= pct% of the expected level (baseline x the share of the
-//      capacity, over the rails the library actually uses, left by permanent faults). Rolling
+//      the rolling busbw there is >= pct% of the expected level (the baseline rate x the share
+//      of the capacity, over the rails the library actually uses, left by permanent faults;
+//      baseline rate: the baseline collectives' bytes over their own times, the rolling busbw's
+//      own estimator, not the median, which sits above it when collective times spread). Rolling
 //      busbw: bytes over the collectives' own times, over the collectives from that one on
-//      that together span at least kRollingWindowNs (taken back from the window's last one
+//      that together span at least kRollingWindowNs and number at least kRollingMinOps (taken
+//      back from the window's last one
 //      where the rest is shorter, never outside the window). Null without a baseline, when the
 //      capacity left is unknown, or when it never happens.
 //    degraded_ratio (permanent faults only): median busbw of the measured collectives that
@@ -55,8 +63,11 @@
 //      cycles. In a fault-free run (overall only) as a fault that changes nothing would read
 //      it at mid-run: baseline from the first half of the measured window, loss over the
 //      second half; it reads the metric's own noise. Not clamped.
-//  - Overall: the worst over faults (max; min for degraded_ratio), ignoring nulls, except
-//    recovery_ms and failover_latency_ms, which are null when an applied fault never got there.
+//  - Overall: the worst over the applied faults (max; min for degraded_ratio over the permanent
+//    ones), and null when any of those faults' own figure is null: a worst case that leaves
+//    out an unmeasured fault is not the worst case. recovery_ms and failover_latency_ms are
+//    null when an applied fault never got there. In a fault-free run, stall_ms and
+//    goodput_loss_pct read the run's noise (above) and the rest are null.
 //  - Outcome: hung when the runner's watchdog fired or a rank's own watchdog ended it (a
 //    library call that never returned is a hang, never a clean abort); aborted_clean when
 //    every surviving rank returned an error within the abort bound of the fault.
@@ -73,8 +84,11 @@
 
 namespace faultline::runner {
 
-// The span of the rolling busbw that recovery_ms judges (see above).
+// The span of the rolling busbw that recovery_ms judges (see above), and the fewest collectives
+// it averages: where a collective takes a third of the span, three collectives' jitter (one
+// slow one is -10 %) would otherwise decide when a job counts as recovered.
 inline constexpr int64_t kRollingWindowNs = 100'000'000;
+inline constexpr size_t kRollingMinOps = 6;
 
 // Facts about the scenario that the metrics need beside the history.
 struct MetricsOptions {
@@ -156,6 +170,11 @@ struct FaultMetrics {
   std::string id;
   MetricValues values;
   std::optional<double> progress_ms;
+  // Path events only: full convergence with no flow left out as idle, a -> the last flow
+  // reported down carries data again; null when one never did within the window, or when no
+  // crossing flow was reported down. Shown beside failover_latency_ms so that a reader sees
+  // what the idle exclusion changed.
+  std::optional<double> all_flows_ms;
   // "path_events" or "collective_progress": where failover_latency_ms came from; "" when the
   // fault was not applied.
   std::string convergence;
@@ -221,8 +240,15 @@ struct TrainingMetrics {
   // when neither.
   std::optional<uint64_t> useful_samples;
   // From the workload's time zero to the end of the job's last step (WindowEndNs): restarts,
-  // holds and stalls included; for a job that did not finish, to its last rank's end.
+  // holds and stalls included; for a job that did not finish, to its last rank's end plus
+  // resubmission_s.
   std::optional<double> job_time_s;
+  // A job that did not finish has to be resubmitted to go on from its checkpoint: it is
+  // charged the restart this run measured (RestartRecord::cost_ns, their mean). Absent for a
+  // finished job, and for an unfinished one without a measured restart, whose job_time_s and
+  // samples_per_s are then absent too (its rate is not comparable with a finished job's).
+  std::optional<double> resubmission_s;
+  bool finished = false;  // train: every reporting rank completed its steps
   std::optional<double> samples_per_s;  // useful_samples / job_time_s
   // samples_per_s / the fault-free twin's samples_per_s (RunOptions::twin_report); set by the
   // runner, absent when there was no twin.

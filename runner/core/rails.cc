@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include "reports/run_files.h"
+
 namespace faultline::runner {
 namespace {
 
@@ -73,37 +75,36 @@ std::optional<RailRate> RateAt(const RailSeries& s, const std::vector<RailCounte
                   static_cast<double>(*drx) * 8.0 / static_cast<double>(dt)};
 }
 
-std::string RailsCsv(const RailSeries& s, int64_t t0_ns) {
-  std::string out = "t_s";
-  for (const RailPort& p : s.ports) {
-    const std::string pre = p.Prefix();
-    out += "," + pre + "_tx_gbps," + pre + "_rx_gbps";
-    if (p.rdma && !s.rdma.empty()) out += "," + pre + "_rdma_tx_gbps," + pre + "_rdma_rx_gbps";
-  }
-  out += "\n";
-  char buf[64];
-  auto cell = [&](const std::optional<RailRate>& r, bool tx) {
-    out += ",";
-    if (!r) return;
-    std::snprintf(buf, sizeof(buf), "%.6f", tx ? r->tx_gbps : r->rx_gbps);
-    out += buf;
-  };
+reports::RailsTable RailsTableOf(const RailSeries& s, int64_t t0_ns) {
+  reports::RailsTable t;
   for (size_t i = 1; i < s.samples(); ++i) {
-    std::snprintf(buf, sizeof(buf), "%.6f", static_cast<double>(s.t_ns[i] - t0_ns) / 1e9);
-    out += buf;
-    for (size_t p = 0; p < s.ports.size(); ++p) {
-      auto r = RateAt(s, s.net, i, p);
-      cell(r, true);
-      cell(r, false);
-      if (s.ports[p].rdma && !s.rdma.empty()) {
-        auto q = RateAt(s, s.rdma, i, p);
-        cell(q, true);
-        cell(q, false);
-      }
-    }
-    out += "\n";
+    t.t_s.push_back(static_cast<double>(s.t_ns[i] - t0_ns) / 1e9);
   }
-  return out;
+  auto column = [&](const RailPort& port, bool rdma, bool tx) {
+    reports::RailColumn c;
+    c.host = port.host;
+    c.rank = port.rank;
+    c.rail = port.rail;
+    c.rdma = rdma;
+    c.tx = tx;
+    c.name = reports::RailColumnName(c);
+    const std::vector<RailCounters>& counters = rdma ? s.rdma : s.net;
+    for (size_t i = 1; i < s.samples(); ++i) {
+      const size_t p = static_cast<size_t>(&port - s.ports.data());
+      std::optional<RailRate> r = RateAt(s, counters, i, p);
+      c.values.push_back(r ? std::optional<double>(tx ? r->tx_gbps : r->rx_gbps) : std::nullopt);
+    }
+    t.columns.push_back(std::move(c));
+  };
+  for (const RailPort& port : s.ports) {
+    column(port, false, true);
+    column(port, false, false);
+    if (port.rdma && !s.rdma.empty()) {
+      column(port, true, true);
+      column(port, true, false);
+    }
+  }
+  return t;
 }
 
 std::optional<double> RailWindowRate::gbps() const {

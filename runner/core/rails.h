@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "reports/run_data.h"
 #include "runner/core/history.h"
 
 namespace faultline::runner {
@@ -87,11 +88,11 @@ struct RailRate {
 std::optional<RailRate> RateAt(const RailSeries& s, const std::vector<RailCounters>& counters,
                                size_t i, size_t p);
 
-// rails.csv: header `t_s` then per port `<prefix>_tx_gbps,<prefix>_rx_gbps` (and
-// `<prefix>_rdma_tx_gbps,<prefix>_rdma_rx_gbps` for ports with `rdma`); one row per sample
-// after the first, t_s = (t_ns - t0_ns) / 1e9 at the interval's end; an empty cell where the
-// interval has no rate.
-std::string RailsCsv(const RailSeries& s, int64_t t0_ns);
+// The rates as rails.csv holds them (reports::RailsCsv writes the file): one row per sample
+// after the first, t_s = (t_ns - t0_ns) / 1e9 at the interval's end; per port a tx and an rx
+// column (and rdma tx and rx for ports with `rdma` when RDMA counters were sampled); nullopt
+// where the interval has no rate.
+reports::RailsTable RailsTableOf(const RailSeries& s, int64_t t0_ns);
 
 struct RailWindowOptions {
   int64_t baseline_from_ns = 0;  // run start + warm-up

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <map>
+#include <optional>
 
 #include "reports/schema.h"
 
@@ -71,6 +72,52 @@ static nlohmann::json Shrinks(const History& h) {
   return nlohmann::json(std::move(out));
 }
 
+// A rejoin after repair: one entry per grow (the records of the same joined set and group).
+// stall_ms: the members' pause, from the first member starting the grow to the last rank
+// training in the grown group; repair_to_full_ms: from the first joiner seeing its ports back
+// to the same point (null when no joiner's record is there).
+static nlohmann::json Grows(const History& h) {
+  std::map<std::pair<std::vector<int>, int>, std::vector<const GrowRecord*>> by_set;
+  for (const GrowRecord& g : h.grows) by_set[{g.joined, g.group}].push_back(&g);
+  std::vector<nlohmann::json> out;
+  for (const auto& [key, recs] : by_set) {
+    std::optional<int64_t> member_from, repaired;
+    int64_t to = recs.front()->end_ns;
+    bool ok = true;
+    nlohmann::json ranks = nlohmann::json::array();
+    for (const GrowRecord* r : recs) {
+      to = std::max(to, r->end_ns);
+      if (r->joiner) {
+        repaired = std::min(repaired.value_or(r->start_ns), r->start_ns);
+      } else {
+        member_from = std::min(member_from.value_or(r->start_ns), r->start_ns);
+      }
+      ok = ok && r->ok;
+      ranks.push_back(r->rank);
+    }
+    const int64_t from = member_from.value_or(repaired.value_or(to));
+    auto ms = [](std::optional<int64_t> a, int64_t b) {
+      return a ? nlohmann::json(static_cast<double>(b - *a) / 1e6) : nlohmann::json(nullptr);
+    };
+    auto at = [&](std::optional<int64_t> t) {
+      return t ? nlohmann::json(static_cast<double>(*t - h.run_start_ns) / 1e9)
+               : nlohmann::json(nullptr);
+    };
+    out.push_back({{"joined", key.first},
+                   {"group", key.second},
+                   {"ranks", std::move(ranks)},
+                   {"repaired_s", at(repaired)},
+                   {"start_s", static_cast<double>(from - h.run_start_ns) / 1e9},
+                   {"stall_ms", ms(member_from, to)},
+                   {"repair_to_full_ms", ms(repaired, to)},
+                   {"ok", ok}});
+  }
+  std::sort(out.begin(), out.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+    return a["start_s"].get<double>() < b["start_s"].get<double>();
+  });
+  return nlohmann::json(std::move(out));
+}
+
 nlohmann::json BuildReportJson(const ReportInputs& in) {
   const Scenario& s = *in.scenario;
   const History& h = *in.history;
@@ -93,6 +140,8 @@ nlohmann::json BuildReportJson(const ReportInputs& in) {
     nlohmann::json j = {{"id", fm.id}};
     j.update(fm.values.ToJson());
     j["progress_ms"] = fm.progress_ms ? nlohmann::json(*fm.progress_ms) : nlohmann::json(nullptr);
+    j["all_flows_ms"] =
+        fm.all_flows_ms ? nlohmann::json(*fm.all_flows_ms) : nlohmann::json(nullptr);
     j["convergence"] =
         fm.convergence.empty() ? nlohmann::json(nullptr) : nlohmann::json(fm.convergence);
     j["never_converged"] = fm.never_converged;
@@ -130,6 +179,7 @@ nlohmann::json BuildReportJson(const ReportInputs& in) {
       {"policy", RecoveryPolicyString(s.policy)},
       {"outcome", OutcomeName(m.outcome)},
       {"shrinks", Shrinks(h)},
+      {"grows", Grows(h)},
       {"correctness",
        {{"checked", s.workload.check},
         {"wrong", s.workload.check && m.wrong_results ? nlohmann::json(*m.wrong_results)

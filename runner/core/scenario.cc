@@ -161,6 +161,11 @@ ParseOutcome ParseScenario(std::string_view yaml_text, const std::string& file) 
   return {std::move(e.runs.front()), {}};
 }
 
+ParseOutcome ParseScenarioNode(const YAML::Node& root, const std::string& file) {
+  scenario_internal::ScenarioParser parser(file);
+  return parser.RunRoot(root);
+}
+
 ParseOutcome ParseScenarioFile(const std::string& path) {
   auto text = scenario_internal::ReadFile(path);
   if (!text) return {std::nullopt, {scenario_internal::Unreadable(path)}};

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,6 +19,10 @@
 
 #include "base/status.h"
 #include "workload/adapters/ccl_traits.h"
+
+namespace YAML {
+class Node;
+}
 
 namespace faultline::runner {
 
@@ -146,6 +151,10 @@ struct Workload {
   int64_t warmup_ns = 0;     // warm-up given as a duration ...
   int64_t warmup_iters = 0;  // ... or as a number of collectives
   bool check = true;         // verify every result against the known answer
+  // workload.op_timeout (collective workloads): the deadline of one collective in the
+  // workers, over `faultline run --op-timeout-ms`'s default (10 s) unless that is given. The
+  // run's watchdog allows for it, so a library that never surfaces a fault ends sooner.
+  std::optional<int64_t> op_timeout_ns;
   // torch_ddp: `steps` is iters and `warmup` warmup_iters; op is allreduce (the gradients'),
   // check is off (the parameters' hash is the check). The script: a path (relative ones
   // resolved against the scenario file's folder), or empty for the reference script
@@ -158,6 +167,9 @@ struct Workload {
   int64_t compute_ns = 20'000'000;          // compute time per step
   int64_t checkpoint_every = 0;             // steps between checkpoints; 0: none
   int64_t wait_bound_ns = 5'000'000'000;    // policy wait (and adaptive's wait): longest hold
+  // When ranks a shrink left out rejoin once their host is repaired (policies shrink and
+  // adaptive; a library that can grow): "never", "on_repair", "at_checkpoint".
+  std::string rejoin = "never";
 };
 
 // A fault kind is named by its registry name ("link_down", ...); everything the runner knows
@@ -235,6 +247,9 @@ struct Expectations {
   std::optional<Recovery> recovery;
   std::optional<double> degraded_ratio_min;
   std::optional<double> goodput_loss_pct_max;
+  // expect.param_sha256: twin (train workload with faults): the final parameters' hash is the
+  // fault-free twin's, i.e. the faults changed nothing of what was trained.
+  bool param_sha256_twin = false;
   // expect.abort_within: the bound within which every surviving rank must return its error
   // for the outcome to be aborted_clean (default 10 s).
   int64_t abort_within_ns = 10'000'000'000;
@@ -264,6 +279,9 @@ struct Scenario {
   uint64_t seed = 0;
   Topology topology;
   CclName ccl = CclName::kFtccl;
+  // `ccl_options:` as written (name -> value), each checked against the row of `ccl`
+  // (CclTraits::options); a name not given takes the row's default.
+  std::map<std::string, std::string> ccl_options;
   RecoveryPolicyName policy = RecoveryPolicyName::kFailover;
   Workload workload;
   std::vector<FaultSpec> faults;  // in file order
@@ -325,6 +343,9 @@ struct ParseOutcome {
 ParseOutcome ParseScenario(std::string_view yaml_text, const std::string& file);
 // Reads and parses a file; an unreadable file is one diagnostic at 0:0.
 ParseOutcome ParseScenarioFile(const std::string& path);
+// Validates a mapping already loaded from `file` as a scenario (without `matrix:`), e.g. the
+// scenario keys of a fault space (runner/explore/fault_space.h): diagnostics point into `file`.
+ParseOutcome ParseScenarioNode(const YAML::Node& root, const std::string& file);
 
 // The outcome of expanding a file: every run it stands for when `diagnostics` is empty.
 struct ExpandOutcome {

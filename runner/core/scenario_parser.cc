@@ -28,7 +28,7 @@ ParseOutcome ScenarioParser::RunRoot(const YAML::Node& root) {
       return {std::nullopt, diags_};
     }
     CheckKeys(root,
-              {"name", "description", "seed", "topology", "ccl", "policy", "workload", "faults",
+              {"name", "description", "seed", "topology", "ccl", "ccl_options", "policy", "workload", "faults",
                "expect", "reproduce", "requires", "matrix"},
               "the scenario");
     if (root["requires"]) {
@@ -63,6 +63,36 @@ ParseOutcome ScenarioParser::RunRoot(const YAML::Node& root) {
     if (root["ccl"]) {
       if (auto v = Choice(root["ccl"], "ccl", workload::adapters::CclNames())) {
         s.ccl = *CclNameFromString(*v);
+      }
+    }
+    if (root["ccl_options"]) {
+      const YAML::Node o = root["ccl_options"];
+      const auto& row = workload::adapters::CclTraitsOf(s.ccl);
+      if (!o.IsMap()) {
+        Error(o, "ccl_options must be a mapping, got " + Describe(o),
+              "write 'ccl_options: {pml: ob1}'");
+      } else if (row.options.empty()) {
+        Error(o, "ccl " + std::string(row.name) + " takes no ccl_options",
+              "remove ccl_options (only libraries started by their own launcher take any)");
+      } else {
+        for (const auto& kv : o) {
+          const std::string key = kv.first.as<std::string>();
+          const workload::adapters::CclOption* opt = nullptr;
+          std::vector<std::string> names;
+          for (const auto& c : row.options) {
+            names.emplace_back(c.name);
+            if (c.name == key) opt = &c;
+          }
+          if (opt == nullptr) {
+            std::string all;
+            for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
+            Error(kv.first, "ccl " + std::string(row.name) + " has no option '" + key + "'",
+                  "its options: " + all);
+            continue;
+          }
+          std::vector<std::string> values(opt->values.begin(), opt->values.end());
+          if (auto v = Choice(kv.second, "ccl_options." + key, values)) s.ccl_options[key] = *v;
+        }
       }
     }
     if (root["policy"]) {
@@ -115,7 +145,8 @@ void ScenarioParser::ParseExpect(const YAML::Node& n, Scenario* s) {
   if (!ExpectMap(n, "expect")) return;
   CheckKeys(n,
             {"outcome", "wrong_results", "stall_ms", "failover_latency_ms", "failover_first_ms",
-             "detection_ms", "recovery", "degraded_ratio", "goodput_loss_pct", "abort_within"},
+             "detection_ms", "recovery", "degraded_ratio", "goodput_loss_pct", "abort_within",
+             "param_sha256"},
             "expect");
   Expectations& e = s->expect;
   const double kBig = 1e12;
@@ -136,6 +167,9 @@ void ScenarioParser::ParseExpect(const YAML::Node& n, Scenario* s) {
     if (auto v = Choice(n["outcome"], "expected outcome", {"survive", "abort_clean"})) {
       e.outcome = *v == "survive" ? ExpectedOutcome::kSurvive : ExpectedOutcome::kAbortClean;
     }
+  }
+  if (n["param_sha256"]) {
+    if (Choice(n["param_sha256"], "expect.param_sha256", {"twin"})) e.param_sha256_twin = true;
   }
   if (n["wrong_results"]) {
     e.wrong_results =
@@ -264,6 +298,12 @@ void ScenarioParser::CheckExpectations(const YAML::Node& n, const Scenario& s) {
     Error(n["wrong_results"], "expect.wrong_results needs the results checked, and "
           "workload.check is false",
           "remove wrong_results, or set 'check: true' under workload");
+  }
+  if (n["param_sha256"] && (s.workload.kind != WorkloadKind::kTrain || s.faults.empty())) {
+    Error(n["param_sha256"],
+          "expect.param_sha256 compares a train job's parameters with its "
+          "fault-free twin's, and this scenario has no train workload with faults",
+          "remove param_sha256, or use 'workload: {kind: train, ...}' with faults");
   }
   if (!faults_ok_) return;  // judged once the faults themselves are valid
   if (e.degraded_ratio_min && std::none_of(s.faults.begin(), s.faults.end(),

@@ -47,6 +47,19 @@ void ScenarioParser::CheckPolicy(const YAML::Node& p, const Scenario& s) {
       return t.can_shrink && t.emits_path_events && t.honours_peer_loss_timeout;
     };
   }
+  // A rejoin grows the group back (CclAdapter::Grow): a library that cannot grow stays
+  // degraded until the job's next restart, so asking for a rejoin there is an error.
+  const bool leaves_out = pol == RecoveryPolicyName::kShrink || pol == RecoveryPolicyName::kAdaptive;
+  if (leaves_out && s.workload.rejoin != "never" &&
+      !workload::adapters::CclTraitsOf(s.ccl).can_grow) {
+    Error(p,
+          std::string("workload.rejoin ") + s.workload.rejoin + " needs a library that can grow " +
+              "its group; " + CclNameString(s.ccl) + "'s adapter cannot (" +
+              workload::adapters::CclNamesWhere(
+                  [](const workload::adapters::CclTraits& t) { return t.can_grow; }) +
+              " can)",
+          "use 'rejoin: never' (the job stays shrunk until its next restart)");
+  }
   if (needs != nullptr && !needs(workload::adapters::CclTraitsOf(s.ccl))) {
     const std::string able = workload::adapters::CclNamesWhere(needs);
     Error(p,
@@ -77,7 +90,7 @@ void ScenarioParser::ParseWorkload(const YAML::Node& n, Scenario* s) {
   }
   CheckKeys(n,
             {"kind", "op", "dtype", "reduce", "root", "bytes", "duration", "iters", "warmup",
-             "check"},
+             "check", "op_timeout"},
             "workload");
   Workload& w = s->workload;
   std::vector<std::string> op_names;
@@ -160,10 +173,20 @@ void ScenarioParser::ParseWorkload(const YAML::Node& n, Scenario* s) {
   if (n["check"]) {
     if (auto v = Bool(n["check"], "workload.check")) w.check = *v;
   }
+  if (n["op_timeout"]) {
+    if (auto v = Duration(n["op_timeout"], "workload.op_timeout")) {
+      if (*v < 100'000'000 || *v > 600'000'000'000) {
+        Error(n["op_timeout"], "workload.op_timeout must be at least 100ms and at most 10m");
+      } else {
+        w.op_timeout_ns = *v;
+      }
+    }
+  }
 }
 
 void ScenarioParser::ParseTrainWorkload(const YAML::Node& n, Scenario* s) {
-  CheckKeys(n, {"kind", "steps", "batch", "compute", "grad_bytes", "checkpoint_every", "wait_bound"},
+  CheckKeys(n, {"kind", "steps", "batch", "compute", "grad_bytes", "checkpoint_every", "wait_bound",
+                "rejoin"},
             "workload");
   Workload& w = s->workload;
   w.kind = WorkloadKind::kTrain;
@@ -206,6 +229,17 @@ void ScenarioParser::ParseTrainWorkload(const YAML::Node& n, Scenario* s) {
         Error(n["wait_bound"], "workload.wait_bound must be > 0 and at most 10m");
       } else {
         w.wait_bound_ns = *v;
+      }
+    }
+  }
+  if (n["rejoin"]) {
+    auto v = Choice(n["rejoin"], "workload.rejoin",
+                    std::vector<std::string>{"never", "on_repair", "at_checkpoint"});
+    if (v) {
+      w.rejoin = *v;
+      if (*v == "at_checkpoint" && w.checkpoint_every == 0) {
+        Error(n["rejoin"], "workload.rejoin at_checkpoint needs checkpoints",
+              "add 'checkpoint_every: 20', or use 'rejoin: on_repair'");
       }
     }
   }

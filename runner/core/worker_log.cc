@@ -142,6 +142,28 @@ std::string Apply(const json& j, bool first, WorkerLog* log) {
     log->shrinks.push_back(std::move(s));
     return "";
   }
+  if (type == "grow") {
+    GrowRecord g;
+    g.rank = log->header.rank;
+    g.start_ns = j.at("start_ns").get<int64_t>();
+    g.end_ns = j.at("end_ns").get<int64_t>();
+    g.joined = j.at("joined").get<std::vector<int>>();
+    g.group = j.at("group").get<int>();
+    g.joiner = j.at("joiner").get<bool>();
+    g.ok = j.at("ok").get<bool>();
+    g.error = j.value("error", std::string());
+    if (g.group < 1 || g.group > log->header.size) return "grow line: group out of range";
+    if (g.joined.empty()) return "grow line: no rank joined";
+    for (int r : g.joined) {
+      if (r < 0 || r >= log->header.size) {
+        return "grow line: joined rank " + std::to_string(r) + " out of range";
+      }
+    }
+    const bool self = std::find(g.joined.begin(), g.joined.end(), g.rank) != g.joined.end();
+    if (self != g.joiner) return "grow line: joiner disagrees with the joined ranks";
+    log->grows.push_back(std::move(g));
+    return "";
+  }
   if (type == "checkpoint") {
     CheckpointRecord c;
     c.rank = log->header.rank;
@@ -221,6 +243,21 @@ std::string Apply(const json& j, bool first, WorkerLog* log) {
     r.samples = OptField<uint64_t>(j, "samples");
     if (r.steps && *r.steps < 0) return "result line: negative steps";
     log->result = std::move(r);
+    return "";
+  }
+  if (type == "stats") {
+    if (log->stats) return "a second stats line";
+    const json& c = j.at("counters");
+    if (!c.is_object()) return "stats line: counters is not an object";
+    std::map<std::string, uint64_t> counters;
+    for (const auto& [name, value] : c.items()) {
+      if (!value.is_number_unsigned() &&
+          !(value.is_number_integer() && value.get<int64_t>() >= 0)) {
+        return "stats line: counter " + name + " is not a count";
+      }
+      counters[name] = value.get<uint64_t>();
+    }
+    log->stats = std::move(counters);
     return "";
   }
   if (type == "end") {
@@ -380,6 +417,19 @@ std::string WorkerShrinkLine(const ShrinkRecord& s) {
   return Line(j);
 }
 
+std::string WorkerGrowLine(const GrowRecord& g) {
+  json j;
+  j["type"] = "grow";
+  j["start_ns"] = g.start_ns;
+  j["end_ns"] = g.end_ns;
+  j["joined"] = g.joined;
+  j["group"] = g.group;
+  j["joiner"] = g.joiner;
+  j["ok"] = g.ok;
+  if (!g.ok) j["error"] = g.error;
+  return Line(j);
+}
+
 std::string WorkerEventLine(const CclEvent& e) {
   json j;
   j["type"] = "event";
@@ -388,6 +438,15 @@ std::string WorkerEventLine(const CclEvent& e) {
   j["path"] = e.path;
   if (e.peer >= 0) j["peer"] = e.peer;
   j["reason"] = e.reason;
+  return Line(j);
+}
+
+std::string WorkerStatsLine(int64_t t_ns, const std::map<std::string, uint64_t>& counters) {
+  json j;
+  j["type"] = "stats";
+  j["t_ns"] = t_ns;
+  j["counters"] = json::object();
+  for (const auto& [name, value] : counters) j["counters"][name] = value;
   return Line(j);
 }
 
@@ -462,6 +521,7 @@ void MapWorkerLogToRunnerClock(WorkerLog* log, int64_t offset_ns) {
   spans(log->ops);
   spans(log->syncs);
   spans(log->shrinks);
+  spans(log->grows);
   spans(log->checkpoints);
   spans(log->resumes);
   spans(log->holds);

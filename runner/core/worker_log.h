@@ -9,6 +9,8 @@
 //   {"type":"event","t_ns","kind","path","reason"}
 //   {"type":"result","param_sha256","loss"[,"steps","samples"]}  (training workloads, before
 //    the end line; steps and samples: faultline-worker's train workload)
+//   {"type":"stats","t_ns","counters":{name:number}}  (a CCL that keeps counters,
+//    CclAdapter::Stats; written once, after the final barrier, before a successful end)
 //   {"type":"end","status":"ok"|"error","message","t_ns","first_error_ns"|null[,"watchdog":true]
 //    [,"restart":true]}
 //
@@ -121,8 +123,11 @@ std::string WorkerOpLine(const WorkerOp& op);
 std::string WorkerEventLine(const CclEvent& e);
 // {"type":"shrink","start_ns","end_ns","excluded":[...],"group":N,"ok":bool[,"error"]}
 std::string WorkerShrinkLine(const ShrinkRecord& s);
+// {"type":"grow","start_ns","end_ns","joined":[...],"group":N,"joiner":bool,"ok":bool[,"error"]}
+std::string WorkerGrowLine(const GrowRecord& g);
 std::string WorkerEndLine(const WorkerEnd& end);
-std::string WorkerSyncLine(const SyncRecord& sync);  // rank is the header's
+std::string WorkerStatsLine(int64_t t_ns, const std::map<std::string, uint64_t>& counters);
+std::string WorkerSyncLine(const SyncRecord& sync);       // rank is the header's
 std::string WorkerResultLine(const TrainResult& result);  // rank is the header's
 // The train workload's lines (rank is the header's).
 std::string WorkerCheckpointLine(const CheckpointRecord& c);
@@ -133,10 +138,11 @@ std::string WorkerDecisionLine(const DecisionRecord& d);
 // One rank's log as the runner's history types.
 struct WorkerLog {
   WorkerHeader header;
-  std::vector<OpRecord> ops;     // in log order; rank filled from the header
-  std::vector<CclEvent> events;  // rank filled from the header
-  std::vector<SyncRecord> syncs;  // rank filled from the header
+  std::vector<OpRecord> ops;          // in log order; rank filled from the header
+  std::vector<CclEvent> events;       // rank filled from the header
+  std::vector<SyncRecord> syncs;      // rank filled from the header
   std::vector<ShrinkRecord> shrinks;  // rank filled from the header
+  std::vector<GrowRecord> grows;      // rank filled from the header
   std::optional<TrainResult> result;  // rank filled from the header
   // The train workload's lines, rank filled from the header.
   std::vector<CheckpointRecord> checkpoints;
@@ -146,11 +152,13 @@ struct WorkerLog {
   // When the rank had joined its group and was ready for its workload ("ready" line, the
   // worker's own clock); absent from workers that do not write it (the torch workload).
   std::optional<int64_t> ready_ns;
+  // The CCL's counters after the final barrier ("stats" line); absent when not written.
+  std::optional<std::map<std::string, uint64_t>> stats;
   // Absent when the worker never wrote its end line (killed or crashed); the runner decides
   // which from the process status.
   std::optional<RankEnd> end;
   std::string end_message;
-  bool restart = false;  // the end line asked for a restart of every rank (end->restart)
+  bool restart = false;         // the end line asked for a restart of every rank (end->restart)
   std::string first_error;      // the error of the first failed op, if any
   uint64_t wrong_elements = 0;  // summed over checked ops
   bool truncated = false;       // the last line was cut off and ignored

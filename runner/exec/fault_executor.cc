@@ -21,7 +21,7 @@ FaultExecutor::FaultExecutor(const Scenario& sc, Site* site) : sc_(sc), site_(si
 
 void FaultExecutor::Schedule(int64_t t0_ns) {
   for (size_t i = 0; i < faults_.size(); ++i)
-    faults_[i].record.scheduled_ns = t0_ns + sc_.faults[i].at_ns;
+    faults_[i].record.scheduled_ns = ActionTime(t0_ns, sc_.faults[i].at_ns);
 }
 
 void FaultExecutor::Do(const TimelineAction& a, int64_t when, const RankRefs& ranks) {

@@ -29,6 +29,13 @@ class FaultExecutor final {
   FaultExecutor& operator=(const FaultExecutor&) = delete;
 
   // Every fault's scheduled time from the run's t0.
+  // A fault's time is t0 plus its offset, except that a fault at offset 0 is applied
+  // kAtStartLeadNs before t0: it is then in force when the ranks start their first collective
+  // (at t0) instead of racing it, and its applied_s reads a little below 0.
+  static constexpr int64_t kAtStartLeadNs = 2'000'000;
+  static int64_t ActionTime(int64_t t0_ns, int64_t at_ns) {
+    return at_ns == 0 ? t0_ns - kAtStartLeadNs : t0_ns + at_ns;
+  }
   void Schedule(int64_t t0_ns);
   // Carries out `a` at `at_ns` (runner clock). Errors go to the fault's record.
   void Do(const TimelineAction& a, int64_t at_ns, const RankRefs& ranks);

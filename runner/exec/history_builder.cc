@@ -36,6 +36,7 @@ BuiltHistory BuildHistory(const HistoryInputs& in) {
       h.events_supported = h.events_supported || log->header.events;
       h.syncs.insert(h.syncs.end(), log->syncs.begin(), log->syncs.end());
       h.shrinks.insert(h.shrinks.end(), log->shrinks.begin(), log->shrinks.end());
+      h.grows.insert(h.grows.end(), log->grows.begin(), log->grows.end());
       if (log->result && k == in.incarnation) h.results.push_back(*log->result);
       for (CheckpointRecord c : log->checkpoints) {
         c.incarnation = k;
@@ -61,6 +62,10 @@ BuiltHistory BuildHistory(const HistoryInputs& in) {
     } else if (log.ok() && log->end) {
       end = *log->end;
       end.rank = g;
+      end.error = log->first_error;
+      // A failure outside a measured collective (the ranks' stop agreement, a barrier) is
+      // only in the end line: its message is then the rank's first error.
+      if (end.error.empty() && end.exit == RankExit::kError) end.error = log->end_message;
       if (es.state != ExitStatus::State::kExited ||
           (es.code != kWorkerExitOk && es.code != kWorkerExitCclError &&
            es.code != kWorkerExitRestart)) {
@@ -118,15 +123,27 @@ nlohmann::json TrainJson(const History& h, const TrainingMetrics& t, const nlohm
   }
   json decisions = json::array();
   std::vector<double> latency_ms;
+  std::vector<double> reaction_ms;
+  int reactions_unknown = 0;
   for (const DecisionRecord& d : h.decisions) {
+    // From the first fault evidence to the action in effect (the worker's decision line).
+    json reaction = d.decision.value("reaction", json::object()).value("ms", json());
     decisions.push_back(
         {{"t_s", since(d.t_ns)},
          {"rank", d.rank},
          {"chosen", d.chosen},
+         {"trigger", d.decision.value("trigger", "")},
          {"latency_ms", d.latency_ns / 1e6},
+         {"reaction_ms", reaction.is_number() ? reaction : json()},
          {"fault_class", d.decision.value("inputs", json::object()).value("fault_class", "")}});
     latency_ms.push_back(d.latency_ns / 1e6);
+    if (reaction.is_number()) {
+      reaction_ms.push_back(reaction.get<double>());
+    } else {
+      ++reactions_unknown;
+    }
   }
+  std::sort(reaction_ms.begin(), reaction_ms.end());
   std::sort(latency_ms.begin(), latency_ms.end());
   auto pct = [](const std::vector<double>& v, double p) -> json {
     if (v.empty()) return nullptr;
@@ -135,6 +152,8 @@ nlohmann::json TrainJson(const History& h, const TrainingMetrics& t, const nlohm
     return v[i];
   };
   return {{"useful_samples", t.useful_samples ? json(*t.useful_samples) : json()},
+          {"finished", t.finished},
+          {"resubmission_charge_s", t.resubmission_s ? json(*t.resubmission_s) : json()},
           {"job_time_s", t.job_time_s ? json(*t.job_time_s) : json()},
           {"samples_per_s", t.samples_per_s ? json(*t.samples_per_s) : json()},
           {"goodput_ratio", t.goodput_ratio ? json(*t.goodput_ratio) : json()},
@@ -148,7 +167,10 @@ nlohmann::json TrainJson(const History& h, const TrainingMetrics& t, const nlohm
             {"write_ms_max", write_ms.empty() ? json() : json(write_ms.back())}}},
           {"holds", std::move(holds)},
           {"decisions", std::move(decisions)},
-          {"decision_latency_ms_p99", pct(latency_ms, 0.99)}};
+          {"decision_latency_ms_p99", pct(latency_ms, 0.99)},
+          {"decision_reaction_ms_p50", pct(reaction_ms, 0.5)},
+          {"decision_reaction_ms_p99", pct(reaction_ms, 0.99)},
+          {"decision_reactions_unknown", reactions_unknown}};
 }
 
 }  // namespace faultline::runner

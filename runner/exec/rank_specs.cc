@@ -88,8 +88,15 @@ std::vector<LaunchSpec> BuildRankSpecs(const RankSpecInputs& in) {
           "--incarnation", std::to_string(incarnation),
         });
         if (incarnation > 0) argv.push_back("--resume");
+        if (w.rejoin != "never" && (sc.policy == RecoveryPolicyName::kShrink ||
+                                    sc.policy == RecoveryPolicyName::kAdaptive)) {
+          argv.insert(argv.end(), {"--rejoin", w.rejoin});
+        }
         if (in.last_restart_cost_ms) {
           argv.insert(argv.end(), {"--restart-cost-ms", std::to_string(*in.last_restart_cost_ms)});
+        }
+        if (in.relaunch_ms) {
+          argv.insert(argv.end(), {"--relaunch-ms", std::to_string(*in.relaunch_ms)});
         }
       } else if (torch) {
         argv.insert(argv.end(), {"--steps", std::to_string(w.iters.value_or(1)),

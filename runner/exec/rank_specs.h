@@ -34,6 +34,8 @@ struct RankSpecInputs {
   int64_t t0_ns = 0;    // when the first incarnation starts its workload (runner clock)
   int incarnation = 0;  // 0 the first; a restarted job's count
   std::optional<int64_t> last_restart_cost_ms;  // measured at the last restart
+  // The runner's detect, kill, reap and relaunch, measured once at the run's setup.
+  std::optional<int64_t> relaunch_ms;
   std::vector<std::string> hook_paths;          // by global rank; "" where none is served
 };
 

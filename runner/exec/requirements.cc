@@ -210,9 +210,10 @@ std::optional<std::string> CclRunRefusal(const CclTraits& ccl, int world, bool l
     return "ccl " + name + " needs " + std::string(ccl.built_from) +
            ", which this build does not have (" + std::string(ccl.how_to_build) + ")";
   }
-  if (ccl.launch != workload::adapters::LaunchStyle::kForkedRank) {
+  if (ccl.launch == workload::adapters::LaunchStyle::kMpiLauncher && !local) {
     return "ccl " + name +
-           " starts its ranks through its own launcher, which faultline run does not drive yet";
+           " starts its ranks through its own launcher (mpirun), which faultline run drives on "
+           "the namespace topology of this machine only, not through --launcher slurm yet";
   }
   if (ccl.needs_own_gpu && local) {
     const int gpus = VisibleGpus(dev_dir);

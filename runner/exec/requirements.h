@@ -48,8 +48,8 @@ int VisibleGpus(const std::string& dev_dir = "/dev");
 
 // Why `faultline run` cannot start the `world` ranks of `ccl` with this build (and, where
 // `local`, every rank on this machine), from the CCL traits table: a library not built here
-// (the message says how to build it), one whose ranks start through a launcher the run driver
-// does not drive yet, one that needs a GPU per rank where fewer are visible. nullopt when it
+// (the message says how to build it), one whose ranks start through their own launcher (mpirun)
+// where they are not all on this machine, one that needs a GPU per rank where fewer are visible. nullopt when it
 // can.
 std::optional<std::string> CclRunRefusal(const workload::adapters::CclTraits& ccl, int world,
                                          bool local, const std::string& dev_dir = "/dev");

@@ -25,8 +25,11 @@ RestartSupervisor::RestartSupervisor(const Scenario& sc, Launcher* launcher, Spe
       restartable_(Restartable(sc)) {}
 
 bool RestartSupervisor::Restartable(const Scenario& sc) {
-  return sc.workload.kind == WorkloadKind::kTrain &&
-         (sc.policy == RecoveryPolicyName::kFailStop || sc.policy == RecoveryPolicyName::kAdaptive);
+  return sc.workload.kind == WorkloadKind::kTrain;
+}
+
+bool RestartSupervisor::ContinuesWithoutLostRanks(RecoveryPolicyName p) {
+  return p == RecoveryPolicyName::kShrink || p == RecoveryPolicyName::kAdaptive;
 }
 
 void RestartSupervisor::Started(std::vector<int> handles, int64_t start_ns) {
@@ -40,15 +43,22 @@ void RestartSupervisor::Check() {
   // survivor may ask for the restart before the dead rank's exit is seen).
   std::string why;
   bool trigger = false;
+  bool any_running = false;
+  const bool goes_on = ContinuesWithoutLostRanks(sc_.policy);
   for (size_t g = 0; g < handles_.size(); ++g) {
     auto st = launcher_->Wait(handles_[g], MonoNow() - 1);
-    if (!st.ok() || st->running()) continue;
+    if (!st.ok() || st->running()) {
+      any_running = true;
+      continue;
+    }
     if (st->success()) return;  // a rank finished its steps: the job is over, not restarted
     const bool asked = st->state == ExitStatus::State::kExited && st->code == kWorkerExitRestart;
-    trigger = trigger || asked || sc_.policy == RecoveryPolicyName::kFailStop;
+    trigger = trigger || asked || !goes_on;
     why += (why.empty() ? "" : "; ") + std::string("rank ") + std::to_string(g) + " " +
            st->ToString() + (asked ? " (stopped for a restart)" : "");
   }
+  // A policy that goes on without a lost rank: the job stopped when nobody is left running.
+  if (goes_on && !why.empty() && !any_running) trigger = true;
   if (!trigger) return;
   bool stepped = incarnation_ == 0;
   for (size_t g = 0; g < handles_.size() && !stepped; ++g) {

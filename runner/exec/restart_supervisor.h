@@ -1,10 +1,17 @@
-// The supervisor of a training job under policy fail_stop or adaptive: when the job stops for
-// a restart it kills what is left of it and starts every rank again in place, from the last
-// checkpoint (as an elastic launcher does). Under fail_stop any rank that stops before the
-// job's end stops the job; under adaptive only a rank that asked for it (exit code
-// kWorkerExitRestart) does. At most kMaxRestarts restarts; after kMaxFruitlessRestarts in a row
-// whose ranks never reached a step the fault is in the way of the job's start and the failure
-// stands (given_up() says why).
+// The supervisor of a training job: when the job stops for a restart it kills what is left of
+// it and starts every rank again in place, from the last checkpoint (as an elastic launcher
+// does). Every policy's job has one, as a production job has one whatever its library does on
+// a fault: the policy decides what the ranks do about a fault, the supervisor restarts a job
+// that lost a rank it cannot go on without.
+//   - A rank that asked for it (exit code kWorkerExitRestart: fail_stop, adaptive's choice)
+//     stops the job under any policy.
+//   - Under a policy that has no way on without a lost rank (fail_stop, failover, wait), any
+//     rank that stops before the job's end stops the job.
+//   - Under one that goes on without it (shrink, adaptive: ContinuesWithoutLostRanks), the job
+//     stops when no rank is left running and none finished.
+// At most kMaxRestarts restarts; after kMaxFruitlessRestarts in a row whose ranks never
+// reached a step the fault is in the way of the job's start and the failure stands
+// (given_up() says why).
 //
 // Not thread-safe: the run driver's thread calls Check between its waits.
 #pragma once
@@ -28,6 +35,9 @@ class RestartSupervisor final {
  public:
   static constexpr size_t kMaxRestarts = 8;  // then the job's failure stands
   static constexpr int kMaxFruitlessRestarts = 2;
+  // The run driver calls Check at least this often while the ranks run (a stopped job is seen
+  // at most this late).
+  static constexpr int64_t kCheckPeriodNs = 50'000'000;
 
   // The launch specs of `incarnation`, told what the last restart cost (nullopt before one).
   using SpecsFn =
@@ -42,8 +52,10 @@ class RestartSupervisor final {
   RestartSupervisor(const RestartSupervisor&) = delete;
   RestartSupervisor& operator=(const RestartSupervisor&) = delete;
 
-  // True when the scenario's job is restarted by the runner at all.
+  // True when the scenario's job is restarted by the runner at all: every training job.
   static bool Restartable(const Scenario& sc);
+  // True for the policies whose ranks go on in a smaller group after losing one.
+  static bool ContinuesWithoutLostRanks(RecoveryPolicyName p);
 
   // The handles of the first incarnation, started at `start_ns`.
   void Started(std::vector<int> handles, int64_t start_ns);

@@ -85,6 +85,7 @@ class Run final {
   int Finish();
   bool AllRanksExited();
   std::vector<LaunchSpec> RankSpecs(int incarnation, std::optional<int64_t> last_cost_ms);
+  std::optional<int64_t> MeasureRelaunchMs();
   // Rank g's log of `incarnation`, its times on this clock.
   Result<WorkerLog> LoadRankLog(int g, int incarnation) const {
     auto log = LoadWorkerLog(RankLogPath(out_, g, incarnation));
@@ -115,6 +116,7 @@ class Run final {
   int64_t execute_start_ns_ = 0;
   int64_t run_end_ns_ = 0;
   bool watchdog_fired_ = false;
+  std::optional<int64_t> relaunch_ms_;  // MeasureRelaunchMs, for the ranks' cost model
   std::vector<std::string> harness_errors_;
   // Every rail port's counters from just before t0 until the ranks have exited, as the site
   // samples them (rail_sampler.h).
@@ -143,13 +145,17 @@ Status Run::LaunchRanks() {
       sc_, &site_->launcher(),
       [this](int k, std::optional<int64_t> cost) { return RankSpecs(k, cost); },
       [this](int g, int k) { return LoadRankLog(g, k); }, &g_stop, &harness_errors_);
-  const std::string worker = o_.worker_path.empty() ? ExeDir() + "/faultline-worker" : o_.worker_path;
+  // The library's rank program (its traits row: faultline-worker, or one of its own).
+  const std::string program(workload::adapters::CclTraitsOf(sc_.ccl).rank_program);
+  const std::string worker = o_.worker_path.empty() ? ExeDir() + "/" + program : o_.worker_path;
   worker_exe_ = worker;
   if (sc_.workload.kind != WorkloadKind::kTorchDdp && access(worker.c_str(), X_OK) != 0) {
-    return Status(Code::kNotFound, "worker binary " + worker + " not found (build faultline-worker)");
+    return Status(Code::kNotFound,
+                  "worker binary " + worker + " not found (build " + program + ")");
   }
   const int world = sc_.topology.world_size();
   ChooseHookPaths();
+  if (sc_.workload.kind == WorkloadKind::kTrain) relaunch_ms_ = MeasureRelaunchMs();
   FL_RETURN_IF_ERROR(site_->StartFaultService(hook_paths_));
   // Every rank starts its workload at t0 (CLOCK_MONOTONIC is shared by all namespaces), which
   // leaves time to join the group; scenario offsets count from there. A Python rank first
@@ -175,6 +181,32 @@ Status Run::LaunchRanks() {
   return Status();
 }
 
+// The runner's part of a restart, measured once per run before the ranks start: a world of
+// placeholder processes where the ranks will run is started, killed and reaped, as the
+// supervisor does with the job's ranks, plus the supervisor's polling period (it sees a
+// stopped rank at most that late). nullopt when the placeholders could not be started.
+std::optional<int64_t> Run::MeasureRelaunchMs() {
+  std::vector<LaunchSpec> specs = RankSpecs(0, std::nullopt);
+  for (size_t g = 0; g < specs.size(); ++g) {
+    specs[g].argv = {"sleep", "60"};
+    specs[g].body = nullptr;
+    specs[g].name = "relaunch-probe" + std::to_string(g);
+  }
+  Launcher& l = site_->launcher();
+  const int64_t start = MonoNow();
+  auto handles = l.StartWorld(specs);
+  if (!handles.ok()) {
+    FL_INFO("run", "the relaunch was not measured: %s", handles.status().ToString().c_str());
+    return std::nullopt;
+  }
+  for (int h : *handles) (void)l.Kill(h, SIGKILL);
+  for (int h : *handles) (void)l.Wait(h, MonoNow() + 10'000'000'000LL);
+  const int64_t ms = (MonoNow() - start + RestartSupervisor::kCheckPeriodNs) / 1'000'000;
+  FL_INFO("run", "the runner's relaunch of %zu ranks: %lld ms (detect bound included)",
+          specs.size(), static_cast<long long>(ms));
+  return ms;
+}
+
 std::vector<LaunchSpec> Run::RankSpecs(int incarnation, std::optional<int64_t> last_cost_ms) {
   RankSpecInputs in;
   in.scenario = &sc_;
@@ -192,6 +224,7 @@ std::vector<LaunchSpec> Run::RankSpecs(int incarnation, std::optional<int64_t> l
   in.t0_ns = t0_;
   in.incarnation = incarnation;
   in.last_restart_cost_ms = last_cost_ms;
+  in.relaunch_ms = relaunch_ms_;
   in.hook_paths = hook_paths_;
   if (incarnation > 0) {
     std::error_code ec;
@@ -268,7 +301,7 @@ void Run::DriveTimeline() {
   RealtimeScope priority;
   timeline_scheduling_ = priority.description();
   for (const auto& a : tl.actions) {
-    const int64_t when = t0_ + a.at_ns;
+    const int64_t when = FaultExecutor::ActionTime(t0_, a.at_ns);
     // Coarse wait that notices a stop request or the end of every rank. It ends early enough
     // for the fault to be armed (its undo journalled and fsynced) before its time; the
     // injection then sleeps precisely to that time.
@@ -295,7 +328,7 @@ void Run::WaitRanks() {
   for (;;) {
     supervisor_->Check();
     if (g_stop || MonoNow() >= deadline() || AllRanksExited()) break;
-    SleepUntil(std::min(deadline(), MonoNow() + 50'000'000), &g_stop);
+    SleepUntil(std::min(deadline(), MonoNow() + RestartSupervisor::kCheckPeriodNs), &g_stop);
   }
   WaitAllReport r = site_->launcher().WaitAll(g_stop ? MonoNow() : deadline());
   watchdog_fired_ = r.hung() && !g_stop;
@@ -417,6 +450,9 @@ int RunParsedScenario(Scenario sc, const RunOptions& options) {
     return ToInt(ExitCode::kHarnessError);
   }
   RunOptions o = options;
+  if (sc.workload.op_timeout_ns && !o.op_timeout_given) {
+    o.op_timeout_ms = *sc.workload.op_timeout_ns / 1'000'000;
+  }
   if (sc.workload.kind == WorkloadKind::kTrain && !sc.faults.empty() && o.twin_report.empty()) {
     FindOrRunTwin(sc, &o);
     if (g_stop) return ToInt(ExitCode::kHarnessError);

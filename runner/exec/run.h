@@ -25,6 +25,7 @@ struct RunOptions {
   std::vector<std::string> allow;   // extra allowlist entries (NETNS/DEV) for the injector
   std::string worker_path;          // empty: faultline-worker next to this executable
   int64_t op_timeout_ms = 10000;    // deadline of one collective in the workers
+  bool op_timeout_given = false;    // --op-timeout-ms was given: it wins over workload.op_timeout
   RunSelection selection;           // --only, --seeds (matrix and folder runs, runner/exec/suite.h)
   // --report-only: expectations are checked and reported as usual, but a failed one does not
   // make the exit code 1 (for a baseline that is expected to fail them); 2 and 3 still count.
@@ -45,9 +46,9 @@ struct RunOptions {
   // fault-free twin (the same scenario without its faults and expectations, same seed and
   // ccl, under policy failover for every policy: one denominator, so a policy's own cost on a
   // fault-free job counts against it), run once into <out>/../twins/<key>/ and reused by every
-  // later run with the same key (scenario less its faults and policy, seed, build), e.g. the
-  // other combinations of a matrix. goodput_ratio divides by its rate. Empty when none could
-  // be had (twin_error).
+  // later run with the same key (scenario less its faults and policy, seed, build, FTCCL_*
+  // environment overrides), e.g. the other combinations of a matrix. goodput_ratio divides by
+  // its rate. Empty when none could be had (twin_error).
   std::string twin_report;
   std::string twin_error;
   bool twin_reused = false;

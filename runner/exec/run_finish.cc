@@ -8,6 +8,7 @@
 
 #include "base/log.h"
 #include "reports/finish_run.h"
+#include "reports/run_files.h"
 #include "reports/verdict.h"
 #include "reports/write_reports.h"
 #include "runner/core/checks.h"
@@ -106,7 +107,7 @@ int FinishRun(FinishInputs& in_) {
     const RailSeries& rs = *in_.rail_series;
     rails_note["samples"] = rs.samples();
     if (rs.samples() >= 2) {
-      std::ofstream(out_ + "/rails.csv") << RailsCsv(rs, t0_);
+      std::ofstream(out_ + "/rails.csv") << reports::RailsCsv(RailsTableOf(rs, t0_));
       files.rails = "rails.csv";
       RailWindowOptions ro;
       // The baseline window starts where the metrics' does: the first measured collective.
@@ -152,6 +153,7 @@ int FinishRun(FinishInputs& in_) {
   std::optional<TrainingMetrics> training;
   const bool train = sc_.workload.kind == WorkloadKind::kTrain;
   nlohmann::json twin;
+  std::optional<std::string> twin_sha;
   if (sc_.workload.kind == WorkloadKind::kTorchDdp || train) {
     training = ComputeTraining(h, sc_.workload.warmup_iters, train);
     in.training = &*training;
@@ -169,6 +171,9 @@ int FinishRun(FinishInputs& in_) {
         const double rate = tj["train"]["samples_per_s"].get<double>();
         twin["samples_per_s"] = rate;
         twin["job_time_s"] = tj["train"]["job_time_s"];
+        const nlohmann::json& th = tj["metrics"]["param_sha256"];
+        if (th.is_string()) twin_sha = th.get<std::string>();
+        twin["param_sha256"] = th;
         if (rate > 0 && training->samples_per_s)
           training->goodput_ratio = *training->samples_per_s / rate;
       } catch (const nlohmann::json::exception& e) {
@@ -177,6 +182,9 @@ int FinishRun(FinishInputs& in_) {
     } else {
       twin = {{"error", o_.twin_error.empty() ? "no fault-free twin was run" : o_.twin_error}};
     }
+  }
+  if (train && !judged_by_reproduce && sc_.expect.param_sha256_twin) {
+    checks.push_back(CheckParamHashAgainstTwin(training->param_sha256, twin_sha));
   }
   nlohmann::json report = BuildReportJson(in);
   if (sc_.reproduce) {

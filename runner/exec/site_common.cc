@@ -141,10 +141,10 @@ std::function<Status(int g, nlohmann::json* p)> LocalRankTarget(const Launcher& 
   return [&launcher, &ranks, kind, netns](int g, nlohmann::json* p) -> Status {
     auto pid = launcher.LocalPid((*ranks.handles)[g]);
     if (!pid) {
-      return Status(Code::kUnavailable, "rank " + std::to_string(g) +
-                                            " runs in a Slurm job step: " + kind +
-                                            " acts on a rank through its host's agent, "
-                                            "which this launcher does not have yet");
+      return Status(Code::kUnavailable,
+                    "rank " + std::to_string(g) + " has no pid on this machine (a rank of a "
+                    "Slurm job step, or one its launcher has not started yet): " + kind +
+                    " acts on a rank's own process");
     }
     (*p)["pid"] = *pid;
     (*p)["netns"] = netns;

@@ -64,6 +64,12 @@ Status InventorySite::CheckInterfaces() const {
 }
 
 Status InventorySite::OpenLauncher() {
+  if (workload::adapters::CclTraitsOf(sc().ccl).launch ==
+      workload::adapters::LaunchStyle::kMpiLauncher) {
+    return InvalidArgument("ccl " + std::string(CclNameString(sc().ccl)) +
+                           " starts through mpirun on the namespace topology only, not on an "
+                           "inventory of this machine's interfaces");
+  }
   // "" (this process's namespace) for every host.
   std::vector<std::string> netns(sc().topology.hosts, "");
   auto l = LocalNetnsLauncher::Create(netns, ctx_.out_dir + "/ranks");

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "runner/exec/mpi_launcher.h"
 #include "runner/exec/rank_specs.h"
 #include "runner/faults/registry.h"
 
@@ -19,10 +20,47 @@ Status NetnsSite::Prepare(Journal* journal) {
 }
 
 Status NetnsSite::OpenLauncher() {
+  const auto& ccl = workload::adapters::CclTraitsOf(sc().ccl);
+  if (ccl.launch == workload::adapters::LaunchStyle::kMpiLauncher) return OpenMpiLauncher();
   std::vector<std::string> netns;
   for (int h = 0; h < sc().topology.hosts; ++h) netns.push_back(topo_->host(h).netns);
   auto l = LocalNetnsLauncher::Create(netns, ctx_.out_dir + "/ranks");
   if (!l.ok()) return l.status();
+  launcher_ = std::move(l.value());
+  return Status();
+}
+
+Status NetnsSite::OpenMpiLauncher() {
+  if (topo_->per_rank_nics()) {
+    return InvalidArgument("ccl " + std::string(CclNameString(sc().ccl)) +
+                           " runs on shared NICs only (topology.nics: shared)");
+  }
+  MpiLauncherOptions o;
+  o.run_id = ctx_.run_id;
+  for (int h = 0; h < topo_->hosts(); ++h) {
+    o.hosts.push_back({topo_->host(h).netns, topo_->host(h).mgmt_dev});
+  }
+  // The rails only: a fault on a rail hits the library's data, and none of it takes the
+  // management network.
+  for (const std::string& dev : topo_->host(0).rail_devs) {
+    o.data_interfaces += (o.data_interfaces.empty() ? "" : ",") + dev;
+  }
+  const auto opt = [&](const char* key, const char* fallback) {
+    auto it = sc().ccl_options.find(key);
+    return it == sc().ccl_options.end() ? std::string(fallback) : it->second;
+  };
+  if (sc().ccl == CclName::kMpich) {
+    o.flavour = MpiFlavour::kMpich;
+    o.mpirun = "mpiexec.hydra";
+    o.pml.clear();
+  } else {
+    o.pml = opt("pml", "ob1");
+  }
+  o.errors = opt("errors", "return");
+  o.log_dir = ctx_.out_dir + "/ranks";
+  auto l = MpiLauncher::Create(std::move(o));
+  if (!l.ok()) return l.status();
+  mpi_ = l.value().get();
   launcher_ = std::move(l.value());
   return Status();
 }
@@ -85,7 +123,25 @@ void NetnsSite::StartRails(int64_t start_at_ns, int64_t period_ns, size_t reserv
 
 void NetnsSite::AddEnvironment(nlohmann::json* env) const {
   (*env)["topology"] = topo_->ToJson();
-  (*env)["launcher"] = "local";
+  if (mpi_ == nullptr) {
+    (*env)["launcher"] = "local";
+    return;
+  }
+  nlohmann::json mpi;
+  if (sc().ccl == CclName::kMpich) {
+    (*env)["launcher"] = "mpiexec.hydra";
+    mpi = {{"library", "mpich"},
+           {"version", MpichInfo("Version")},
+           {"device", MpichInfo("Device")},
+           {"transport", "ucx tcp on the rails (UCX_TLS=tcp,self)"}};
+  } else {
+    (*env)["launcher"] = "mpirun";
+    mpi = {{"library", "openmpi"}, {"version", OpenMpiVersion()}};
+  }
+  mpi["command"] = mpi_->command();
+  mpi["swept_processes"] = mpi_->swept();
+  for (const auto& [k, v] : sc().ccl_options) mpi[k] = v;
+  (*env)["mpi"] = std::move(mpi);
 }
 
 }  // namespace faultline::runner

@@ -16,6 +16,7 @@
 #include "reports/exit_code.h"
 #include "reports/junit.h"
 #include "reports/schema.h"
+#include "reports/suite_index.h"
 #include "runner/core/inventory.h"
 #include "runner/core/run_selection.h"
 #include "runner/core/scenario.h"
@@ -38,6 +39,8 @@ constexpr int kExpectationFailed = reports::ToInt(ExitCode::kExpectationFailed);
 struct Entry {
   std::string name;  // the scenario's name (with its matrix label)
   std::string dir;   // relative to the output directory
+  std::string group;  // the file's stem in a folder run
+  std::vector<std::pair<std::string, std::string>> axes;  // the matrix combination
   int code = kOk;
   bool skipped = false;
   std::string skip_reason;
@@ -63,45 +66,6 @@ std::string Timestamp() {
   char buf[32];
   std::strftime(buf, sizeof(buf), "%Y%m%d-%H%M%S", &tm);
   return buf;
-}
-
-std::string HtmlEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-// A relative path as a URL path: unreserved characters and '/', '=', ',' kept.
-std::string UrlPath(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '/' || c == '.' || c == '_' || c == '-' || c == '=' ||
-        c == ',' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      char buf[4];
-      std::snprintf(buf, sizeof(buf), "%%%02X", c);
-      out += buf;
-    }
-  }
-  return out;
 }
 
 std::optional<nlohmann::json> ReadReport(const fs::path& p) {
@@ -160,63 +124,25 @@ std::string VerdictText(const Entry& e) {
   return "HARNESS ERROR";
 }
 
-std::string IndexHtml(const std::string& title, const std::vector<Entry>& entries, int code,
-                      double seconds, const fs::path& root) {
-  int pass = 0, fail = 0, skipped = 0, other = 0;
+// The index's view of the runs (reports/suite_index.h).
+std::vector<reports::SuiteRun> SuiteRuns(const std::vector<Entry>& entries, const fs::path& root) {
+  std::vector<reports::SuiteRun> out;
   for (const auto& e : entries) {
-    if (e.skipped) {
-      ++skipped;
-    } else if (e.code == kOk) {
-      ++pass;
-    } else if (e.code == kExpectationFailed) {
-      ++fail;
-    } else {
-      ++other;
-    }
-  }
-  std::ostringstream h;
-  h << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>faultline: "
-    << HtmlEscape(title) << "</title>\n<style>\n"
-    << "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-    << "td,th{border:1px solid #ccc;padding:4px 10px;text-align:left}"
-    << ".PASS{background:#d7f5d7}.FAIL{background:#f8d0d0}.SKIPPED{background:#eee}"
-    << ".BAD_INPUT,.HARNESS_ERROR{background:#f7e3b0}\n</style></head><body>\n";
-  h << "<h1>faultline: " << HtmlEscape(title) << "</h1>\n";
-  char buf[128];
-  std::snprintf(buf, sizeof(buf), "%.0f", seconds);
-  h << "<p>" << entries.size() << " runs: " << pass << " passed, " << fail << " failed, "
-    << skipped << " skipped, " << other << " not judged (bad input or harness error); exit code "
-    << code << "; " << buf << " s. <a href=\"junit.xml\">junit.xml</a></p>\n";
-  h << "<table>\n<tr><th>run</th><th>verdict</th><th>outcome</th><th>time</th><th>reports</th>"
-       "<th>note</th></tr>\n";
-  for (const auto& e : entries) {
-    std::string verdict = VerdictText(e);
-    std::string cls = verdict;
-    std::replace(cls.begin(), cls.end(), ' ', '_');
-    std::string links;
+    reports::SuiteRun r;
+    r.name = e.name;
+    r.group = e.group;
+    r.dir = e.dir;
+    r.axes = e.axes;
+    r.verdict = VerdictText(e);
+    r.seconds = e.seconds;
+    r.report = e.report;
     for (const char* f : {"report.html", "report.json"}) {
-      if (fs::exists(root / e.dir / f)) {
-        links += std::string(links.empty() ? "" : " ") + "<a href=\"" + UrlPath(e.dir + "/" + f) +
-                 "\">" + f + "</a>";
-      }
+      if (fs::exists(root / e.dir / f)) r.links.push_back(f);
     }
-    std::string note;
-    if (e.skipped) {
-      note = "skipped: " + e.skip_reason;
-    } else if (e.report.contains("harness_errors") && e.report["harness_errors"].is_array() &&
-               !e.report["harness_errors"].empty()) {
-      note = e.report["harness_errors"][0].is_string()
-                 ? e.report["harness_errors"][0].get<std::string>()
-                 : e.report["harness_errors"][0].dump();
-    }
-    std::snprintf(buf, sizeof(buf), "%.1f s", e.seconds);
-    h << "<tr class=\"" << cls << "\"><td>" << HtmlEscape(e.name) << "</td><td>" << verdict
-      << "</td><td>" << HtmlEscape(e.report.value("outcome", std::string("-"))) << "</td><td>"
-      << buf << "</td><td>" << (links.empty() ? "-" : links) << "</td><td>" << HtmlEscape(note)
-      << "</td></tr>\n";
+    r.note = reports::SuiteRunNote(e.report);  // a skipped run's report holds its reason
+    out.push_back(std::move(r));
   }
-  h << "</table>\n</body></html>\n";
-  return h.str();
+  return out;
 }
 
 std::string ExeDir() {
@@ -371,6 +297,8 @@ int RunScenarios(const RunOptions& given) {
     for (auto& sc : p.expanded.runs) {
       Entry e;
       e.name = sc.name;
+      e.group = file_dir;
+      e.axes.assign(sc.matrix.begin(), sc.matrix.end());
       const std::string label = sc.matrix.empty() ? "" : DirPart(sc.MatrixLabel());
       e.dir = file_dir.empty() ? label : (label.empty() ? file_dir : file_dir + "/" + label);
       if (interrupted) break;
@@ -421,8 +349,10 @@ int RunScenarios(const RunOptions& given) {
   WriteFileAtomic(root / "junit.xml", reports::JUnitXml(reports));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  WriteFileAtomic(root / "index.html",
-                  IndexHtml(options.scenario_path, entries, code, seconds, root));
+  const std::vector<reports::SuiteRun> runs = SuiteRuns(entries, root);
+  const reports::SuiteSummary summary{options.scenario_path, code, seconds};
+  WriteFileAtomic(root / "index.html", reports::SuiteIndexHtml(summary, runs));
+  WriteFileAtomic(root / "index.md", reports::SuiteIndexMarkdown(summary, runs));
 
   std::printf("\nfaultline run: %zu runs of %s in %.0f s\n", entries.size(),
               options.scenario_path.c_str(), seconds);
@@ -437,7 +367,8 @@ int RunScenarios(const RunOptions& given) {
     std::printf("  --report-only: %zd runs failed an expectation; reported, not judged\n",
                 static_cast<ssize_t>(failed));
   }
-  std::printf("  exit %d; %s/index.html, %s/junit.xml\n", code, root.c_str(), root.c_str());
+  std::printf("  exit %d; %s/index.html (index.md), %s/junit.xml\n", code, root.c_str(),
+              root.c_str());
   std::fflush(stdout);
   if (interrupted) {
     FL_WARN("run", "interrupted; the remaining runs were not started");

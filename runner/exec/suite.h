@@ -3,8 +3,9 @@
 // expanded). Each run goes into its own subdirectory of the output directory:
 //   file with a matrix:  OUT/<combination>          e.g. OUT/op=allgather,bytes=64MiB
 //   folder:              OUT/<file stem>[/<combination>]
-// and OUT gets one junit.xml over every run (reports/junit.h) and an index.html that links
-// each run's report.html and report.json with its verdict.
+// and OUT gets one junit.xml over every run (reports/junit.h) and index.html / index.md
+// (reports/suite_index.h): each run's verdict, outcome, key metrics and links, and for a
+// matrix pivot tables by its axes (median and spread over --seeds, the best cell per row).
 //
 // A run whose `requires:` names a feature this machine lacks is skipped with the reason (a
 // skipped testcase in the JUnit file, never a pass); a file that does not validate is not

@@ -242,6 +242,38 @@ TEST(Metrics, RecoveryJudgesRollingThroughputNotOneCollective) {
   EXPECT_DOUBLE_EQ(*ComputeMetrics(c.h(), Opts(90, 300)).per_fault[0].values.recovery_ms, 360);
 }
 
+TEST(Metrics, RecoveryAveragesAtLeastSixCollectives) {
+  // Collectives of 30 ms, so that 100 ms holds only three; after the fault one of them takes
+  // 45 ms (scheduling jitter). Three collectives with it run at 90 / 105 = 86 % of the rate, six
+  // at 180 / 195 = 92 %: the job recovered at 400 ms, as six collectives show.
+  HistoryBuilder b;
+  b.Ops(10, 0, 30).Op(300, 400).Ops(3, 400, 30).Op(490, 535).Ops(20, 535, 30).End(1135);
+  b.Fault("f1", "link_down", 0, 300, 350);
+  EXPECT_DOUBLE_EQ(*ComputeMetrics(b.h(), Opts(90, 300)).per_fault[0].values.recovery_ms, 100);
+}
+
+TEST(Metrics, RecoveryIsJudgedAgainstTheBaselineRateNotItsMedian) {
+  // Before and after the fault the collectives repeat one pattern: four of 2 ms (4 Gbit/s) and
+  // one of 8 ms (1 Gbit/s). The median rate is 4, the rate the job sustains 5 x 8 / 16 = 2.5
+  // (no 100 ms window of the pattern holds less than 2.38). Once the pattern resumes at 400 ms
+  // the job is where it was: recovered there, not never (90 % of the median, 3.6, is above
+  // anything the pattern sustains).
+  HistoryBuilder b;
+  auto pattern = [&b](int64_t from_ms, int times) {
+    for (int t = 0; t < times; ++t) b.Ops(4, from_ms + t * 16, 2).Op(from_ms + t * 16 + 8,
+                                                                     from_ms + t * 16 + 16);
+  };
+  pattern(0, 18);  // 0 .. 288
+  b.Op(288, 400);
+  pattern(400, 30);  // 400 .. 880
+  b.End(880);
+  b.Fault("f1", "link_down", 0, 300, 350);
+  const MetricValues v = ComputeMetrics(b.h(), Opts(90, 200)).per_fault[0].values;
+  EXPECT_DOUBLE_EQ(*v.baseline_busbw_gbps, 4.0);
+  ASSERT_TRUE(v.recovery_ms.has_value());
+  EXPECT_DOUBLE_EQ(*v.recovery_ms, 100);
+}
+
 // Permanent port_drop at 100 ms that halves the capacity: op 10 stalls over [100, 200]
 // (0.08 Gbit/s), then 20 ms ops (0.4 Gbit/s) until 400.
 History PermanentHistory() {
@@ -337,6 +369,35 @@ TEST(Metrics, NoCollectiveAfterTheFault) {
   EXPECT_FALSE(m.overall.failover_latency_ms.has_value());
 }
 
+TEST(Metrics, AHangWithNothingEndedAfterTheFaultStallsToTheRunsEnd) {
+  // Ten collectives, then a fault at 105 and nothing more: no collective completes or fails
+  // (the ranks hang until the runner's watchdog ends the run at 5000). The stall is measured
+  // to that end, (100, 5000) minus the 10 ms median collective, not read as none.
+  HistoryBuilder b;
+  b.Ops(10, 0, 10).End(5000);
+  b.Fault("f1", "link_down", 0, 105, std::nullopt);
+  b.h().watchdog_fired = true;
+  RunMetrics m = ComputeMetrics(b.h(), Opts());
+  EXPECT_DOUBLE_EQ(*m.per_fault[0].values.stall_ms, 4890);
+  EXPECT_DOUBLE_EQ(*m.overall.stall_ms, 4890);
+  EXPECT_EQ(m.outcome, Outcome::kHung);
+  // A transient fault reverted at 2000 still overlaps the same open gap.
+  HistoryBuilder c;
+  c.Ops(10, 0, 10).End(5000);
+  c.Fault("f1", "link_down", 0, 105, 2000);
+  c.h().watchdog_fired = true;
+  EXPECT_DOUBLE_EQ(*ComputeMetrics(c.h(), Opts()).per_fault[0].values.stall_ms, 4890);
+  // A rank that reported an error at 3000 (outside any measured collective: the ranks' stop
+  // agreement) ends the gap there, as a failed collective would.
+  HistoryBuilder d;
+  d.Ops(10, 0, 10).End(5000);
+  d.Fault("f1", "link_down", 0, 105, std::nullopt);
+  d.h().ranks[0].exit = RankExit::kError;
+  d.h().ranks[0].first_error_ns = 3000 * kMs;
+  d.h().watchdog_fired = true;
+  EXPECT_DOUBLE_EQ(*ComputeMetrics(d.h(), Opts()).per_fault[0].values.stall_ms, 2890);
+}
+
 TEST(Metrics, PeerWithoutEventsHasNullEventMetrics) {
   History h = TransientHistory();
   h.events_supported = false;
@@ -384,6 +445,91 @@ TEST(Metrics, OverallIsTheWorstOverFaults) {
   EXPECT_DOUBLE_EQ(*m.per_fault[0].values.recovery_ms, 50);
   EXPECT_DOUBLE_EQ(*m.per_fault[1].values.recovery_ms, 200);
   EXPECT_DOUBLE_EQ(*m.overall.recovery_ms, 200);
+}
+
+// The overall figure is the worst over the applied faults; when one fault's figure is null
+// the worst is unknown, so the overall figure is null too (not the other faults' worst).
+TEST(Metrics, OverallIsNullWhenAnAppliedFaultsFigureIsNull) {
+  HistoryBuilder b;
+  b.Ops(10, 0, 10).Op(100, 150).Ops(10, 150, 10).Op(250, 450).Ops(5, 450, 10).End(500);
+  b.Fault("a", "link_down", 0, 100, 150);
+  b.Fault("b", "link_down", 1, 250, 300);
+  // Fault a is detected and its flow resumes; no path event crosses fault b's target.
+  b.Event(110, EventKind::kPathDown, 0).Event(120, EventKind::kResumed, 1);
+  RunMetrics m = ComputeMetrics(b.h(), Opts(90, 30));
+  EXPECT_DOUBLE_EQ(*m.per_fault[0].values.detection_ms, 10);
+  EXPECT_DOUBLE_EQ(*m.per_fault[0].values.failover_first_ms, 20);
+  EXPECT_FALSE(m.per_fault[1].values.detection_ms.has_value());
+  EXPECT_FALSE(m.per_fault[1].values.failover_first_ms.has_value());
+  EXPECT_FALSE(m.overall.detection_ms.has_value());
+  EXPECT_FALSE(m.overall.failover_first_ms.has_value());
+  // Figures every fault has stay the worst over them.
+  EXPECT_DOUBLE_EQ(*m.overall.stall_ms, 190);
+
+  // An expectation on a null figure fails and says which fault has none.
+  Expectations e;
+  e.detection_ms_max = 1000;
+  e.failover_first_ms_max = 1000;
+  e.stall_ms_max = 1000;
+  const std::vector<CheckResult> checks = CheckExpectations(e, m);
+  ASSERT_EQ(checks.size(), 3u);
+  for (const CheckResult& c : checks) {
+    if (c.name == "stall_ms") {
+      EXPECT_TRUE(c.pass);
+      EXPECT_EQ(c.reason, "");
+      EXPECT_FALSE(c.ToJson().contains("reason"));
+      continue;
+    }
+    EXPECT_FALSE(c.pass) << c.name;
+    EXPECT_TRUE(c.value.is_null()) << c.name;
+    EXPECT_EQ(c.reason,
+              "null: fault b has none (no path event of the library crossed its target)")
+        << c.name;
+    EXPECT_EQ(c.ToJson().at("reason"), c.reason);
+  }
+}
+
+TEST(Metrics, OverallGoodputLossIsNullWhenAFaultHasNone) {
+  // Fault late is applied after the last collective: its window [a, e] is empty, so it has no
+  // goodput loss, and the run's worst loss is not known.
+  HistoryBuilder b;
+  b.Ops(10, 0, 10).Op(100, 250).Ops(15, 250, 10).End(500);
+  b.Fault("f1", "link_down", 0, 100, 300);
+  b.Fault("late", "link_down", 1, 450, 480);
+  RunMetrics m = ComputeMetrics(b.h(), Opts(90, 50));
+  EXPECT_NEAR(*m.per_fault[0].values.goodput_loss_pct, 70.0, 1e-9);
+  EXPECT_FALSE(m.per_fault[1].values.goodput_loss_pct.has_value());
+  EXPECT_FALSE(m.overall.goodput_loss_pct.has_value());
+  Expectations e;
+  e.goodput_loss_pct_max = 90;
+  const std::vector<CheckResult> checks = CheckExpectations(e, m);
+  ASSERT_EQ(checks.size(), 1u);
+  EXPECT_FALSE(checks[0].pass);
+  EXPECT_EQ(checks[0].reason, "null: fault late has none");
+}
+
+TEST(Metrics, OverallDegradedRatioIsOverThePermanentFaultsOnly) {
+  // A transient fault has no degraded_ratio by definition; the permanent one's is the run's.
+  HistoryBuilder b;
+  b.Ops(10, 0, 10).Op(100, 200).Ops(10, 200, 20).End(400);
+  b.Fault("drop", "port_drop", 1, 100, std::nullopt);
+  b.Fault("blip", "link_down", 0, 120, 130);
+  MetricsOptions o = Opts(90, 50);
+  o.faults.push_back({"drop", true, 0.5});
+  RunMetrics m = ComputeMetrics(b.h(), o);
+  EXPECT_FALSE(m.per_fault[1].values.degraded_ratio.has_value());
+  ASSERT_TRUE(m.per_fault[0].values.degraded_ratio.has_value());
+  ASSERT_TRUE(m.overall.degraded_ratio.has_value());
+  EXPECT_DOUBLE_EQ(*m.overall.degraded_ratio, 0.5);
+  // Without a permanent fault there is no degraded_ratio, and an expectation on it fails.
+  m = ComputeMetrics(TransientHistory(), Opts(90, 50));
+  EXPECT_FALSE(m.overall.degraded_ratio.has_value());
+  Expectations e;
+  e.degraded_ratio_min = 0.1;
+  const std::vector<CheckResult> checks = CheckExpectations(e, m);
+  ASSERT_EQ(checks.size(), 1u);
+  EXPECT_FALSE(checks[0].pass);
+  EXPECT_NE(checks[0].reason.find("permanent faults only"), std::string::npos) << checks[0].reason;
 }
 
 TEST(Metrics, WrongResultsCountDistinctCollectives) {
@@ -655,6 +801,9 @@ TEST(Metrics, FullConvergenceIsTheLastAffectedFlow) {
   }
   EXPECT_DOUBLE_EQ(*m.overall.failover_latency_ms, 90);
   EXPECT_DOUBLE_EQ(*m.overall.failover_first_ms, 10);
+  // Beside it, convergence with no flow left out: 0 -> 3 resumed at 380.
+  ASSERT_TRUE(f.all_flows_ms.has_value());
+  EXPECT_DOUBLE_EQ(*f.all_flows_ms, 280);
 }
 
 TEST(Metrics, AFlowThatNeverResumesWhileTheJobStallsNeverConverges) {
@@ -675,6 +824,7 @@ TEST(Metrics, AFlowThatNeverResumesWhileTheJobStallsNeverConverges) {
   EXPECT_FALSE(f.flows[1].resumed_ns.has_value());
   EXPECT_FALSE(m.overall.failover_latency_ms.has_value());
   EXPECT_FALSE(f.progress_ms.has_value());
+  EXPECT_FALSE(f.all_flows_ms.has_value());
 }
 
 TEST(Metrics, ProgressConvergenceIsTheLastAffectedRank) {
@@ -980,6 +1130,8 @@ TEST(Metrics, TrainUsefulSamplesRateAndRestartedSteps) {
   b.h().results = {{0, sha, 1.0, 4, 64}, {1, sha, 1.0, 4, 64}};
   TrainingMetrics t = ComputeTraining(b.h(), 0, /*train=*/true);
   ASSERT_TRUE(t.useful_samples && t.job_time_s && t.samples_per_s);
+  EXPECT_TRUE(t.finished);
+  EXPECT_FALSE(t.resubmission_s.has_value());  // a finished job pays no resubmission
   EXPECT_EQ(*t.useful_samples, 64u);
   EXPECT_NEAR(*t.job_time_s, 1.1, 1e-9);  // time zero to the last step's end
   EXPECT_NEAR(*t.samples_per_s, 64 / 1.1, 1e-9);
@@ -1001,9 +1153,27 @@ TEST(Metrics, TrainUsefulSamplesRateAndRestartedSteps) {
   t = ComputeTraining(b.h(), 0, true);
   ASSERT_TRUE(t.useful_samples.has_value());
   EXPECT_EQ(*t.useful_samples, 32u);
-  // ... over the time until its last rank gave up (End: 1200 ms), not its last step's end.
-  ASSERT_TRUE(t.job_time_s.has_value());
-  EXPECT_NEAR(*t.job_time_s, 1.2, 1e-9);
+  EXPECT_FALSE(t.finished);
+  // No restart measured in this run: the resubmission it needs has no price, and its rate is
+  // not put beside a finished job's.
+  EXPECT_FALSE(t.resubmission_s.has_value());
+  EXPECT_FALSE(t.job_time_s.has_value());
+  EXPECT_FALSE(t.samples_per_s.has_value());
+  // With measured restarts (their mean, 400 ms; one never reached a step and has no cost): the
+  // time until its last rank gave up (End: 1200 ms), not its last step's end, plus that.
+  RestartRecord r;
+  r.incarnation = 1;
+  r.cost_ns = 300'000'000;
+  b.h().restarts.push_back(r);
+  r.cost_ns = 500'000'000;
+  b.h().restarts.push_back(r);
+  r.cost_ns.reset();
+  b.h().restarts.push_back(r);
+  t = ComputeTraining(b.h(), 0, true);
+  ASSERT_TRUE(t.resubmission_s && t.job_time_s && t.samples_per_s);
+  EXPECT_NEAR(*t.resubmission_s, 0.4, 1e-9);
+  EXPECT_NEAR(*t.job_time_s, 1.6, 1e-9);
+  EXPECT_NEAR(*t.samples_per_s, 32 / 1.6, 1e-9);
   // Torch logs say nothing of samples: no rate is made up.
   EXPECT_FALSE(ComputeTraining(b.h(), 0, false).samples_per_s.has_value());
 }

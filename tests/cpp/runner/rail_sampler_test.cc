@@ -14,6 +14,7 @@
 
 #include "base/clock.h"
 #include "net_test_util.h"
+#include "reports/run_files.h"
 
 namespace faultline::runner {
 namespace {
@@ -175,7 +176,7 @@ TEST(RailSampler, MissingPortsAreErrorsAndRdmaCountersAreRead) {
   EXPECT_NE(all.find("fl-nosuchns-h1"), std::string::npos) << all;
   EXPECT_NE(all.find("rxe9"), std::string::npos) << all;
   // rails.csv keeps the columns, with empty cells where nothing was read.
-  const std::string csv = RailsCsv(s, s.t_ns[0]);
+  const std::string csv = reports::RailsCsv(RailsTableOf(s, s.t_ns[0]));
   EXPECT_NE(csv.find("h0_r0_rdma_tx_gbps"), std::string::npos);
   EXPECT_NE(csv.find(",,"), std::string::npos);
 }

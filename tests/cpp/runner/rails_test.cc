@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "reports/run_files.h"
 #include "runner/core/report_json.h"
 
 namespace faultline::runner {
@@ -188,7 +189,7 @@ TEST(RailsTest, CsvHasOneColumnPairPerPortAndEmptyCellsWithoutRate) {
            {0, 0, true}};
   s.rdma = {{0, 0, false},    {0, 0, true},  {0, 0, false},
             {100, 200, true}, {0, 0, false}, {50, 400, true}};  // tx went back: a reset
-  const std::string csv = RailsCsv(s, 10 * kS);
+  const std::string csv = reports::RailsCsv(RailsTableOf(s, 10 * kS));
   std::istringstream in(csv);
   std::string header, row1, row2, extra;
   std::getline(in, header);

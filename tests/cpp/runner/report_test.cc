@@ -25,6 +25,7 @@ RunMetrics SomeMetrics() {
   f.id = "f1";
   f.values = m.overall;
   f.progress_ms = 150;
+  f.all_flows_ms = 180;
   f.convergence = "path_events";
   f.flows.push_back({0, 1, 1, 2'010'000'000, 2'040'000'000, true});
   f.flows.push_back({1, 0, 1, 2'020'000'000, std::nullopt, false});
@@ -111,6 +112,27 @@ TEST(Checks, OutcomeAndWrongResultsAndDegradedRatio) {
   EXPECT_FALSE(Named(CheckExpectations(e, m), "degraded_ratio")->pass);
   EXPECT_TRUE(CheckExpectations(Expectations{}, m).empty());
   EXPECT_EQ(ExitCodeOf(std::vector<CheckResult>{}), 0);
+  // Without expectations a hung run is still no PASS: `faultline run` exits 1.
+  const std::vector<CheckResult> none;
+  EXPECT_EQ(ExitCodeOf(ReportOf(History{}, m, none)), 1);
+  m.outcome = Outcome::kAbortedClean;
+  EXPECT_EQ(ExitCodeOf(ReportOf(History{}, m, none)), 0);
+}
+
+// expect.param_sha256: twin holds only when both hashes are known and equal.
+TEST(Checks, ParamHashAgainstTheTwin) {
+  const std::string a(64, 'a'), b(64, 'b');
+  CheckResult c = CheckParamHashAgainstTwin(a, a);
+  EXPECT_TRUE(c.pass);
+  EXPECT_EQ(c.name, "param_sha256");
+  EXPECT_EQ(c.limit, a);
+  EXPECT_EQ(c.value, a);
+  EXPECT_FALSE(CheckParamHashAgainstTwin(a, b).pass);
+  c = CheckParamHashAgainstTwin(std::nullopt, a);  // the ranks disagreed, or none finished
+  EXPECT_FALSE(c.pass);
+  EXPECT_TRUE(c.value.is_null());
+  EXPECT_FALSE(CheckParamHashAgainstTwin(a, std::nullopt).pass);  // no twin to compare with
+  EXPECT_FALSE(CheckParamHashAgainstTwin(std::nullopt, std::nullopt).pass);
 }
 
 TEST(Report, KeysAndValuesOfV2) {
@@ -175,6 +197,7 @@ TEST(Report, KeysAndValuesOfV2) {
   EXPECT_EQ(r["per_fault"][0]["id"], "f1");
   EXPECT_EQ(r["per_fault"][0]["recovery_ms"], 150.0);
   EXPECT_EQ(r["per_fault"][0]["progress_ms"], 150.0);
+  EXPECT_EQ(r["per_fault"][0]["all_flows_ms"], 180.0);
   EXPECT_EQ(r["per_fault"][0]["convergence"], "path_events");
   EXPECT_EQ(r["per_fault"][0]["never_converged"], false);
   ASSERT_EQ(r["per_fault"][0]["flows"].size(), 2u);
@@ -205,6 +228,42 @@ TEST(Report, KeysAndValuesOfV2) {
 // A fault whose time never came because every rank had ended: no harness failure when the ranks
 // had aborted (cleanly, as expected) on an earlier fault, a harness failure when they had
 // simply finished first. The exit code and junit.xml say the same in both cases.
+// A rejoin: one entry per grow; the members' stall from the first member's start, the
+// repair's cost from the joiner's repair, both to the last rank in the grown group.
+TEST(Report, GrowEntryTimesTheStallAndTheRepairToFullSize) {
+  History h;
+  h.run_start_ns = 1'000'000'000;
+  auto grow = [](int rank, int64_t start, int64_t end, bool joiner) {
+    GrowRecord g;
+    g.rank = rank;
+    g.start_ns = start;
+    g.end_ns = end;
+    g.joined = {1};
+    g.group = 2;
+    g.joiner = joiner;
+    return g;
+  };
+  h.grows = {grow(0, 4'000'000'000, 4'030'000'000, false),
+             grow(1, 3'500'000'000, 4'050'000'000, true)};
+  const nlohmann::json r = ReportOf(h, SomeMetrics(), {});
+  ASSERT_EQ(r["grows"].size(), 1u) << r["grows"].dump();
+  const nlohmann::json& g = r["grows"][0];
+  EXPECT_EQ(g["joined"], nlohmann::json({1}));
+  EXPECT_EQ(g["group"], 2);
+  EXPECT_EQ(g["ranks"], nlohmann::json({0, 1}));
+  EXPECT_DOUBLE_EQ(g["repaired_s"].get<double>(), 2.5);
+  EXPECT_DOUBLE_EQ(g["start_s"].get<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(g["stall_ms"].get<double>(), 50.0);
+  EXPECT_DOUBLE_EQ(g["repair_to_full_ms"].get<double>(), 550.0);
+  EXPECT_TRUE(g["ok"].get<bool>());
+  // Without the joiner's record the repair's cost is not known: null, not a made-up value.
+  h.grows.pop_back();
+  const nlohmann::json m = ReportOf(h, SomeMetrics(), {})["grows"][0];
+  EXPECT_TRUE(m["repair_to_full_ms"].is_null());
+  EXPECT_DOUBLE_EQ(m["stall_ms"].get<double>(), 30.0);
+  EXPECT_TRUE(ReportOf(History{}, SomeMetrics(), {})["grows"].empty());
+}
+
 TEST(Verdict, FaultNotReachedAfterACleanAbortExitsZeroAndJUnitAgrees) {
   History h;
   FaultRecord down;

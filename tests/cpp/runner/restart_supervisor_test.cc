@@ -1,5 +1,5 @@
 // The restart supervisor (runner/exec/restart_supervisor.h) over a fake launcher and fake rank
-// logs: who triggers a restart under fail_stop and adaptive, fruitless restarts, the cap.
+// logs: who triggers a restart under each policy, fruitless restarts, the cap.
 #include "runner/exec/restart_supervisor.h"
 
 #include <gtest/gtest.h>
@@ -92,6 +92,45 @@ TEST(RestartSupervisor, AdaptiveRestartsOnlyWhenAsked) {
   EXPECT_NE(t.sup.restarts()[0].why.find("rank 0 exited " + std::to_string(kWorkerExitRestart) +
                                          " (stopped for a restart)"),
             std::string::npos);
+}
+
+// Library failover (or waiting) plus the supervisor's restart when a rank dies: the job a
+// production team runs, not one left to end with its dead rank.
+TEST(RestartSupervisor, FailoverAndWaitRestartTheJobWhenARankDies) {
+  for (const char* policy : {"failover", "wait"}) {
+    SCOPED_TRACE(policy);
+    Scenario sc = Train(policy);
+    Harness t(sc);
+    EXPECT_TRUE(RestartSupervisor::Restartable(sc));
+    t.sup.Check();
+    EXPECT_TRUE(t.sup.restarts().empty());
+    t.launcher.statuses[1] = FakeLauncher::Killed(9);
+    t.sup.Check();
+    ASSERT_EQ(t.sup.restarts().size(), 1u);
+    EXPECT_EQ(t.launcher.killed, (std::vector<int>{0, 1}));
+    EXPECT_EQ(t.sup.handles(), (std::vector<int>{2, 3}));
+  }
+}
+
+// Shrink goes on without a dead rank; only a job with no rank left running is restarted.
+TEST(RestartSupervisor, ShrinkRestartsOnlyWhenNoRankIsLeft) {
+  Scenario sc = Train("shrink");
+  Harness t(sc);
+  t.launcher.statuses[1] = FakeLauncher::Killed(9);
+  t.sup.Check();
+  EXPECT_TRUE(t.sup.restarts().empty());
+  t.launcher.statuses[0] = FakeLauncher::Exited(3);
+  t.sup.Check();
+  ASSERT_EQ(t.sup.restarts().size(), 1u);
+}
+
+TEST(RestartSupervisor, AdaptiveRestartsWhenNoRankIsLeft) {
+  Scenario sc = Train("adaptive");
+  Harness t(sc);
+  t.launcher.statuses[0] = FakeLauncher::Exited(3);
+  t.launcher.statuses[1] = FakeLauncher::Exited(3);
+  t.sup.Check();
+  ASSERT_EQ(t.sup.restarts().size(), 1u);
 }
 
 TEST(RestartSupervisor, GivesUpAfterFruitlessRestarts) {

@@ -224,6 +224,34 @@ TEST(ScenarioTrain, ParsedWithEveryPolicyAndCheckedKeys) {
   EXPECT_DIAG(ds, 3, 11, "missing required key 'grad_bytes' in workload");
 }
 
+// workload.rejoin: when ranks a shrink left out come back (default never); at_checkpoint
+// needs checkpoints; a value outside the three is an error at its place.
+TEST(ScenarioTrain, RejoinParsedAndChecked) {
+  ParseOutcome ok = ParseScenario(std::string(kTrainHead) + "policy: shrink\n", "t.yaml");
+  ASSERT_TRUE(ok.ok()) << Dump(ok.diagnostics);
+  EXPECT_EQ(ok.scenario->workload.rejoin, "never");
+  for (const char* v : {"never", "on_repair", "at_checkpoint"}) {
+    const std::string yaml =
+        "name: t\n"
+        "topology: {hosts: 2, ranks_per_host: 2, rails: 2}\n"
+        "workload: {kind: train, steps: 40, grad_bytes: 1MiB, checkpoint_every: 10,\n"
+        "           rejoin: " + std::string(v) + "}\n"
+        "policy: shrink\n";
+    ok = ParseScenario(yaml, "t.yaml");
+    ASSERT_TRUE(ok.ok()) << v << ": " << Dump(ok.diagnostics);
+    EXPECT_EQ(ok.scenario->workload.rejoin, v);
+  }
+  const std::string no_ckpt =
+      "workload: {kind: train, steps: 40, grad_bytes: 1MiB, rejoin: at_checkpoint}";
+  auto ds = Errors("name: t\ntopology: {hosts: 2, ranks_per_host: 1, rails: 1}\n" + no_ckpt +
+                   "\npolicy: shrink\n");
+  EXPECT_DIAG(ds, 3, Col(no_ckpt, 1, "at_checkpoint"),
+              "workload.rejoin at_checkpoint needs checkpoints");
+  const std::string typo = "workload: {kind: train, steps: 40, grad_bytes: 1MiB, rejoin: always}";
+  ds = Errors("name: t\ntopology: {hosts: 2, ranks_per_host: 1, rails: 1}\n" + typo + "\n");
+  EXPECT_DIAG(ds, 3, Col(typo, 1, "always"), "always");
+}
+
 TEST(ScenarioErrors, UnknownKeyInsideAFaultAndATarget) {
   const std::string yaml = std::string(kHead) +
                            "faults:\n"
@@ -399,6 +427,27 @@ TEST(ScenarioErrors, WorkloadRules) {
   EXPECT_DIAG(ds, 3, Col(yaml, 3, "4}"), "workload.root must be in [0, 3]");
 }
 
+TEST(ScenarioParse, WorkloadOpTimeoutParsedAndBounded) {
+  ParseOutcome r = ParseScenario(
+      "name: t\n"
+      "topology: {hosts: 2, ranks_per_host: 1, rails: 2}\n"
+      "workload: {op: allreduce, bytes: 1MiB, duration: 2s, op_timeout: 4s}\n",
+      "t.yaml");
+  ASSERT_TRUE(r.diagnostics.empty()) << Dump(r.diagnostics);
+  EXPECT_EQ(r.scenario->workload.op_timeout_ns, 4'000'000'000);
+  r = ParseScenario(
+      "name: t\ntopology: {hosts: 2, ranks_per_host: 1, rails: 2}\n"
+      "workload: {op: allreduce, bytes: 1MiB, duration: 2s}\n",
+      "t.yaml");
+  EXPECT_FALSE(r.scenario->workload.op_timeout_ns.has_value());
+  const std::string yaml =
+      "name: t\n"
+      "topology: {hosts: 2, ranks_per_host: 1, rails: 2}\n"
+      "workload: {op: allreduce, bytes: 1MiB, duration: 2s, op_timeout: 50ms}\n";
+  auto ds = Errors(yaml);
+  EXPECT_DIAG(ds, 3, Col(yaml, 3, "50ms"), "workload.op_timeout must be at least 100ms");
+}
+
 TEST(ScenarioErrors, ExpectationsTheRunCannotMeasure) {
   const std::string yaml =
       "name: t\n"
@@ -429,6 +478,33 @@ TEST(ScenarioErrors, ExpectationsTheRunCannotMeasure) {
   ASSERT_NE(w, nullptr) << Dump(ds);
   EXPECT_EQ(w->hint, "remove wrong_results, or set 'check: true' under workload");
   EXPECT_DIAG(ds, 14, 17, "expect.abort_within");
+}
+
+// expect.param_sha256 compares a train job with its fault-free twin: only `twin`, and only on a
+// train workload with faults.
+TEST(ScenarioErrors, ParamHashExpectationNeedsATrainJobWithFaults) {
+  const std::string train =
+      "name: t\n"
+      "topology: {hosts: 2, ranks_per_host: 1, rails: 2}\n"
+      "workload: {kind: train, steps: 20, batch: 4, compute: 10ms, grad_bytes: 1MiB}\n"
+      "faults:\n"
+      "  - {id: f1, at: 1s, type: link_down, target: {host: 0, rail: 0}, for: 1s}\n"
+      "expect: {param_sha256: twin}\n";
+  auto ok = ParseScenario(train, "t.yaml");
+  ASSERT_TRUE(ok.ok()) << Dump(ok.diagnostics);
+  EXPECT_TRUE(ok.scenario->expect.param_sha256_twin);
+  std::string other = train;
+  other.replace(other.find("param_sha256: twin"), 18, "param_sha256: abc");
+  EXPECT_FALSE(Errors(other).empty());
+  const std::string coll =
+      "name: t\n"
+      "topology: {hosts: 2, ranks_per_host: 1, rails: 2}\n"
+      "workload: {op: allreduce, bytes: 1MiB, duration: 8s}\n"
+      "faults:\n"
+      "  - {id: f1, at: 1s, type: link_down, target: {host: 0, rail: 0}, for: 1s}\n"
+      "expect: {param_sha256: twin}\n";
+  auto ds = Errors(coll);
+  EXPECT_NE(Find(ds, 6, 24, "expect.param_sha256 compares a train job"), nullptr) << Dump(ds);
 }
 
 TEST(Scenario, AbortWithinAndOverriddenCcl) {

@@ -174,6 +174,53 @@ TEST(WorkerLogTest, ShrinkLineAndGroupOfLaterCollectivesRoundTrip) {
   }
 }
 
+// A rejoin after repair: the grow line of a member and of a joiner, and the lies refused.
+TEST(WorkerLogTest, GrowLineRoundTripsAndRefusesLies) {
+  GrowRecord member;
+  member.start_ns = 500;
+  member.end_ns = 540;
+  member.joined = {1};
+  member.group = 4;
+  GrowRecord failed = member;
+  failed.ok = false;
+  failed.error = "TIMEOUT: rank 3 did not join";
+  failed.group = 3;
+  const std::string head = WorkerHeaderLine(SampleHeader());  // rank 2 of 4
+  auto log = ParseWorkerLog(head + WorkerGrowLine(member) + WorkerGrowLine(failed), "r2.log");
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  ASSERT_EQ(log->grows.size(), 2u);
+  EXPECT_EQ(log->grows[0].rank, 2);
+  EXPECT_EQ(log->grows[0].start_ns, 500);
+  EXPECT_EQ(log->grows[0].end_ns, 540);
+  EXPECT_EQ(log->grows[0].joined, std::vector<int>{1});
+  EXPECT_EQ(log->grows[0].group, 4);
+  EXPECT_FALSE(log->grows[0].joiner);
+  EXPECT_TRUE(log->grows[0].ok);
+  EXPECT_FALSE(log->grows[1].ok);
+  EXPECT_EQ(log->grows[1].error, "TIMEOUT: rank 3 did not join");
+  GrowRecord joiner = member;
+  joiner.joined = {2};
+  joiner.joiner = true;
+  log = ParseWorkerLog(head + WorkerGrowLine(joiner), "r2.log");
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  EXPECT_TRUE(log->grows.at(0).joiner);
+  // A joiner that is not among the joined, a member that is, nobody joined, a rank outside
+  // the world, a group larger than it.
+  GrowRecord not_self = joiner;
+  not_self.joined = {1};
+  GrowRecord self_member = member;
+  self_member.joined = {2};
+  GrowRecord none = member;
+  none.joined = {};
+  GrowRecord outside = member;
+  outside.joined = {4};
+  GrowRecord big = member;
+  big.group = 5;
+  for (const GrowRecord& g : {not_self, self_member, none, outside, big}) {
+    EXPECT_FALSE(ParseWorkerLog(head + WorkerGrowLine(g), "r2.log").ok()) << WorkerGrowLine(g);
+  }
+}
+
 TEST(WorkerLogTest, ReadyLineSaysWhenTheRankJoined) {
   WorkerHeader h;
   h.rank = 1;
@@ -189,6 +236,33 @@ TEST(WorkerLogTest, ReadyLineSaysWhenTheRankJoined) {
   ASSERT_FALSE(twice.ok());
   EXPECT_NE(twice.status().message().find("r1.log:3: a second ready line"), std::string::npos)
       << twice.status().ToString();
+}
+
+TEST(WorkerLogTest, StatsLineCarriesTheCclCounters) {
+  WorkerHeader h;
+  h.rank = 0;
+  h.size = 2;
+  const std::string head = WorkerHeaderLine(h);
+  auto none = ParseWorkerLog(head, "r0.log");
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_FALSE(none->stats.has_value());  // a CCL without counters writes no line
+  const std::map<std::string, uint64_t> counters = {{"chunks_numbered_to_rank1", 3115},
+                                                    {"chunks_accepted_from_rank1", 3118}};
+  auto log = ParseWorkerLog(head + WorkerStatsLine(77, counters), "r0.log");
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  EXPECT_EQ(log->stats, counters);
+  auto twice =
+      ParseWorkerLog(head + WorkerStatsLine(1, counters) + WorkerStatsLine(2, counters), "r0.log");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.status().message().find("r0.log:3: a second stats line"), std::string::npos)
+      << twice.status().ToString();
+  auto negative =
+      ParseWorkerLog(head + R"({"type":"stats","t_ns":1,"counters":{"acks_sent":-1}})" "\n",
+                     "r0.log");
+  ASSERT_FALSE(negative.ok());
+  EXPECT_NE(negative.status().message().find("counter acks_sent is not a count"),
+            std::string::npos)
+      << negative.status().ToString();
 }
 
 TEST(WorkerLogTest, CutOffLastLineIsIgnored) {
