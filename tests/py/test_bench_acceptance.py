@@ -1,5 +1,6 @@
 """bench/acceptance's table on hand-made run directories (--table DIR: no runs, no root): full
-convergence beside first-path, a fault that never converged counted as never (+inf) and in
+convergence beside first-path and the library-neutral progress_ms for every library, where each
+full-convergence cell came from, a fault that never converged counted as never (+inf) and in
 n/never, not dropped."""
 import json
 import os
@@ -11,25 +12,31 @@ SCRIPT = os.path.join(ROOT, "bench", "acceptance")
 
 
 def run_report(ccl, per_fault):
-    """per_fault: [(first, full, never)]; every fault applied."""
+    """per_fault: [(first, full, never, progress, convergence)]; every fault applied."""
     r = {"schema": "faultline.report/v2", "scenario": {"name": "acc", "seed": 1}, "ccl": ccl,
          "outcome": "survived", "correctness": {"checked": True, "wrong": 0},
          "metrics": {"stall_ms": 50.0}, "faults": [], "per_fault": [],
          "expectations": [{"name": "outcome", "pass": True}]}
-    for i, (first, full, never) in enumerate(per_fault):
+    for i, (first, full, never, progress, source) in enumerate(per_fault):
         fid = f"f{i}"
         r["faults"].append({"id": fid, "type": "link_down", "applied_s": 1.0 + i,
                             "reverted_s": 1.5 + i})
-        r["per_fault"].append({"id": fid, "detection_ms": 1.0 if ccl == "ftccl" else None,
+        r["per_fault"].append({"id": fid, "detection_ms": 1.0 if source == "path_events" else None,
                                "failover_first_ms": first, "failover_latency_ms": full,
-                               "never_converged": never})
+                               "never_converged": never, "progress_ms": progress,
+                               "convergence": source})
     return r
 
 
 def test_first_and_full_with_never(tmp_path):
+    ev, pr = "path_events", "collective_progress"
     runs = {
-        "ftccl": [[(2.0, 10.0, False), (3.0, 20.0, False)], [(4.0, None, True)]],
-        "gloo": [[(None, 300.0, False), (None, None, True)], [(None, 500.0, False)]],
+        # The third fault's full convergence came from collective progress (no crossing flow
+        # was reported down), the others' from path events.
+        "ftccl": [[(2.0, 10.0, False, 40.0, ev), (3.0, 20.0, False, 60.0, ev)],
+                  [(None, 50.0, False, 50.0, pr)]],
+        "gloo": [[(None, 300.0, False, 300.0, pr), (None, None, True, None, pr)],
+                 [(None, 500.0, False, 500.0, pr)]],
     }
     for ccl, rs in runs.items():
         for i, pf in enumerate(rs):
@@ -42,8 +49,13 @@ def test_first_and_full_with_never(tmp_path):
     lines = p.stdout.splitlines()
     head = lines[0].split()
     assert "first" in head and "full" in head and "n/never" in head, lines[0]
+    assert "progress" in head and "from" in head, lines[0]
     rows = {l.split()[1]: l.split() for l in lines[1:] if l.startswith("link_down")}
-    # ftccl: first 2, 3, 4 -> p50 3.0, p99 4.0; full 10, 20, never -> p50 20.0, p99 never.
-    assert rows["ftccl"][-5:] == ["3.0", "4.0", "20.0", "never", "3/1"], rows["ftccl"]
-    # Gloo: no first-path figure; full 300, never, 500 -> p50 500.0, p99 never.
-    assert rows["gloo"][-5:] == ["-", "-", "500.0", "never", "3/1"], rows["gloo"]
+    # ftccl: first 2, 3 -> p50 2.0, p99 3.0; full 10, 20, 50 -> p50 20.0, p99 50.0.
+    # progress 40, 60, 50 -> p50 50.0, p99 60.0; full from two path-event faults, one progress.
+    assert rows["ftccl"][-8:] == ["2.0", "3.0", "20.0", "50.0", "3/0", "50.0", "60.0",
+                                  "events:2,progress:1"], rows["ftccl"]
+    # Gloo: no first-path figure; full 300, never, 500 -> p50 500.0, p99 never; progress the
+    # same (a fault that never progressed counts as never there too), all from progress.
+    assert rows["gloo"][-8:] == ["-", "-", "500.0", "never", "3/1", "500.0", "never",
+                                 "progress:3"], rows["gloo"]

@@ -95,6 +95,43 @@ def test_same_faults_never_counted_first_beside_full(tmp_path):
     assert row(out, sec, "after_heal_ms", "ftccl")[:5] == ["4", "1", "0", "0.000", "100"]
 
 
+def test_progress_for_every_library_and_where_each_cell_comes_from(tmp_path):
+    # ftccl: f01/f02 converged by path events, f03 by collective progress (no crossing flow
+    # was reported down), f04 never progressed again.
+    write(tmp_path, "ftccl", "blackhole", "run", report("ftccl", [
+        ("f01", 0, {"detection_ms": 1.0, "failover_latency_ms": 10.0, "progress_ms": 40.0,
+                    "all_flows_ms": 15.0, "flows": [{"rank": 0}],
+                    "convergence": "path_events", "never_converged": False}),
+        # An idle flow that never resumed: left out of full convergence, not of all_flows_ms.
+        ("f02", 0, {"detection_ms": 1.0, "failover_latency_ms": 20.0, "progress_ms": 50.0,
+                    "all_flows_ms": None, "flows": [{"rank": 0}, {"rank": 1}],
+                    "convergence": "path_events", "never_converged": False}),
+        ("f03", 0, {"failover_latency_ms": 30.0, "progress_ms": 30.0,
+                    "convergence": "collective_progress", "never_converged": False}),
+        ("f04", 0, {"progress_ms": None, "convergence": "collective_progress",
+                    "never_converged": True})]))
+    write(tmp_path, "gloo", "blackhole", "run", report("gloo", [
+        (f, 0, {"failover_latency_ms": v, "progress_ms": v, "convergence": "collective_progress",
+                "never_converged": False})
+        for f, v in (("f01", 400.0), ("f02", 500.0), ("f03", 600.0), ("f04", 700.0))]))
+    p = table(tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    out, sec = p.stdout, "blackhole"
+    # progress_ms for both libraries; ftccl's f04 counts as never, not as a dropped null.
+    assert row(out, sec, "progress_ms (every ccl)", "ftccl")[:8] == \
+        ["4", "1", "0", "30", "40", "never", "never", "progress"]
+    assert row(out, sec, "progress_ms (every ccl)", "gloo")[:8] == \
+        ["4", "0", "0", "400", "500", "700", "700", "progress"]
+    # Full convergence says how many of its faults came from each source (f04's never too).
+    assert row(out, sec, "failover_latency_ms (full)", "ftccl")[7] == "events:2,progress:2"
+    assert row(out, sec, "failover_latency_ms (full)", "gloo")[7] == "progress:4"
+    assert row(out, sec, "detection_ms", "ftccl")[7] == "events"
+    # Convergence with no idle flow left out: f02 never; f03/f04 had no flows (n/a).
+    assert row(out, sec, "all_flows_ms (no idle)", "ftccl")[:8] == \
+        ["2", "1", "2", "15", "15", "never", "never", "events"]
+    assert row(out, sec, "stall_ms", "gloo")[7] == "collectives"
+
+
 def test_sets_that_differ_side_by_side_over_the_common_faults(tmp_path):
     for seed in (1, 2, 3):
         write(tmp_path, "ftccl", "port-drop", f"s{seed}", report(
