@@ -12,6 +12,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from page_check import check_page
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.environ.get("FAULTLINE_BUILD", os.path.join(ROOT, "build"))
 FAULTLINE = os.path.join(BUILD, "bin", "faultline")
@@ -145,6 +147,23 @@ def test_short_acceptance_run_passes(tmp_path, op):
     assert sum(int(s.get("failures")) + int(s.get("errors")) for s in suites) == 0
     assert no_namespaces_of(log) == []
     assert not glob.glob(os.path.join(journal, "*.json")), "journal entries remain"
+    # The index pivots each file's matrix: for link_down, stall_ms by op with the one host
+    # count left as the row, the cell being this run's stall_ms from its report.json.
+    md = (out / "index.md").read_text()
+    with open(out / "link_down" / f"hosts=2,op={op}" / "report.json") as f:
+        stall = json.load(f)["metrics"]["stall_ms"]
+    heading = "## link_down: stall_ms (ms) by op (lower is better)"
+    assert heading in md, md
+    table = md.split(heading, 1)[1].strip().splitlines()
+    assert table[0].replace(" ", "") == f"|hosts|op={op}|", table[0]
+    cells = [c.strip() for c in table[2].strip("|").split("|")]
+    assert cells[0] == "2", table[2]
+    assert abs(float(cells[1].strip("*")) - stall) < 1e-3, (cells, stall)
+    assert cells[1].startswith("**"), "the only cell of its row is its best"
+    html = (out / "index.html").read_text()
+    assert "<th>stall_<wbr>ms (ms)</th>" in html and "<th>progress_<wbr>ms (ms)</th>" in html
+    # The fault matrix's index is drawn in Chromium without overflow or raw Markdown.
+    check_page(str(out / "index.html"), tmp_path)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="faultline run needs root")

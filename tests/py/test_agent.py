@@ -166,12 +166,15 @@ def test_agent_samples_only_its_allowlisted_ports_on_its_own_clock(agent):
     assert s["ports"] == [{"host": 0, "rail": 0, "rdma": False}]
     t = s["t_ns"]
     assert len(t) >= 15 and len(s["net"]) == len(t)
-    # Its own clock, on the grid asked for: the first sample at the start, then 20 ms apart
-    # (a tick can be skipped on a loaded machine; the last one is taken at the stop).
+    # Its own clock, on the grid asked for: the first sample at the start, then every sample
+    # at start + k x 20 ms (a tick can be skipped on a loaded machine; the last one is taken at
+    # the stop). Each sample's distance from its grid point, not the steps between samples: a
+    # sampler that slept a period after each sample would drift off the grid sample by sample,
+    # while one tick woken late by the scheduler (8 ms once in a CI serial pass) is one sample.
     assert abs(t[0] - start) < 5_000_000, (t[0], start)
-    steps = [y - x for x, y in zip(t, t[1:-1])]
-    off_grid = [min(d % period, period - d % period) for d in steps]
-    assert steps and max(off_grid) < 5_000_000, steps
+    off_grid = [min((x - start) % period, period - (x - start) % period) for x in t[:-1]]
+    assert len(off_grid) >= 14 and sum(o >= 5_000_000 for o in off_grid) <= 1, (off_grid, t)
+    assert sorted(off_grid)[len(off_grid) // 2] < 2_000_000, (off_grid, t)
     valid = [n for n in s["net"] if n is not None]
     assert len(valid) >= len(t) - 2
     # The counters are h0's: they moved by what was sent (20 x 1042 bytes on the wire, plus

@@ -1,13 +1,36 @@
 """The metrics' rules as users see them in report.json (scenarios/README.md "Metrics"): full
 convergence over the affected flows, one rule for every CCL, no made-up value, bad input for an
 expectation the run can never measure. Real short runs, as root, in their own namespaces."""
+import glob
 import json
 import os
 import textwrap
 
 import pytest
 
-from test_run import check_report_shape, fl, namespaces_possible, position_of  # noqa: F401,E501 (fixtures)
+from test_run import check_report_shape, fl, goodput_losses, namespaces_possible, position_of, timeseries  # noqa: F401,E501 (fixtures)
+
+
+def rank_ops(out_dir):
+    """rank -> [(index, start_ns, end_ns)] of its ok collectives, from the rank logs (the
+    ranks' own CLOCK_MONOTONIC times), and the workload's time zero on that clock (from the
+    first collective, which timeseries.csv gives relative to it)."""
+    ops = {}
+    for path in glob.glob(os.path.join(out_dir, "ranks", "rank*.jsonl")):
+        with open(path) as f:
+            for rec in map(json.loads, (line for line in f if line.strip())):
+                if rec.get("type") == "op" and rec.get("ok"):
+                    rank = int(os.path.basename(path)[len("rank"):-len(".jsonl")])
+                    ops.setdefault(rank, []).append((rec["index"], rec["start_ns"], rec["end_ns"]))
+    first = timeseries(out_dir)[0]
+    assert first[0] == 0, first
+    t0 = min(s for v in ops.values() for i, s, _ in v if i == 0) - round(first[1] * 1e9)
+    return ops, t0
+
+
+def events(out_dir):
+    with open(os.path.join(out_dir, "events.jsonl")) as f:
+        return [json.loads(line) for line in f if line.strip()]
 
 
 def write(tmp_path, name, text):
@@ -21,9 +44,11 @@ def test_full_convergence_is_the_last_affected_flow_from_the_report_s_own_data(f
     sc = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scenarios",
                       "link_down_rail0.yaml")
     r = fl.run(sc)
-    assert r.returncode in (0, 1), r.stdout + r.stderr
+    # The scenario expects survival and no wrong result, which ftccl promises: exit 0.
+    assert r.returncode == 0, r.stdout + r.stderr
     rep = fl.report()
     check_report_shape(rep, sc)
+    assert rep["outcome"] == "survived"
     [f] = rep["faults"]
     [pf] = rep["per_fault"]
     assert pf["convergence"] == "path_events", pf
@@ -34,7 +59,22 @@ def test_full_convergence_is_the_last_affected_flow_from_the_report_s_own_data(f
     for x in pf["flows"]:
         assert x["path"] == 0 and 1 in (x["rank"], x["peer"]), x
         assert x["down_s"] >= f["applied_s"], x
-    # The numbers follow from the flows listed beside them.
+    # Every listed flow is in the library's own event log: its down is that rank's first
+    # path_down on the path at or after the fault, its resume that rank's first resumed event
+    # after the down (two ranks: a rank's only peer is the other one).
+    ev = events(fl.out)
+    for x in pf["flows"]:
+        assert x["peer"] == 1 - x["rank"], x
+        downs = [e["t_s"] for e in ev if e.get("kind") == "path_down" and e.get("rank") == x["rank"]
+                 and e.get("path") == x["path"] and e["t_s"] >= f["applied_s"]]
+        assert downs and x["down_s"] == pytest.approx(min(downs), abs=1e-6), (x, downs)
+        ups = [e["t_s"] for e in ev if e.get("kind") == "resumed" and e.get("rank") == x["rank"]
+               and e["t_s"] >= x["down_s"]]
+        if x["resumed_s"] is None:
+            assert not ups or min(ups) > rep["window"]["end_s"], (x, ups)
+        else:
+            assert x["resumed_s"] == pytest.approx(min(ups), abs=1e-6), (x, ups)
+    # The numbers follow from those flows.
     applied = f["applied_s"]
     first = min(x["resumed_s"] for x in counted) - applied
     full = max(x["resumed_s"] for x in counted) - applied
@@ -66,14 +106,22 @@ def test_gloo_fault_on_a_rail_it_does_not_use_costs_nothing(fl, tmp_path):
           recovery: {pct: 70, within_ms: 2000, sustain_ms: 500}
         """)
     r = fl.run(sc)
-    assert r.returncode in (0, 1), r.stdout + r.stderr
+    # Every expectation holds: it survives, converges and recovers in time.
+    assert r.returncode == 0, r.stdout + r.stderr
     rep = fl.report()
     check_report_shape(rep, sc)
     assert rep["outcome"] == "survived"
     assert rep["window"]["rails_used"] == [0]
+    [f] = rep["faults"]
     [pf] = rep["per_fault"]
-    # Within the noise measured on fault-free runs (scenarios/README.md).
-    assert abs(pf["goodput_loss_pct"]) < 40, pf
+    # The loss is the definition's over this run's own collectives, not the regression's
+    # reading (time between collectives counted as lost, 28.7 % here once): a bound on the
+    # value alone cannot tell the two apart on a loaded machine, whose noise is of that size.
+    e = min(f["reverted_s"] or rep["window"]["end_s"], rep["window"]["end_s"])
+    cycle_loss, own_loss = goodput_losses(timeseries(fl.out), f["applied_s"], e, 0.5)
+    assert pf["goodput_loss_pct"] == pytest.approx(cycle_loss, abs=0.05), (pf, cycle_loss)
+    if abs(cycle_loss - own_loss) > 5:
+        assert abs(pf["goodput_loss_pct"] - own_loss) > 5, (pf, own_loss)
     # Permanent, on an unused rail: the expected level is the whole baseline (70 % of it here,
     # for a loaded machine's jitter), and it is met.
     assert pf["recovery_ms"] is not None, pf
@@ -81,10 +129,18 @@ def test_gloo_fault_on_a_rail_it_does_not_use_costs_nothing(fl, tmp_path):
     # No path events: detection and first-path are null; full convergence from progress.
     assert pf["detection_ms"] is None and pf["failover_first_ms"] is None
     assert pf["convergence"] == "collective_progress"
-    assert pf["failover_latency_ms"] == pf["progress_ms"] and pf["progress_ms"] > 0
     assert pf["flows"] == []
+    # Progress from the rank logs: the fault is on host 0, whose one rank is rank 0; progress
+    # is when rank 0 completed the first collective it started at or after the fault.
+    ops, t0 = rank_ops(fl.out)
+    a_ns = t0 + f["applied_s"] * 1e9
+    end_ns = t0 + rep["window"]["end_s"] * 1e9
+    ends = [e for _, s, e in ops[0] if s >= a_ns and e <= end_ns]
+    assert ends, "rank 0 completed no collective after the fault"
+    assert pf["progress_ms"] == pytest.approx((min(ends) - a_ns) / 1e6, abs=0.005), pf
+    assert pf["failover_latency_ms"] == pf["progress_ms"]
     [check] = [c for c in rep["expectations"] if c["name"] == "failover_latency_ms"]
-    assert check["value"] == pf["failover_latency_ms"]
+    assert check["pass"] is True and check["limit"] == {"max": 2000}
     fl.assert_nothing_left(rep["environment"]["run_id"])
 
 

@@ -9,10 +9,13 @@ import os
 import re
 import shutil
 import signal
+import statistics
 import subprocess
 import time
 
 import pytest
+
+from page_check import check_page
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.environ.get("FAULTLINE_BUILD", os.path.join(ROOT, "build"))
@@ -28,7 +31,8 @@ METRIC_KEYS = {"baseline_busbw_gbps", "stall_ms", "detection_ms", "failover_firs
 # Metrics that only a CCL emitting path events (path_down, resumed) can have; full convergence
 # (failover_latency_ms) comes from collective progress for the others.
 EVENT_METRICS = {"detection_ms", "failover_first_ms"}
-PER_FAULT_KEYS = METRIC_KEYS | {"id", "progress_ms", "convergence", "never_converged", "flows"}
+PER_FAULT_KEYS = METRIC_KEYS | {"id", "progress_ms", "all_flows_ms", "convergence",
+                                 "never_converged", "flows"}
 
 
 def sh(*args, check=True):
@@ -112,7 +116,8 @@ def worker_pids(out_dir):
                 argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
         except OSError:
             continue
-        if argv and argv[0].endswith("faultline-worker") and any(out_dir in a for a in argv):
+        if argv and argv[0].endswith(("faultline-worker", "faultline-worker-mpich")) and \
+                any(out_dir in a for a in argv):
             pids.append(int(os.path.basename(d)))
     return pids
 
@@ -295,6 +300,48 @@ def assert_correct(r, out_dir):
     assert c["wrong"] == 0
 
 
+def timeseries(out_dir):
+    """(index, start_s, end_s, duration_s, busbw) of every complete collective, from the run's
+    timeseries.csv (the raw rows, not report.json)."""
+    rows = []
+    with open(os.path.join(out_dir, "timeseries.csv")) as f:
+        lines = f.read().splitlines()
+    assert lines[0] == "index,start_s,end_s,duration_ms,bytes,busbw_gbps", lines[0]
+    for line in lines[1:]:
+        i, s, e, d, _, bw = line.split(",")
+        rows.append((int(i), float(s), float(e), float(d) / 1000, float(bw)))
+    return rows
+
+
+def goodput_losses(rows, a, e, warmup_s):
+    """goodput_loss_pct over [a, e] by the definition (scenarios/README.md): delivered cycle
+    busbw over the window against the baseline cycle busbw, where a collective's cycle runs
+    from the previous one's end to its own end; and, beside it, what the figure reads when the
+    time between collectives counts as lost (the regression: each collective's busbw over its
+    own time only). Both from the raw rows."""
+    cycles = [(rows[k][2], rows[k - 1][2], rows[k]) for k in range(1, len(rows))]
+    base = [(end, prev, r) for end, prev, r in cycles if r[1] >= warmup_s and end <= a]
+    assert base, "no baseline collectives"
+    base_cycle = sum(r[4] * r[3] for _, _, r in base) / sum(end - prev for end, prev, _ in base)
+    delivered = sum(r[4] * r[3] / (end - prev) * max(0.0, min(end, e) - max(prev, a))
+                    for end, prev, r in cycles)
+    cycle_loss = 100 * (1 - delivered / (base_cycle * (e - a)))
+    base_own = sum(r[4] * r[3] for _, _, r in base) / sum(r[3] for _, _, r in base)
+    own = sum(r[4] * max(0.0, min(r[2], e) - max(r[1], a)) for r in rows)
+    own_loss = 100 * (1 - own / (base_own * (e - a)))
+    return cycle_loss, own_loss
+
+
+
+def stall_ms(rows, from_s, to_s, a, e, base):
+    """stall_ms by the definition, from the raw rows: the longest gap between completions (from_s
+    and to_s count as completions) that overlaps [a, e], minus the median duration of the
+    baseline collectives `base`, floored at 0."""
+    marks = sorted([from_s, to_s] + [r[2] for r in rows if from_s < r[2] < to_s])
+    gap = max((y - x for x, y in zip(marks, marks[1:]) if x < e and y > a), default=0.0)
+    return max(0.0, (gap - statistics.median(r[3] for r in base)) * 1000)
+
+
 def timeseries_rows(out_dir):
     with open(os.path.join(out_dir, "timeseries.csv")) as f:
         lines = [l for l in f.read().splitlines() if l.strip()]
@@ -323,12 +370,22 @@ def test_fault_free_run_survives(fl, ccl_args, ccl):
     m = rep["metrics"]
     assert isinstance(m["baseline_busbw_gbps"], (int, float)) and m["baseline_busbw_gbps"] > 0
     # Measured by the same rule as in a faulted run (longest gap between completions minus
-    # the median collective), not a constant: a number, and small without a fault.
-    assert isinstance(m["stall_ms"], float) and 0 <= m["stall_ms"] < 1000, m
-    # Goodput of a fault-free run reads the metric's own noise around 0 (scenarios/README.md
-    # states what was measured); a biased rule (the time between collectives charged as loss)
-    # read 25-30 % here.
-    assert isinstance(m["goodput_loss_pct"], float) and abs(m["goodput_loss_pct"]) < 40, m
+    # the median collective), not a constant: recomputed here from timeseries.csv over the
+    # measured window (from the first collective after the 500 ms warm-up to the window end).
+    rows = timeseries(fl.out)
+    measured = [r for r in rows if r[1] >= 0.5]
+    start, end = measured[0][1], rep["window"]["end_s"]
+    assert m["stall_ms"] == pytest.approx(stall_ms(rows, start, end, start, end, measured),
+                                          abs=0.01), m
+    # Goodput of a fault-free run reads as a fault that changed nothing would at mid-run: the
+    # first half of the measured window is the baseline, the loss is over the second half.
+    # Recomputed from the raw rows; a biased rule (the time between collectives charged as
+    # loss) read 25-30 % here, and must not be what the report says.
+    mid = start + (end - start) / 2
+    cycle_loss, own_loss = goodput_losses(rows, mid, end, 0.5)
+    assert m["goodput_loss_pct"] == pytest.approx(cycle_loss, abs=0.05), (m, cycle_loss)
+    if abs(cycle_loss - own_loss) > 5:
+        assert abs(m["goodput_loss_pct"] - own_loss) > 5, (m, own_loss)
     assert rep["window"]["rails_used"] == ([0] if ccl == "gloo" else [0, 1])
     if ccl == "gloo":
         # gloo emits no path events: its event metrics are not measured (null), never 0.
@@ -357,12 +414,14 @@ def test_gloo_from_the_scenario_file(fl, tmp_path):
 # ---------------------------------------------------------------------------------------------
 # Faults.
 
+# Serial: it bounds the fault's application to 5 ms after its schedule, a latency that another
+# test's ranks on these two cores stretched to 42 ms in a parallel CI pass.
+@pytest.mark.serial
 def test_link_down_one_rail_ftccl_survives_without_wrong_results(fl):
     sc = scenario("link_down_rail0.yaml")
     r = fl.run(sc)
-    # Timing expectations are not part of this scenario, but a failed one must be exit 1,
-    # never a harness failure.
-    assert r.returncode in (0, 1), r.stdout + r.stderr
+    # The scenario expects survival and no wrong result (no timing): ftccl must meet both.
+    assert r.returncode == 0, r.stdout + r.stderr
     rep = fl.report()
     check_report_shape(rep, sc)
     [f] = rep["faults"]
@@ -666,11 +725,17 @@ def test_train_rank_kill_fail_stop_restarts_and_adaptive_decides(fl):
     assert fs["train"]["useful_samples"] == 60 * 4 * 4
     # Restarted from a checkpoint, the job's parameters are the fault-free job's, bit for bit.
     assert fs["metrics"]["param_sha256"] == twin["metrics"]["param_sha256"] is not None
-    # The ratio is the two measured rates' (how it compares with 1 is the benchmark's to say:
-    # on this shared machine a 3 s job's time varies more than the restart costs).
+    # The ratio is the two jobs' useful samples per second of job time (how it compares with 1
+    # is the benchmark's to say: on this shared machine a 3 s job's time varies more than the
+    # restart costs). Both finished with every sample (checked above), and a finished job's
+    # time runs from time zero to its last step, the run window's end: so the ratio is the
+    # twin's window over this run's.
+    for rep in (fs, twin):
+        assert rep["train"]["job_time_s"] == pytest.approx(
+            rep["window"]["end_s"] - rep["window"]["start_s"], abs=1e-6), rep["window"]
     ratio = fs["metrics"]["goodput_ratio"]
-    assert ratio > 0, ratio
-    assert ratio == pytest.approx(fs["train"]["samples_per_s"] / twin["train"]["samples_per_s"])
+    assert ratio == pytest.approx(twin["window"]["end_s"] / fs["window"]["end_s"], rel=1e-6), (
+        ratio, fs["window"], twin["window"])
     assert fs["train"]["job_time_s"] > restart["cost_ms"] / 1000
     with open(os.path.join(fl.out, "policy=fail_stop", "events.jsonl")) as f:
         kinds = [e["type"] for e in map(json.loads, f)]
@@ -691,7 +756,10 @@ def test_train_rank_kill_fail_stop_restarts_and_adaptive_decides(fl):
     with open(events) as f:
         [line] = [e for e in map(json.loads, f) if e.get("kind") == "policy_decision"]
     assert {o["policy"] for o in line["options"]} == {"fail_stop", "failover", "wait", "shrink"}
-    assert ad["metrics"]["goodput_ratio"] is not None
+    # Adaptive's ratio by the same rule: its useful samples over its job time, against the twin.
+    assert ad["metrics"]["goodput_ratio"] == pytest.approx(
+        (ad["train"]["useful_samples"] / ad["train"]["job_time_s"])
+        / (twin["train"]["useful_samples"] / twin["train"]["job_time_s"]), rel=1e-6)
     for rep in list(reps.values()) + [twin]:
         fl.assert_nothing_left(rep["environment"]["run_id"])
     # A line that lies about its choice is caught.
@@ -704,6 +772,39 @@ def test_train_rank_kill_fail_stop_restarts_and_adaptive_decides(fl):
 
 # Serial: the restart (2.2 s launch lead + init) must finish inside a 3 s outage: load loses it.
 @pytest.mark.serial
+def test_train_rank_kill_failover_gets_the_job_restart_and_the_twins_parameters(fl, tmp_path):
+    """Library failover plus the supervisor's job restart on rank loss (what a production job
+    runs): the killed rank ends the others' steps, the runner restarts every rank from the last
+    checkpoint, and the job finishes with the fault-free twin's parameters, which the
+    scenario's `param_sha256: twin` expectation checks. The supervisor measured its relaunch
+    before the ranks started."""
+    with open(os.path.join(POLICY_SCENARIOS, "train_rank_kill.yaml")) as f:
+        text = f.read()
+    assert "matrix: {policy: [fail_stop, adaptive]}" in text and "  wrong_results: 0" in text
+    text = text.replace("matrix: {policy: [fail_stop, adaptive]}", "policy: failover")
+    text = text.replace("  wrong_results: 0", "  wrong_results: 0\n  param_sha256: twin")
+    sc = tmp_path / "failover_rank_kill.yaml"
+    sc.write_text(text)
+    r = fl.run(str(sc), timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "the runner's relaunch of 4 ranks:" in r.stdout + r.stderr, r.stdout + r.stderr
+    with open(os.path.join(fl.out, "report.json")) as f:
+        rep = json.load(f)
+    with open(rep["train"]["twin"]["report"]) as f:
+        twin = json.load(f)
+    assert rep["policy"] == "failover" and rep["outcome"] == "survived", r.stdout
+    assert rep["restarts"] == 1, rep["train"]["restarts"]
+    [restart] = rep["train"]["restarts"]
+    assert "rank 2 killed" in restart["why"] and restart["cost_ms"] > 0, restart
+    assert rep["train"]["finished"] is True and rep["train"]["resubmission_charge_s"] is None
+    assert rep["metrics"]["param_sha256"] == twin["metrics"]["param_sha256"] is not None
+    assert rep["train"]["twin"]["param_sha256"] == twin["metrics"]["param_sha256"]
+    [check] = [c for c in rep["expectations"] if c["name"] == "param_sha256"]
+    assert check["pass"] and check["value"] == check["limit"], check
+    for rp in (rep, twin):
+        fl.assert_nothing_left(rp["environment"]["run_id"])
+
+
 def test_fail_stop_restarts_into_a_link_still_down_and_starts_on_the_other_rail(fl):
     """fail_stop's restart lands while rail 0 of host 1 is still down: the restarted ranks'
     init starts on rail 1 after its grace instead of waiting out init_timeout (30 s), the
@@ -817,6 +918,22 @@ def test_train_link_down_wait_holds_and_adaptive_decides_on_the_path(fl):
     assert sh["train"]["useful_samples"] < 100 * 4 * 4, sh["train"]
     for rep in list(reps.values()) + [twin]:
         fl.assert_nothing_left(rep["environment"]["run_id"])
+    # The policy matrix's index pivots goodput_ratio by policy; the best cell is the policy
+    # whose report has the highest ratio, and the page is drawn without overflow.
+    with open(os.path.join(fl.out, "index.md")) as f:
+        md = f.read()
+    heading = "## goodput_ratio by policy (higher is better)"
+    assert heading in md, md
+    header, _, row = md.split(heading, 1)[1].strip().splitlines()[:3]
+    cols = [c.strip() for c in header.strip("|").split("|")][1:]
+    cells = [c.strip() for c in row.strip("|").split("|")][1:]
+    assert cols == [f"policy={p}" for p in ("wait", "adaptive", "shrink")], cols
+    ratios = {p: reps[p]["metrics"]["goodput_ratio"] for p in ("wait", "adaptive", "shrink")}
+    best = max(ratios, key=lambda p: ratios[p])
+    for p, cell in zip(("wait", "adaptive", "shrink"), cells):
+        assert abs(float(cell.strip("*")) - ratios[p]) < 1e-3, (p, cell, ratios)
+        assert cell.startswith("**") == (ratios[p] == ratios[best]), (p, cell, ratios)
+    check_page(os.path.join(fl.out, "index.html"), fl.tmp)
 
 
 def test_train_shrink_drops_the_rank_whose_port_went_down(fl, tmp_path):
@@ -864,3 +981,141 @@ def test_worker_takes_a_rail_by_interface_name_and_refuses_one_without_ipv4(tmp_
                        timeout=60)
     assert r.returncode == 3
     assert "rail 'nope9' is not an IPv4 address, and interface 'nope9' does not exist" in r.stderr
+
+
+def model_param_sha256(samples, params, seed):
+    """The training model's parameters after `samples` samples, hashed as the worker hashes
+    them (runner/worker/train_model.h: sample x adds ((x + i + seed) mod 16) - 8 to parameter
+    i's gradient, and every step subtracts the summed gradient)."""
+    import array
+
+    def block_sum(i):
+        a = (i % 16 + seed % 16) % 16
+        return sum(((a + k) % 16) - 8 for k in range(samples % 16)) + (samples // 16) * sum(
+            range(-8, 8))
+    values = [-float(block_sum(i)) for i in range(16)]
+    tile = array.array("f", values).tobytes()
+    return hashlib.sha256(tile * (params // 16)).hexdigest()
+
+
+@pytest.mark.slow
+def test_train_shrink_then_rejoin_grows_back_to_full_size(fl):
+    """rejoin: on_repair. Two hosts, one rank each; host 1's rail-0 port goes down for 1 s.
+    The shrink leaves rank 1 out (its own port went down); rank 1 stays alive, sees its ports
+    back, and the group grows back through ftccl Grow: rank 1 takes the step and the
+    parameters from rank 0 and both train at full size to the end. Both ranks end with one
+    parameter hash, the model's for exactly the samples the job did, and the steps after the
+    grow are full-size, as fast as the fault-free ones. The report has the shrink and the grow
+    with their times, and events.jsonl a grow line per rank."""
+    sc = os.path.join(POLICY_SCENARIOS, "train_shrink_rejoin.yaml")
+    r = fl.run(sc, timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    run = os.path.join(fl.out, "policy=shrink")
+    with open(os.path.join(run, "report.json")) as f:
+        rep = json.load(f)
+    assert rep["outcome"] == "survived" and rep["correctness"]["wrong"] == 0, rep
+    [fault] = rep["faults"]
+    [shrink] = rep["shrinks"]
+    assert shrink["ok"] and shrink["excluded"] == [1] and shrink["group"] == 1, shrink
+    assert fault["applied_s"] <= shrink["start_s"] < fault["reverted_s"], (shrink, fault)
+    [grow] = rep["grows"]
+    assert grow["ok"] and grow["joined"] == [1] and grow["group"] == 2, grow
+    assert sorted(grow["ranks"]) == [0, 1], grow
+    # The repair is the port's return (the revert), seen by rank 1 within a few looks.
+    assert fault["reverted_s"] - 0.05 <= grow["repaired_s"] < fault["reverted_s"] + 1.0, (grow, fault)
+    assert grow["repaired_s"] <= grow["start_s"], grow
+    assert 0 < grow["stall_ms"] <= grow["repair_to_full_ms"] < 5000, grow
+    with open(os.path.join(run, "events.jsonl")) as f:
+        lines = [e for e in map(json.loads, f) if e.get("type") == "grow"]
+    assert sorted((e["rank"], e["joiner"]) for e in lines) == [(0, False), (1, True)], lines
+    assert all(e["ok"] and e["joined"] == [1] and e["group"] == 2 and e["duration_ms"] > 0
+               for e in lines), lines
+
+    # Every rank's steps: both finished all 150, rank 1 none while it was out.
+    ops = {}
+    for rank in (0, 1):
+        with open(os.path.join(run, "ranks", f"rank{rank}.jsonl")) as f:
+            ops[rank] = [e for e in map(json.loads, f) if e.get("type") == "op" and e["ok"]]
+    assert [o["index"] for o in ops[0]] == list(range(150)), [o["index"] for o in ops[0]]
+    shrunk = [o for o in ops[0] if o.get("group") == 1]
+    assert shrunk, "no step ran in the shrunk group"
+    assert not [o for o in ops[1] if o["index"] in {s["index"] for s in shrunk}]
+    rejoined = [o for o in ops[1] if o["index"] > shrunk[-1]["index"]]
+    assert rejoined and rejoined[-1]["index"] == 149, [o["index"] for o in ops[1]]
+    assert rejoined[0]["index"] == shrunk[-1]["index"] + 1
+    assert all("group" not in o for o in ops[0] if o["index"] > shrunk[-1]["index"])
+    # Full-size steps after the grow run at the fault-free rate (the steps before the fault).
+    before = [o["end_ns"] - o["start_ns"] for o in ops[0] if "group" not in o][:20]
+    after = [o["end_ns"] - o["start_ns"] for o in ops[0] if o["index"] > shrunk[-1]["index"] + 2]
+    assert len(after) >= 10, len(after)
+    assert statistics.median(after) < 1.5 * statistics.median(before), (before, after)
+    # One parameter hash across the replicas, and it is the model's for the samples done:
+    # 4 per rank per step, one rank in the shrunk steps.
+    samples = 4 * (2 * 150 - len(shrunk))
+    assert rep["train"]["useful_samples"] == samples, rep["train"]
+    sha = rep["metrics"]["param_sha256"]
+    assert sha == model_param_sha256(samples, (1 << 20) // 4, 7), rep["metrics"]
+    results = {}
+    for rank in (0, 1):
+        with open(os.path.join(run, "ranks", f"rank{rank}.jsonl")) as f:
+            [res] = [e for e in map(json.loads, f) if e.get("type") == "result"]
+        results[rank] = res["param_sha256"]
+    assert results == {0: sha, 1: sha}, results
+    fl.assert_nothing_left(rep["environment"]["run_id"])
+
+
+@pytest.mark.slow
+def test_train_two_joiners_grow_back_together_at_the_next_checkpoint(fl):
+    """rejoin: at_checkpoint, two joiners. Three hosts, one rank each; the rail-0 ports of
+    hosts 1 and 2 go down together for 1 s. The shrink leaves ranks 1 and 2 out; once their
+    ports are back both are taken back through one Grow, at the first checkpoint step (a
+    multiple of checkpoint_every, 20) after the repair, not at the next step: within one
+    checkpoint interval of it. All three end with one parameter hash, the model's for exactly
+    the samples the job did."""
+    sc = os.path.join(POLICY_SCENARIOS, "train_shrink_rejoin_checkpoint.yaml")
+    r = fl.run(sc, timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    run = os.path.join(fl.out, "policy=shrink")
+    with open(os.path.join(run, "report.json")) as f:
+        rep = json.load(f)
+    assert rep["outcome"] == "survived" and rep["correctness"]["wrong"] == 0, rep
+    [shrink] = rep["shrinks"]
+    assert shrink["ok"] and shrink["excluded"] == [1, 2] and shrink["group"] == 1, shrink
+    [grow] = rep["grows"]
+    assert grow["ok"] and grow["joined"] == [1, 2] and grow["group"] == 3, grow
+    assert sorted(grow["ranks"]) == [0, 1, 2], grow
+    with open(os.path.join(run, "events.jsonl")) as f:
+        lines = [e for e in map(json.loads, f) if e.get("type") == "grow"]
+    assert sorted((e["rank"], e["joiner"]) for e in lines) == [(0, False), (1, True), (2, True)]
+
+    ops = {}
+    for rank in (0, 1, 2):
+        with open(os.path.join(run, "ranks", f"rank{rank}.jsonl")) as f:
+            ops[rank] = [e for e in map(json.loads, f) if e.get("type") == "op" and e["ok"]]
+    assert [o["index"] for o in ops[0]] == list(range(150)), [o["index"] for o in ops[0]]
+    shrunk = [o for o in ops[0] if o.get("group") == 1]
+    assert shrunk, "no step ran in the shrunk group"
+    first_full = shrunk[-1]["index"] + 1
+    # The grow waited for a checkpoint step: the first full-size step is a multiple of 20.
+    assert first_full % 20 == 0, first_full
+    for rank in (1, 2):
+        back = [o["index"] for o in ops[rank] if o["index"] > shrunk[0]["index"]]
+        assert back == list(range(first_full, 150)), (rank, back)
+    # ... and no later than it had to: within one checkpoint interval of the repair (20 of the
+    # shrunk group's steps, at their median time, with the grow's own time on top).
+    step_s = statistics.median(o["end_ns"] - o["start_ns"] for o in shrunk) / 1e9
+    wait_s = grow["start_s"] - grow["repaired_s"]
+    assert 0 <= wait_s < 20 * max(step_s, 0.02) + 0.5, (wait_s, step_s, grow)
+    # One parameter hash across the replicas: the model's for 4 samples per rank per step,
+    # one rank in the shrunk steps.
+    samples = 4 * (3 * 150 - 2 * len(shrunk))
+    assert rep["train"]["useful_samples"] == samples, rep["train"]
+    sha = rep["metrics"]["param_sha256"]
+    assert sha == model_param_sha256(samples, (1 << 20) // 4, 7), rep["metrics"]
+    results = {}
+    for rank in (0, 1, 2):
+        with open(os.path.join(run, "ranks", f"rank{rank}.jsonl")) as f:
+            [res] = [e for e in map(json.loads, f) if e.get("type") == "result"]
+        results[rank] = res["param_sha256"]
+    assert results == {0: sha, 1: sha, 2: sha}, results
+    fl.assert_nothing_left(rep["environment"]["run_id"])

@@ -1,7 +1,9 @@
 """faultline trend end to end on real runs: ten nights of a blackhole scenario on ftccl, and the
-same first six nights followed by four with a planted regression (FTCCL_SUSPECT_FLOOR_MS=300
-in the runner's environment, which its ranks inherit: a silent path is suspected after 300 ms
-instead of ~60 ms, so failover slows by about a quarter of a second). The trend must flag
+same first six nights followed by four with a planted regression (FTCCL_SUSPECT_FLOOR_MS=450
+in the runner's environment, which its ranks inherit: a silent path is suspected after 450 ms
+instead of ~60 ms, so failover slows by about 0.4 s and the goodput lost over the 1 s fault
+grows from ~46 % to ~69 %, clear of the rule's 25 % threshold; at 300 ms it grew to 57-65 %,
+and a planted night under the threshold moved that metric's first night). The trend must flag
 exactly that scenario's failover metrics (and what follows from them: stall, goodput lost)
 from the first planted night on, and nothing on the ten clean nights."""
 import json
@@ -9,6 +11,8 @@ import os
 import subprocess
 
 import pytest
+
+from page_check import check_page
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.environ.get("FAULTLINE_BUILD", os.path.join(ROOT, "build"))
@@ -25,7 +29,7 @@ def night(tmp_path, name, planted):
     env = dict(os.environ, FAULTLINE_JOURNAL_DIR=str(tmp_path / "journal"))
     env.pop("FTCCL_SUSPECT_FLOOR_MS", None)
     if planted:
-        env["FTCCL_SUSPECT_FLOOR_MS"] = "300"
+        env["FTCCL_SUSPECT_FLOOR_MS"] = "450"
     out = str(tmp_path / name)
     r = subprocess.run([FAULTLINE, "run", SCENARIO, "--out", out], env=env,
                        capture_output=True, text=True, timeout=120)
@@ -75,6 +79,7 @@ def test_trend_flags_the_planted_regression_from_its_night_and_nothing_without_i
     with open(os.path.join(out, "trend.html")) as f:
         html = f.read()
     assert "REGRESSION" in html and "| ---" not in html and "##" not in html
+    check_page(os.path.join(out, "trend.html"), tmp_path)  # drawn: no overflow, no raw Markdown
     with open(os.path.join(out, "trend.md")) as f:
         assert "| py-blackhole-rail0 [ftccl] | failover_latency_ms | REGRESSION |" in f.read()
 
