@@ -1,7 +1,7 @@
 # How a GoogleTest executable becomes ctest tests, and in which tier (scripts/run-tests).
 #
 #   faultline_gtest(TARGET [SLOW] [LABELS label...] [TIMEOUT s] [DISCOVERY_TIMEOUT s]
-#                   [RESOURCE_LOCK name])
+#                   [RESOURCE_LOCK name] [PREFIX text])
 #
 # Every test of TARGET is discovered from the built executable (gtest_discover_tests) and gets
 # LABELS and TIMEOUT. The tier is declared where the test is:
@@ -11,11 +11,12 @@
 # `make test` runs what is not `slow`; `make check` runs everything.
 # RESOURCE_LOCK: tests that cannot run beside each other name the thing they share (say why
 # beside the call); ctest -j never runs two holders of one lock at once.
+# PREFIX goes before every test's name (`explore.`: `ctest -R explore` selects them).
 include_guard(GLOBAL)
 include(GoogleTest)
 
 function(faultline_gtest target)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "SLOW" "TIMEOUT;DISCOVERY_TIMEOUT;RESOURCE_LOCK" "LABELS")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "SLOW" "TIMEOUT;DISCOVERY_TIMEOUT;RESOURCE_LOCK;PREFIX" "LABELS")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "faultline_gtest(${target}): unknown arguments ${arg_UNPARSED_ARGUMENTS}")
   endif()
@@ -39,6 +40,7 @@ function(faultline_gtest target)
   # gtest_discover_tests passes one value per property, so a test's several labels are set by
   # a file ctest reads after the discovered tests (the list TEST_LIST names every one of them).
   gtest_discover_tests(${target} TEST_LIST ${target}_TESTS DISCOVERY_TIMEOUT ${arg_DISCOVERY_TIMEOUT}
+                       TEST_PREFIX "${arg_PREFIX}"
                        PROPERTIES ${props})
   set(labels ${arg_LABELS})
   set(slow_labels ${arg_LABELS} slow)
@@ -49,7 +51,7 @@ function(faultline_gtest target)
   file(WRITE ${tiers}
        "# Written by faultline_gtest (cmake/FaultlineTests.cmake): the labels of ${target}'s tests.\n"
        "foreach(_t IN LISTS ${target}_TESTS)\n"
-       "  if(_t MATCHES \"^Slow\")\n"
+       "  if(_t MATCHES \"^${arg_PREFIX}Slow\")\n"
        "    set_tests_properties(\"\${_t}\" PROPERTIES LABELS \"${slow_labels}\")\n")
   if(labels)
     file(APPEND ${tiers}
