@@ -124,13 +124,23 @@ def test_damped_rail_is_taken_back_when_the_other_rail_goes_down(fl):  # noqa: F
         # Rail 0 flapped twice and is held down (damping) when rail 1 goes down: it answers
         # probes, and it is the only path left, so it must be back in use at once, not when
         # its hold-down ends ~130 ms later. Measured from the rank's own notice of rail 1's
-        # down: 0 to 19 ms on the fixed code at load 10 (a probe's round trip); 100 ms and more
-        # with the hold-down honoured regardless.
+        # down: 0 to 19 ms on the fixed code at load 10 (a probe's round trip); 0 to 70 ms in
+        # 16 idle runs, the long ones where what the socket sent into the flap waits for its
+        # retransmission and the probe's answer queues behind it (after 30 ms unanswered, a
+        # socket that waits for its first retransmission is connected afresh; before that,
+        # 80 ms was seen, and the first retransmission is up to 200 ms away). The hold-down
+        # honoured regardless fails the `released` check below.
         downs = path_events(fl.out, "path_down", rank=rank, path=1, after=applied - 0.01)
         assert downs, f"rank {rank} never saw rail 1 go down"
-        ups = path_events(fl.out, "path_up", rank=rank, path=0, after=downs[0]["t_s"])
+        notice = downs[0]["t_s"]
+        # A rank that noticed late (host 1's, told by its peer) may find rail 0 back already.
+        before = [e for e in ccl_events(fl.out) if e["rank"] == rank and e["path"] == 0
+                  and e["kind"] in ("path_down", "path_up") and e["t_s"] < notice]
+        if before and before[-1]["kind"] == "path_up":
+            continue
+        ups = path_events(fl.out, "path_up", rank=rank, path=0, after=notice)
         assert ups, f"rank {rank}'s rail 0 never came back"
-        assert ups[0]["t_s"] - downs[0]["t_s"] <= 0.060, (rank, ups[0], downs[0])
+        assert ups[0]["t_s"] - notice <= 0.120, (rank, ups[0], downs[0])
         released += [e for e in ups[:1] if "released from its hold-down" in e["reason"]]
     # At least host 0's rank counted both flaps (its own link events) and says why it took
     # the path back early.

@@ -48,6 +48,10 @@ class Link {
   // being retried at growing intervals (TCP's RTO backoff), so it stays silent for up to that
   // interval after its path has come back. False where the backend has no such state.
   virtual bool BackingOff() const = 0;
+  // Whether what the link sent waits for its first retransmission: data unacknowledged and no
+  // acknowledgement for many round trips (a segment lost in an outage that ended; TCP retries
+  // it only after its retransmission timeout, 200 ms at least). False where not known.
+  virtual bool AwaitingRetransmission() const { return false; }
 
   // After Writev/Read failed with something other than EAGAIN: why, and whether the failure is
   // fatal for the communicator (not a path failure that another path can absorb).

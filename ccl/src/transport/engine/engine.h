@@ -360,7 +360,9 @@ class Engine final : public Transport, public FaultTarget {
   void ProbeHeldPaths(int peer, Clock::time_point now);
   // A suspect connection whose own retransmissions back off (Link::BackingOff) while its path
   // is up again is connected afresh: the higher rank redials, the lower one asks it to.
-  void RedialIfBackingOff(int ci, Clock::time_point now, const std::string& why);
+  // `or_awaiting`: also when it waits for its first retransmission (Link::AwaitingRetransmission).
+  void RedialIfBackingOff(int ci, Clock::time_point now, const std::string& why,
+                          bool or_awaiting = false);
   // A connection broke. `peer_closed`: the peer closed it in order (its process is ending), so
   // it is not set up again.
   void ConnFailed(int ci, const std::string& reason, bool peer_closed = false);

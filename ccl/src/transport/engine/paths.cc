@@ -16,10 +16,13 @@ constexpr auto kRedialAfter = std::chrono::seconds(1);
 // timeout, so its sockets are backing off): its suspect connections are redialled. After a
 // shorter flap, only those whose socket backs off (RedialIfBackingOff).
 constexpr auto kRedialOnUp = std::chrono::milliseconds(250);
-// A suspect connection whose socket backs off and whose probe has gone unanswered this long
-// while no other path to its peer works is connected afresh (a probe's round trip is a few
-// ms; the socket's next retransmission is 400 ms or more away).
-constexpr auto kRedialBackingOff = std::chrono::milliseconds(100);
+// A suspect connection whose probe has gone unanswered this long while no other path to its
+// peer works is connected afresh if its socket backs off or waits for its first
+// retransmission (a probe's round trip is a few ms; that retransmission up to 200 ms away,
+// 400 ms and more once backing off).
+constexpr auto kRedialAwaiting = std::chrono::milliseconds(30);
+// At most one fresh connection per path for these reasons in this long.
+constexpr auto kRedialSpacing = std::chrono::milliseconds(100);
 }  // namespace
 
 void Engine::Progress(Conn& c, Clock::time_point now) {
@@ -121,10 +124,12 @@ void Engine::MarkDown(int ci, Clock::time_point now, const std::string& reason) 
   if (OnlyPath(ci)) ProbeHeldPaths(c.peer, now);
 }
 
-void Engine::RedialIfBackingOff(int ci, Clock::time_point now, const std::string& why) {
+void Engine::RedialIfBackingOff(int ci, Clock::time_point now, const std::string& why,
+                                bool or_awaiting) {
   Conn& c = conns_[ci];
   if (!c.alive || c.relay || !c.health.suspect || !backend_->redials() || stopping_) return;
-  if (RailQuiet(c.rail) || now - c.last_dial < kRedialBackingOff || !c.link->BackingOff()) return;
+  if (RailQuiet(c.rail) || now - c.last_dial < kRedialSpacing) return;
+  if (!c.link->BackingOff() && !(or_awaiting && c.link->AwaitingRetransmission())) return;
   if (rank_ > c.peer) {
     Redial(ci, why);
     return;
@@ -423,9 +428,12 @@ void Engine::CheckTimers() {
         // Nothing else to the peer works, the path's link is up and its socket backs off:
         // a fresh connection answers at once, where the socket would wait for its next
         // retransmission timeout.
-        if (!c.relay && !RailQuiet(c.rail) && h.probe_outstanding_since() != Clock::time_point{} &&
-            now - h.probe_outstanding_since() >= kRedialBackingOff && OnlyPath(ci)) {
-          RedialIfBackingOff(ci, now, "no other path works and its socket backs off");
+        const auto unanswered = h.probe_outstanding_since() != Clock::time_point{}
+                                    ? now - h.probe_outstanding_since()
+                                    : Clock::duration::zero();
+        if (!c.relay && !RailQuiet(c.rail) && unanswered >= kRedialAwaiting && OnlyPath(ci)) {
+          RedialIfBackingOff(ci, now, "no other path works and its socket backs off",
+                             /*or_awaiting=*/true);
           if (!c.alive || failed_) continue;
         }
         if (now - h.last_probe() >= probe_every) SendPing(ci, now);

@@ -4,6 +4,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -54,6 +55,15 @@ bool SocketLink::BackingOff() const {
   // A Unix socket (a relay on this host) has no TCP_INFO: it never backs off.
   if (::getsockopt(fd_.get(), IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return false;
   return info.tcpi_backoff > 0;
+}
+
+bool SocketLink::AwaitingRetransmission() const {
+  if (!fd_.valid()) return false;
+  tcp_info info{};
+  socklen_t len = sizeof info;
+  if (::getsockopt(fd_.get(), IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return false;
+  const uint32_t rtt_ms = info.tcpi_rtt / 1000;
+  return info.tcpi_unacked > 0 && info.tcpi_last_ack_recv >= std::max<uint32_t>(20, 8 * rtt_ms);
 }
 
 }  // namespace ftccl::transport::tcp
