@@ -1,4 +1,5 @@
-"""faultline trend end to end on real runs: ten nights of a blackhole scenario on ftccl, and the
+"""faultline trend end to end on real runs: ten nights of a blackhole scenario on ftccl
+(scenarios/trend_blackhole_rail0.yaml, which says why it judges recovery at 75 %), and the
 same first six nights followed by four with a planted regression (FTCCL_SUSPECT_FLOOR_MS=450
 in the runner's environment, which its ranks inherit: a silent path is suspected after 450 ms
 instead of ~60 ms, so failover slows by about 0.4 s and the goodput lost over the 1 s fault
@@ -18,7 +19,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BUILD = os.environ.get("FAULTLINE_BUILD", os.path.join(ROOT, "build"))
 FAULTLINE = os.path.join(BUILD, "bin", "faultline")
 SCENARIO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scenarios",
-                        "blackhole_rail0.yaml")
+                        "trend_blackhole_rail0.yaml")
 # What the suspicion floor moves: the instants from the fault to detection and to failover,
 # the stall that contains them, and the goodput lost while the collectives waited.
 FAILOVER_METRICS = {"detection_ms", "failover_first_ms", "failover_latency_ms", "stall_ms",
@@ -64,7 +65,7 @@ def test_trend_flags_the_planted_regression_from_its_night_and_nothing_without_i
     assert r.returncode == 1, r.stdout + r.stderr
     flagged = {(s["key"], m["metric"]): m for s in t["scenarios"] for m in s["metrics"]
                if m["status"] == "REGRESSION"}
-    assert {k for k, _ in flagged} == {"py-blackhole-rail0 [ftccl]"}
+    assert {k for k, _ in flagged} == {"py-trend-blackhole-rail0 [ftccl]"}
     metrics = {m for _, m in flagged}
     # The knob sets the suspicion floor, so detection moves first and always; the metrics that
     # follow from it (full convergence, stall, goodput) are flagged too unless a clean night of
@@ -81,7 +82,7 @@ def test_trend_flags_the_planted_regression_from_its_night_and_nothing_without_i
     assert "REGRESSION" in html and "| ---" not in html and "##" not in html
     check_page(os.path.join(out, "trend.html"), tmp_path)  # drawn: no overflow, no raw Markdown
     with open(os.path.join(out, "trend.md")) as f:
-        assert "| py-blackhole-rail0 [ftccl] | failover_latency_ms | REGRESSION |" in f.read()
+        assert "| py-trend-blackhole-rail0 [ftccl] | failover_latency_ms | REGRESSION |" in f.read()
 
 
 def test_trend_refuses_a_single_night_and_a_missing_folder(tmp_path):
