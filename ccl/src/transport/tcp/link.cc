@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "transport/fault_target.h"
 
@@ -48,22 +49,28 @@ void SocketLink::Reset() {
   fd_.Reset();
 }
 
-bool SocketLink::BackingOff() const {
-  if (!fd_.valid()) return false;
+namespace {
+// The socket's TCP_INFO; nothing for a Unix socket (a relay on this host), which has none and
+// so never backs off or retransmits.
+std::optional<tcp_info> TcpInfo(const net::Fd& fd) {
+  if (!fd.valid()) return std::nullopt;
   tcp_info info{};
   socklen_t len = sizeof info;
-  // A Unix socket (a relay on this host) has no TCP_INFO: it never backs off.
-  if (::getsockopt(fd_.get(), IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return false;
-  return info.tcpi_backoff > 0;
+  if (::getsockopt(fd.get(), IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return std::nullopt;
+  return info;
+}
+}  // namespace
+
+bool SocketLink::BackingOff() const {
+  const auto info = TcpInfo(fd_);
+  return info && info->tcpi_backoff > 0;
 }
 
 bool SocketLink::AwaitingRetransmission() const {
-  if (!fd_.valid()) return false;
-  tcp_info info{};
-  socklen_t len = sizeof info;
-  if (::getsockopt(fd_.get(), IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return false;
-  const uint32_t rtt_ms = info.tcpi_rtt / 1000;
-  return info.tcpi_unacked > 0 && info.tcpi_last_ack_recv >= std::max<uint32_t>(20, 8 * rtt_ms);
+  const auto info = TcpInfo(fd_);
+  if (!info) return false;
+  const uint32_t rtt_ms = info->tcpi_rtt / 1000;
+  return info->tcpi_unacked > 0 && info->tcpi_last_ack_recv >= std::max<uint32_t>(20, 8 * rtt_ms);
 }
 
 }  // namespace ftccl::transport::tcp
