@@ -97,7 +97,7 @@ def test_fault_free_exact_results_and_data_on_the_rails(fl):
 def test_pml_ucx_runs_on_the_rails(fl):
     """pml ucx: UCX finds its TCP devices under /sys/class/net, so mpirun and the orteds must
     see the host namespace's sysfs; before they did, rank 1 failed with "Destination is
-    unreachable" and the run crashed."""
+    unreachable" and the run crashed. The data goes over the rails."""
     before = mpi_processes()
     p = fl.run(peer("openmpi_ucx_clean.yaml"), timeout=180)
     r = fl.report()
@@ -106,11 +106,18 @@ def test_pml_ucx_runs_on_the_rails(fl):
     assert r["environment"]["knobs"]["ccl"]["OMPI_MCA_pml"] == "ucx"
     rows = rails_rows(fl)
     busy = [x for x in rows if 0.5 <= float(x["t_s"]) <= 2.5]
+    assert busy, "rails.csv has no samples in the busy window"
+    # UCX picks its lanes per run: mostly both rails (~0.9 Gbit/s each), but one CI run of many
+    # put host 0's traffic on rail 0 alone. So each host's data must be on its rails, every rail
+    # port sampled throughout, without asserting which rails UCX chose.
     for h in (0, 1):
+        means = {}
         for rail in (0, 1):
             col = f"h{h}_r{rail}_tx_gbps"
-            mean = sum(float(x[col]) for x in busy if x[col] != "") / len(busy)
-            assert mean > USED_GBPS, f"{col}: {mean} Gbit/s, the rail carries no data"
+            missing = [x["t_s"] for x in busy if x[col] == ""]
+            assert not missing, f"{col} not sampled at t={missing}"
+            means[col] = sum(float(x[col]) for x in busy) / len(busy)
+        assert sum(means.values()) > USED_GBPS, f"host {h}: its rails carry no data: {means}"
     assert_no_mpi_left(fl, r["environment"]["run_id"], before)
 
 
