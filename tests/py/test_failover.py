@@ -170,3 +170,28 @@ def test_throttled_rail_gets_a_smaller_share(fl):  # noqa: F811
     assert 1 in shares and shares.get(0, 0) < shares[1], first["reason"]
     after = path_events(fl.out, "rebalanced", after=reverted)
     assert after, "the striping never returned to the healed rail"
+
+
+# Serial: a rank descheduled for long on these two cores stalls its acknowledgements as a dead
+# path would; the run judges the data path, not the machine's load.
+@pytest.mark.serial
+def test_fault_free_shaped_run_suspects_no_path(fl):  # noqa: F811
+    """Every rail at its line rate, no fault: no path may be suspected. A probe's answer queued
+    behind the peer's data on the same connection (over 100 ms on these rails) once read as a
+    dead path, in one fault-free run of two, and moved chunks off a working rail."""
+    r = fl.run(scenario("clean_shaped_2x2.yaml"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = fl.report()
+    assert rep["outcome"] == "survived" and rep["correctness"]["wrong"] == 0
+    assert rep["correctness"]["checked"] > 0, rep["correctness"]
+    false = [e for e in ccl_events(fl.out) if e["kind"] in ("path_down", "migrated", "relay_on")]
+    assert not false, false
+    # Both rails carried the data (the check above means something only if they did).
+    with open(os.path.join(fl.out, "rails.csv")) as f:
+        rows = [x for x in csv.DictReader(f) if 2.0 <= float(x["t_s"]) <= 7.0]
+    for col in ("h0_r0_tx_gbps", "h0_r1_tx_gbps", "h1_r0_tx_gbps", "h1_r1_tx_gbps"):
+        got = [float(x[col]) for x in rows if x[col] != ""]  # "": a tick the sampler missed
+        assert len(got) >= len(rows) / 2, (col, len(got), len(rows))
+        mean = sum(got) / len(got)
+        assert mean > 0.05, (col, mean)
+    fl.assert_nothing_left(rep["environment"]["run_id"])

@@ -15,6 +15,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -52,6 +53,13 @@ class Link {
   // acknowledgement for many round trips (a segment lost in an outage that ended; TCP retries
   // it only after its retransmission timeout, 200 ms at least). False where not known.
   virtual bool AwaitingRetransmission() const { return false; }
+  // Whether the peer's end of the link acknowledged what this end sent within the last
+  // `window` (or holds all of it: nothing unacknowledged): the path delivers, however slowly.
+  // False where not known.
+  virtual bool AcknowledgedWithin(std::chrono::milliseconds window) const {
+    (void)window;
+    return false;
+  }
 
   // After Writev/Read failed with something other than EAGAIN: why, and whether the failure is
   // fatal for the communicator (not a path failure that another path can absorb).

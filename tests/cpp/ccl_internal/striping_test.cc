@@ -47,6 +47,24 @@ TEST(PathRateTest, UnsaturatedPeriodOnlyRaisesTheRate) {
   EXPECT_DOUBLE_EQ(r.rate(), rate);
 }
 
+// A faster unsaturated period (a token bucket's burst after an idle gap reads above the shaped
+// rate) moves the rate up by the running average's weight, not to the burst's speed.
+TEST(PathRateTest, UnsaturatedFasterPeriodRaisesTheRateByTheAverage) {
+  PathRate r;
+  r.Sample(kT0, true, false);
+  r.Add(100, kT0);
+  r.MarkSaturated();
+  r.Delivered(2000000);
+  r.Remove(100, kT0 + milliseconds(100));
+  r.Sample(kT0 + milliseconds(100), true, false);
+  ASSERT_NEAR(r.rate(), 20e6, 1);
+  r.Add(100, kT0 + milliseconds(100));
+  r.Delivered(4000000);
+  r.Remove(100, kT0 + milliseconds(200));
+  EXPECT_TRUE(r.Sample(kT0 + milliseconds(200), true, false).updated);  // 40 MB/s, unsaturated
+  EXPECT_NEAR(r.rate(), 0.7 * 20e6 + 0.3 * 40e6, 1);
+}
+
 TEST(PathRateTest, SharpSlowdownIsFollowedWithWeightOneHalf) {
   PathRate r;
   r.Sample(kT0, true, false);

@@ -192,6 +192,9 @@ class Engine final : public Transport, public FaultTarget {
     // The latest send time of a chunk delivered over this path: a chunk sent on another path
     // before it and still undelivered was overtaken (loss evidence, as TCP RACK's).
     Clock::time_point newest_delivered_sent{};
+    // When bytes from the peer last arrived here. An answer to a probe travels behind them, in
+    // order: while they arrive, a probe's answer is queued, not lost.
+    Clock::time_point last_inbound{};
     // Earliest finish (LeaveToFaster): since when this path has left every chunk to a faster
     // one, and until when it probes (takes its window regardless).
     Clock::time_point left_since{};

@@ -81,6 +81,7 @@ void Engine::OnBegin(uint64_t coll_seq, const Signature& sig) {
 
 void Engine::OnReadable(int ci) {
   size_t budget = kReadBudget;
+  conns_[ci].last_inbound = Clock::now();  // woken for bytes (or the end of the stream)
   while (budget > 0 && conns_[ci].alive) {
     Conn& c = conns_[ci];
     RxState& rx = c.rx;

@@ -6,7 +6,7 @@
 // period with under 20 ms of busy time carries its bytes and busy time over to the next. A
 // period in which the path had more to carry than it took (it blocked, or hit its window) is
 // *saturated* and measures its capacity; any other only shows that it can carry at least as
-// much. A path holds at most `path_queue` worth of data at its measured rate (its window), so
+// much, and moves a lower rate up by the same average (never down). A path holds at most `path_queue` worth of data at its measured rate (its window), so
 // a slow path takes less and the others take the rest.
 //
 // Shares and LargestShift turn the rates of a peer's paths into the striping announced in a

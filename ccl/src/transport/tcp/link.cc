@@ -73,4 +73,11 @@ bool SocketLink::AwaitingRetransmission() const {
   return info->tcpi_unacked > 0 && info->tcpi_last_ack_recv >= std::max<uint32_t>(20, 8 * rtt_ms);
 }
 
+bool SocketLink::AcknowledgedWithin(std::chrono::milliseconds window) const {
+  const auto info = TcpInfo(fd_);
+  if (!info) return false;
+  return info->tcpi_unacked == 0 ||
+         info->tcpi_last_ack_recv < static_cast<uint64_t>(std::max<int64_t>(window.count(), 0));
+}
+
 }  // namespace ftccl::transport::tcp

@@ -29,6 +29,7 @@ class SocketLink final : public Link {
   bool BackingOff() const override;  // TCP_INFO: tcpi_backoff > 0
   // TCP_INFO: unacknowledged data, no ACK for 8 round trips and at least 20 ms.
   bool AwaitingRetransmission() const override;
+  bool AcknowledgedWithin(std::chrono::milliseconds window) const override;
   std::string error_text() const override { return error_; }
   bool fatal() const override { return false; }
   Status ForceError() override;
