@@ -53,10 +53,14 @@ class Link {
   // acknowledgement for many round trips (a segment lost in an outage that ended; TCP retries
   // it only after its retransmission timeout, 200 ms at least). False where not known.
   virtual bool AwaitingRetransmission() const { return false; }
-  // Whether the peer's end of the link acknowledged what this end sent within the last
-  // `window` (or holds all of it: nothing unacknowledged): the path delivers, however slowly.
-  // False where not known.
-  virtual bool AcknowledgedWithin(std::chrono::milliseconds window) const {
+  // Whether the peer's end of the link acknowledged more of what this end sent within the
+  // last `window` (or holds all of it: nothing unacknowledged): the path delivers, however
+  // slowly. Only new data acknowledged counts, not any segment from the peer (a peer that
+  // still sends on a path whose other direction is dead refreshes TCP's "last ACK received"
+  // without acknowledging anything). Called on every timer tick while the link has data
+  // outstanding, since the moment of progress is known only to within two calls; progress
+  // seen after a longer gap is not counted. False where not known.
+  virtual bool AcknowledgedWithin(std::chrono::milliseconds window) {
     (void)window;
     return false;
   }

@@ -482,10 +482,16 @@ void Engine::CheckTimers() {
         // 200 Mbps tbf-shaped rails: a chunk waited over 100 ms for its acknowledgement
         // while the other rail's later chunks were acknowledged, one run in ten, and the
         // path was made suspect.) A dead path stops acknowledging: it is suspect once its
-        // last acknowledgement is a timeout old. The ceiling below is not held back.
-        if (relative && c.link &&
-            c.link->AcknowledgedWithin(std::chrono::duration_cast<Millis>(timeout)))
-          relative = false;
+        // transport has acknowledged nothing new for a timeout. (Not "no ACK segment": where
+        // only the peer's receive side is dead, the peer's data still arrives here, each
+        // segment an ACK of nothing new, and waiting for that to stop held detection of a
+        // blackhole to twice the timeout in 2 runs of 8.) The link is asked on every tick so
+        // that it can date its progress. The ceiling below is not held back, nor is a relay
+        // (its transport ends at the neighbour, not at the peer).
+        const bool acknowledged =
+            !c.relay && c.link &&
+            c.link->AcknowledgedWithin(std::chrono::duration_cast<Millis>(timeout));
+        if (acknowledged) relative = false;
         if (!starved && (relative || now - since >= options_.suspect_ceiling)) {
           MarkDown(ci, now,
                    "no progress within " +

@@ -1,7 +1,7 @@
 #include "transport/tcp/link.h"
 
 #include <netinet/in.h>
-#include <netinet/tcp.h>
+#include <linux/tcp.h>  // tcp_info with tcpi_bytes_acked, which glibc's lacks
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -73,11 +73,24 @@ bool SocketLink::AwaitingRetransmission() const {
   return info->tcpi_unacked > 0 && info->tcpi_last_ack_recv >= std::max<uint32_t>(20, 8 * rtt_ms);
 }
 
-bool SocketLink::AcknowledgedWithin(std::chrono::milliseconds window) const {
+bool SocketLink::AcknowledgedWithin(std::chrono::milliseconds window) {
   const auto info = TcpInfo(fd_);
   if (!info) return false;
-  return info->tcpi_unacked == 0 ||
-         info->tcpi_last_ack_recv < static_cast<uint64_t>(std::max<int64_t>(window.count(), 0));
+  const auto now = std::chrono::steady_clock::now();
+  // Whether the last reading is recent enough to date a change seen now.
+  const bool dated = sampled_at_ != std::chrono::steady_clock::time_point{} &&
+                     now - sampled_at_ <= window;
+  sampled_at_ = now;
+  if (info->tcpi_unacked == 0) {
+    bytes_acked_ = info->tcpi_bytes_acked;
+    acked_at_ = now;
+    return true;
+  }
+  if (info->tcpi_bytes_acked != bytes_acked_) {
+    bytes_acked_ = info->tcpi_bytes_acked;
+    acked_at_ = dated ? now : std::chrono::steady_clock::time_point{};
+  }
+  return acked_at_ != std::chrono::steady_clock::time_point{} && now - acked_at_ < window;
 }
 
 }  // namespace ftccl::transport::tcp

@@ -4,6 +4,8 @@
 // Thread-safety: none (the progress thread).
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -29,7 +31,8 @@ class SocketLink final : public Link {
   bool BackingOff() const override;  // TCP_INFO: tcpi_backoff > 0
   // TCP_INFO: unacknowledged data, no ACK for 8 round trips and at least 20 ms.
   bool AwaitingRetransmission() const override;
-  bool AcknowledgedWithin(std::chrono::milliseconds window) const override;
+  // TCP_INFO: nothing unacknowledged, or tcpi_bytes_acked grew within `window`.
+  bool AcknowledgedWithin(std::chrono::milliseconds window) override;
   std::string error_text() const override { return error_; }
   bool fatal() const override { return false; }
   Status ForceError() override;
@@ -38,6 +41,11 @@ class SocketLink final : public Link {
  private:
   net::Fd fd_;
   std::string error_;  // the last failed call and its errno
+  // AcknowledgedWithin's record: tcpi_bytes_acked at its last call, when it last grew (none
+  // when unknown), and when it was last read.
+  uint64_t bytes_acked_ = 0;
+  std::chrono::steady_clock::time_point acked_at_{};
+  std::chrono::steady_clock::time_point sampled_at_{};
 };
 
 }  // namespace ftccl::transport::tcp
