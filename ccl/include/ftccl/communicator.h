@@ -65,10 +65,13 @@ struct CommOptions {
   size_t slice_bytes = 1024 * 1024;           // FTCCL_SLICE_BYTES: pipelining unit of ring steps
   // FTCCL_SMALL_ALLREDUCE_BYTES: an allreduce of at most this many bytes uses recursive
   // doubling (ceil(log2 n) exchanges of the whole buffer) instead of the ring (2(n-1) steps of
-  // 1/n of it); 0: always the ring. Must be the same on every rank. The default is where
-  // bench/compare-small measured the two to cross on 2 rails at 4 and 8 ranks (recursive
-  // doubling 0.79 and 0.65 of the ring's time at 128 KiB, 1.17 and 1.29 at 512 KiB).
-  size_t small_allreduce_bytes = 128 * 1024;
+  // 1/n of it); 0: always the ring. Must be the same on every rank. The default is the
+  // largest size at which bench/compare-small measured recursive doubling faster every time on
+  // 2 rails at 4 and 8 ranks: 0.81 and 0.68 of the ring's time at 256 KiB; at 512 KiB it was
+  // 0.97 and 0.89 in one run, 1.17 and 1.29 in another. Recursive doubling moves log2(n)
+  // whole buffers per rank against the ring's 2(n-1)/n, so on bandwidth-bound rails the
+  // crossover is lower: set it from a measurement on those rails.
+  size_t small_allreduce_bytes = 256 * 1024;
   int socket_buffer_bytes = 4 * 1024 * 1024;  // FTCCL_SOCKET_BUFFER_BYTES: SO_SNDBUF/SO_RCVBUF, 0 = kernel
   Millis init_timeout{30000};                 // FTCCL_INIT_TIMEOUT_MS: bootstrap + connection setup
   // TCP: once every peer has a connection, the others get this much longer at init; a path
