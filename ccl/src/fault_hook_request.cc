@@ -106,10 +106,14 @@ json Answer(std::string_view line, const HookContext& ctx) {
     r = ctx.target->CorruptNextFrame(*peer, *path, part, deadline);
     // Answer once a data frame carried the damage (so that a query right after sees it), or
     // after kHookCorruptWait with "pending": true when no data flowed on the path meanwhile.
+    // The damage is armed by then: a query that is not answered in that time (a busy progress
+    // thread) leaves the answer at what was last known, never turns it into a failure.
     const auto wait_until = SteadyClock::now() + kHookCorruptWait;
     while (r.ok() && r->corrupt_pending && SteadyClock::now() < wait_until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      r = ctx.target->QueryPath(*peer, *path, deadline);
+      auto q = ctx.target->QueryPath(*peer, *path, wait_until);
+      if (!q.ok()) break;
+      r = std::move(q);
     }
     if (r.ok()) {
       LOG_INFO("HOOK", "conn_corrupt to rank %d on rail %d (%s): %s", *peer, *path,

@@ -31,6 +31,7 @@ class RecordingTarget final : public transport::FaultTarget {
   Result<transport::PathFaultState> QueryPath(int peer, int rail, Deadline) override {
     last_peer = peer;
     last_rail = rail;
+    if (busy) return Timeout("progress thread busy");
     transport::PathFaultState s;
     s.corrupt_frames_sent = sent.load();
     s.applied_ns = applied_ns;
@@ -39,10 +40,17 @@ class RecordingTarget final : public transport::FaultTarget {
   Result<transport::PathFaultState> CorruptNextFrame(int peer, int rail, transport::FramePart part,
                                                      Deadline d) override {
     last_part = part;
+    if (busy) {  // armed, no data frame yet; and then no query is answered in time
+      transport::PathFaultState s;
+      s.corrupt_frames_sent = sent.load();
+      s.corrupt_pending = true;
+      return s;
+    }
     ++sent;  // as if a data frame carried it at once
     applied_ns = 12345;
     return QueryPath(peer, rail, d);
   }
+  std::atomic<bool> busy{false};
   std::atomic<uint64_t> sent{0};
   int64_t applied_ns = 0;
   int last_peer = -1, last_rail = -1;
@@ -117,6 +125,18 @@ TEST_F(FaultHookTest, ConnCorruptReachesTheTargetAndQuerySeesIt) {
   EXPECT_EQ(target_.last_part, transport::FramePart::kHeader);
   json q1 = Call(R"({"v":1,"op":"query","peer":0,"path":0})");
   EXPECT_EQ(q1.value("corrupt_frames_sent", -1), 2) << q1.dump();
+}
+
+// The damage is armed once CorruptNextFrame answered: queries that a busy transport does not
+// answer while the hook waits for a data frame leave the answer "armed, pending", not a
+// failure (which would tell the injector that nothing was applied).
+TEST_F(FaultHookTest, ConnCorruptArmedButUnconfirmedIsPendingNotRefused) {
+  target_.busy = true;
+  json r = Call(R"({"v":1,"op":"conn_corrupt","peer":2,"path":0,"part":"header"})");
+  EXPECT_EQ(r.value("ok", false), true) << r.dump();
+  EXPECT_EQ(r.value("pending", false), true) << r.dump();
+  EXPECT_EQ(r.value("corrupt_frames_sent", -1), 0) << r.dump();
+  EXPECT_EQ(target_.last_part, transport::FramePart::kHeader);
 }
 
 TEST_F(FaultHookTest, QpErrorIsUnsupportedOnTcp) {

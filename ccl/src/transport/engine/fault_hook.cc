@@ -30,9 +30,12 @@ Result<PathFaultState> Engine::HookPath(int peer, int rail, std::optional<FrameP
     std::mutex mu;
     std::condition_variable cv;
     std::optional<Result<PathFaultState>> r;
+    bool abandoned = false;  // the caller gave up waiting: arm nothing
   };
   auto reply = std::make_shared<Reply>();
   Post([this, reply, peer, rail, arm] {
+    std::lock_guard<std::mutex> lock(reply->mu);
+    if (reply->abandoned) return;
     PathFaultState s;
     s.corrupt_frames_sent = 0;
     int target = -1;
@@ -54,12 +57,14 @@ Result<PathFaultState> Engine::HookPath(int peer, int rail, std::optional<FrameP
       conns_[target].corrupt_next = *arm;
       r->corrupt_pending = true;
     }
-    std::lock_guard<std::mutex> lock(reply->mu);
     reply->r = std::move(r);
     reply->cv.notify_all();
   });
   std::unique_lock<std::mutex> lock(reply->mu);
   if (!reply->cv.wait_until(lock, deadline, [&] { return reply->r.has_value(); })) {
+    // The command still runs once the progress thread gets to it: it must then do nothing, or
+    // a fault reported as refused would be applied after all.
+    reply->abandoned = true;
     return Timeout("the transport's progress thread did not answer the fault hook in time");
   }
   return std::move(*reply->r);
