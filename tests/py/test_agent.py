@@ -173,7 +173,11 @@ def test_agent_samples_only_its_allowlisted_ports_on_its_own_clock(agent):
     # while one tick woken late by the scheduler (8 ms once in a CI serial pass) is one sample.
     assert abs(t[0] - start) < 5_000_000, (t[0], start)
     off_grid = [min((x - start) % period, period - (x - start) % period) for x in t[:-1]]
-    assert len(off_grid) >= 14 and sum(o >= 5_000_000 for o in off_grid) <= 1, (off_grid, t)
+    # One late tick per 20 samples: the window is ~25 samples on an idle machine, but a slow
+    # start of the sender stretched it to 70 in one CI serial pass, with 2 late ticks (2.5 ms
+    # and more) among 68 on the grid within 0.08 ms.
+    late = sum(o >= 5_000_000 for o in off_grid)
+    assert len(off_grid) >= 14 and late <= max(1, len(off_grid) // 20), (off_grid, t)
     assert sorted(off_grid)[len(off_grid) // 2] < 2_000_000, (off_grid, t)
     valid = [n for n in s["net"] if n is not None]
     assert len(valid) >= len(t) - 2
