@@ -96,7 +96,7 @@ json Answer(std::string_view line, const HookContext& ctx) {
     }
     if (*p == "header") part = transport::FramePart::kHeader;
   }
-  const auto deadline = SteadyClock::now() + kHookClientTimeout;
+  const auto deadline = SteadyClock::now() + kHookAnswerTimeout;
   Result<transport::PathFaultState> r = transport::Unsupported();
   if (op == "query") {
     r = ctx.target->QueryPath(*peer, *path, deadline);

@@ -18,6 +18,9 @@ inline constexpr int kHookProtocolVersion = 1;
 inline constexpr size_t kHookMaxLine = 4096;
 // A client must send its whole request line within this.
 inline constexpr std::chrono::milliseconds kHookClientTimeout{1000};
+// How long a request waits for the transport's progress thread to take it up (a thread slowed
+// by a sanitizer under load once took over 1 s).
+inline constexpr std::chrono::milliseconds kHookAnswerTimeout{5000};
 // conn_corrupt waits this long for a data frame to carry the damage before it answers.
 inline constexpr std::chrono::milliseconds kHookCorruptWait{600};
 

@@ -11,6 +11,6 @@ namespace ftccl::test {
 // Returns the response line without its '\n'; "" when nothing came back; "<connect failed: ..>"
 // when nobody listens.
 std::string HookExchange(const std::string& path, const std::string& bytes,
-                         std::chrono::milliseconds timeout = std::chrono::milliseconds(3000));
+                         std::chrono::milliseconds timeout = std::chrono::milliseconds(8000));
 
 }  // namespace ftccl::test
