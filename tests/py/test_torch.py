@@ -215,20 +215,31 @@ def run_torch(fl, name, ccl, *extra):
     return r, rep, os.path.dirname(path)
 
 
-@pytest.fixture(scope="module")
-def fault_free(tmp_path_factory, namespaces_possible, torch_built):  # noqa: F811
-    """Two fault-free ftccl runs and one Gloo run of scenarios/torch/fault_free.yaml."""
+def fault_free_run(tmp_path_factory, label, ccl):
     from test_run import Env
-    reps = {}
-    for label, ccl in (("ftccl-a", "ftccl"), ("ftccl-b", "ftccl"), ("gloo", "gloo")):
-        e = Env(tmp_path_factory.mktemp(label))
-        try:
-            r, rep, _ = run_torch(e, "fault_free.yaml", ccl)
-            assert r.returncode == 0, r.stdout + r.stderr
-            reps[label] = rep
-        finally:
-            e.safety_cleanup()
-    return reps
+    e = Env(tmp_path_factory.mktemp(label))
+    try:
+        r, rep, _ = run_torch(e, "fault_free.yaml", ccl)
+        assert r.returncode == 0, r.stdout + r.stderr
+        return rep
+    finally:
+        e.safety_cleanup()
+
+
+# One fault-free ftccl run: all that the fault tests compare with. Its own fixture, so that the
+# serial pass (another process, which cannot share the parallel pass's fixtures) pays for one
+# run, not for the three of `fault_free`.
+@pytest.fixture(scope="module")
+def fault_free_ftccl(tmp_path_factory, namespaces_possible, torch_built):  # noqa: F811
+    return fault_free_run(tmp_path_factory, "ftccl-a", "ftccl")
+
+
+@pytest.fixture(scope="module")
+def fault_free(tmp_path_factory, fault_free_ftccl):
+    """Two fault-free ftccl runs and one Gloo run of scenarios/torch/fault_free.yaml."""
+    return {"ftccl-a": fault_free_ftccl,
+            "ftccl-b": fault_free_run(tmp_path_factory, "ftccl-b", "ftccl"),
+            "gloo": fault_free_run(tmp_path_factory, "gloo", "gloo")}
 
 
 def test_ddp_fault_free_is_deterministic_and_agrees_with_gloo(fault_free):
@@ -251,13 +262,13 @@ def test_ddp_fault_free_is_deterministic_and_agrees_with_gloo(fault_free):
 
 # Serial: the t0 lead counts every core as this run's: slower torch imports miss the 2 s flap.
 @pytest.mark.serial
-def test_ddp_through_a_link_flap_ends_with_the_fault_free_parameters(fl, fault_free):
+def test_ddp_through_a_link_flap_ends_with_the_fault_free_parameters(fl, fault_free_ftccl):
     r, rep, out = run_torch(fl, "link_flap.yaml", "ftccl")
     assert r.returncode == 0, r.stdout + r.stderr
     m = rep["metrics"]
     assert rep["outcome"] == "survived"
     assert m["steps_completed"] == rep["workload"]["steps"]
-    assert m["param_sha256"] == fault_free["ftccl-a"]["metrics"]["param_sha256"]
+    assert m["param_sha256"] == fault_free_ftccl["metrics"]["param_sha256"]
     [f] = rep["faults"]
     assert f["applied_s"] is not None
     # ftccl saw the flap and moved the gradients' traffic: its path events are in the run.
