@@ -51,8 +51,9 @@ class Link {
   virtual bool BackingOff() const = 0;
   // Whether what the link sent waits for its first retransmission: data unacknowledged and no
   // acknowledgement for many round trips (a segment lost in an outage that ended; TCP retries
-  // it only after its retransmission timeout, 200 ms at least). False where not known.
-  virtual bool AwaitingRetransmission() const { return false; }
+  // it only after its retransmission timeout, 200 ms at least). Only acknowledged data counts,
+  // as for AcknowledgedWithin. False where not known.
+  virtual bool AwaitingRetransmission() { return false; }
   // Whether the peer's end of the link acknowledged more of what this end sent within the
   // last `window` (or holds all of it: nothing unacknowledged): the path delivers, however
   // slowly. Only new data acknowledged counts, not any segment from the peer (a peer that

@@ -66,31 +66,40 @@ bool SocketLink::BackingOff() const {
   return info && info->tcpi_backoff > 0;
 }
 
-bool SocketLink::AwaitingRetransmission() const {
+std::optional<SocketLink::Acks> SocketLink::ReadAcks(Clock::time_point now) {
   const auto info = TcpInfo(fd_);
-  if (!info) return false;
-  const uint32_t rtt_ms = info->tcpi_rtt / 1000;
-  return info->tcpi_unacked > 0 && info->tcpi_last_ack_recv >= std::max<uint32_t>(20, 8 * rtt_ms);
+  if (!info) return std::nullopt;
+  Acks a{info->tcpi_unacked, info->tcpi_rtt, sampled_at_, info->tcpi_bytes_acked != bytes_acked_};
+  if (a.grew || sampled_at_ == Clock::time_point{}) {
+    bytes_acked_ = info->tcpi_bytes_acked;
+    unchanged_since_ = now;  // it grew after the last reading, no later than now
+  }
+  sampled_at_ = now;
+  return a;
+}
+
+bool SocketLink::AwaitingRetransmission() {
+  const auto now = Clock::now();
+  const auto a = ReadAcks(now);
+  if (!a || a->unacked == 0) return false;
+  // tcpi_bytes_acked, not tcpi_last_ack_recv: every segment from the peer refreshes the
+  // latter, also its data on a connection whose other direction loses everything.
+  const auto quiet = std::chrono::milliseconds(std::max<uint32_t>(20, 8 * (a->rtt_us / 1000)));
+  return now - unchanged_since_ >= quiet;
 }
 
 bool SocketLink::AcknowledgedWithin(std::chrono::milliseconds window) {
-  const auto info = TcpInfo(fd_);
-  if (!info) return false;
-  const auto now = std::chrono::steady_clock::now();
-  // Whether the last reading is recent enough to date a change seen now.
-  const bool dated = sampled_at_ != std::chrono::steady_clock::time_point{} &&
-                     now - sampled_at_ <= window;
-  sampled_at_ = now;
-  if (info->tcpi_unacked == 0) {
-    bytes_acked_ = info->tcpi_bytes_acked;
+  const auto now = Clock::now();
+  const auto a = ReadAcks(now);
+  if (!a) return false;
+  // Whether the previous reading is recent enough to date a change seen now.
+  const bool dated = a->previous != Clock::time_point{} && now - a->previous <= window;
+  if (a->unacked == 0) {
     acked_at_ = now;
     return true;
   }
-  if (info->tcpi_bytes_acked != bytes_acked_) {
-    bytes_acked_ = info->tcpi_bytes_acked;
-    acked_at_ = dated ? now : std::chrono::steady_clock::time_point{};
-  }
-  return acked_at_ != std::chrono::steady_clock::time_point{} && now - acked_at_ < window;
+  if (a->grew) acked_at_ = dated ? now : Clock::time_point{};
+  return acked_at_ != Clock::time_point{} && now - acked_at_ < window;
 }
 
 }  // namespace ftccl::transport::tcp

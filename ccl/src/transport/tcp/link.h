@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "net.h"
@@ -29,8 +30,10 @@ class SocketLink final : public Link {
   void Close() override { fd_.Reset(); }
   void Reset() override;
   bool BackingOff() const override;  // TCP_INFO: tcpi_backoff > 0
-  // TCP_INFO: unacknowledged data, no ACK for 8 round trips and at least 20 ms.
-  bool AwaitingRetransmission() const override;
+  // TCP_INFO: unacknowledged data, and tcpi_bytes_acked has not grown for 8 round trips and
+  // at least 20 ms (as far as the readings show: it is read at each call of this and of
+  // AcknowledgedWithin).
+  bool AwaitingRetransmission() override;
   // TCP_INFO: nothing unacknowledged, or tcpi_bytes_acked grew within `window`.
   bool AcknowledgedWithin(std::chrono::milliseconds window) override;
   std::string error_text() const override { return error_; }
@@ -41,11 +44,23 @@ class SocketLink final : public Link {
  private:
   net::Fd fd_;
   std::string error_;  // the last failed call and its errno
-  // AcknowledgedWithin's record: tcpi_bytes_acked at its last call, when it last grew (none
-  // when unknown), and when it was last read.
+  using Clock = std::chrono::steady_clock;
+  struct Acks {
+    uint32_t unacked;  // segments
+    uint32_t rtt_us;
+    Clock::time_point previous;  // the reading before this one (none: the first)
+    bool grew;                   // tcpi_bytes_acked changed since that reading
+  };
+  // Reads TCP_INFO and updates the record below; nothing for a socket without TCP_INFO.
+  std::optional<Acks> ReadAcks(Clock::time_point now);
+  // The record of tcpi_bytes_acked that AcknowledgedWithin and AwaitingRetransmission keep:
+  // its value at the last reading, the first reading that saw that value (it has not grown
+  // since), when it was last seen to grow within a window (none when unknown), and when it was
+  // last read.
   uint64_t bytes_acked_ = 0;
-  std::chrono::steady_clock::time_point acked_at_{};
-  std::chrono::steady_clock::time_point sampled_at_{};
+  Clock::time_point unchanged_since_{};
+  Clock::time_point acked_at_{};
+  Clock::time_point sampled_at_{};
 };
 
 }  // namespace ftccl::transport::tcp
