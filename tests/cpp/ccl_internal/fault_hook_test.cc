@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "fake_peer.h"
 #include "hook_call.h"
 
 namespace ftccl {
@@ -263,6 +264,33 @@ TEST(FaultHookOpenTest, StaleSocketIsReplacedButALiveOneIsNotTakenOver) {
   first.value().reset();
   struct stat st {};
   EXPECT_NE(lstat(path.c_str(), &st), 0);
+}
+
+// The engine's side of a timed-out command: one whose caller stopped waiting (its deadline had
+// passed before the progress thread took it up) arms nothing when the progress thread gets to
+// it, so a fault answered as refused is never applied later. The deadline is already past when
+// the command is posted; the progress thread can still answer first, in the moment between the
+// post and the wait (the command is then armed and answered ok), so that case tries again on a
+// fresh engine.
+TEST(EngineHookTest, ACommandWhoseCallerTimedOutArmsNothing) {
+  using std::chrono::steady_clock;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    std::string why;
+    auto peer = testing::FakePeer::Start(1, &why);
+    ASSERT_NE(peer, nullptr) << why;
+    auto& engine = peer->engine();
+    auto armed = engine.CorruptNextFrame(1, 0, transport::FramePart::kPayload,
+                                         steady_clock::now() - std::chrono::milliseconds(1));
+    if (armed.ok()) continue;
+    EXPECT_EQ(armed.status().code(), Code::kTimeout) << armed.status().ToString();
+    // Commands run in order: by the time this one is answered, the abandoned one has run.
+    auto q = engine.QueryPath(1, 0, steady_clock::now() + std::chrono::seconds(5));
+    ASSERT_TRUE(q.ok()) << q.status().ToString();
+    EXPECT_FALSE(q->corrupt_pending) << "a command answered as timed out armed the fault";
+    EXPECT_EQ(q->corrupt_frames_sent.value_or(0), 0u);
+    return;
+  }
+  FAIL() << "the progress thread answered every one of 5 commands posted past their deadline";
 }
 
 }  // namespace
