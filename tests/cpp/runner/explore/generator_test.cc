@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 
 namespace faultline::runner::explore {
@@ -94,6 +95,39 @@ TEST(Generator, EveryFileValidatesAndKeepsTheRules) {
     // Every kind of the space is drawn.
     EXPECT_EQ(kinds.size(), s.kinds.size()) << name;
   }
+}
+
+// The two targeted spaces make the runs their comments promise: one_rail.yaml two or three
+// outages of rail 0, one at a time, rail 1 never touched; both_rails.yaml, in most runs, two
+// outages on different rails in effect at once (every path between the hosts lost a while).
+TEST(Generator, TargetedSpacesMakeTheRunsTheyAreFor) {
+  const FaultSpace one = Load("one_rail.yaml");
+  const FaultSpace both = Load("both_rails.yaml");
+  int several = 0, every_path_lost = 0;
+  constexpr int kRuns = 100;
+  for (int64_t i = 0; i < kRuns; ++i) {
+    const RunFaults a = Generate(one, 2026, i);
+    ASSERT_GE(a.faults.size(), 1u) << i;
+    if (a.faults.size() >= 2) ++several;
+    for (size_t x = 0; x < a.faults.size(); ++x) {
+      EXPECT_EQ(a.faults[x].rail, 0) << i;
+      if (x > 0) EXPECT_GE(a.faults[x].at_ns, a.faults[x - 1].EndNs()) << i;
+    }
+    const RunFaults b = Generate(both, 2026, i);
+    bool lost = false;
+    for (size_t x = 0; x < b.faults.size(); ++x) {
+      for (size_t y = x + 1; y < b.faults.size(); ++y) {
+        const GenFault& f = b.faults[x];
+        const GenFault& g = b.faults[y];
+        lost |= f.rail != g.rail && f.at_ns < g.EndNs() && g.at_ns < f.EndNs();
+      }
+    }
+    if (lost) ++every_path_lost;
+  }
+  EXPECT_GE(several, kRuns * 9 / 10);
+  EXPECT_GE(every_path_lost, kRuns / 2);
+  std::printf("one_rail: %d of %d runs with 2+ outages; both_rails: %d with every path lost\n",
+              several, kRuns, every_path_lost);
 }
 
 TEST(Generator, FitsSpaceRefusesOverlapOnOneLink) {
