@@ -25,9 +25,8 @@ std::string Errors(const SpaceOutcome& o) {
 }
 
 TEST(FaultSpace, ShippedSpacesParse) {
-  for (const char* f :
-       {"links.yaml", "connections.yaml", "small.yaml", "flaps.yaml", "failback.yaml",
-        "one_rail.yaml", "both_rails.yaml"}) {
+  for (const char* f : {"links.yaml", "connections.yaml", "small.yaml", "flaps.yaml",
+                        "failback.yaml", "one_rail.yaml", "both_rails.yaml"}) {
     std::string path = FAULTLINE_SOURCE_DIR;  // appended piece by piece: see generator_test
     path.append("/scenarios/explore/").append(f);
     const SpaceOutcome o = ParseFaultSpaceFile(path);
