@@ -82,8 +82,9 @@ bool SocketLink::AwaitingRetransmission() {
   const auto now = Clock::now();
   const auto a = ReadAcks(now);
   if (!a || a->unacked == 0) return false;
-  // tcpi_bytes_acked, not tcpi_last_ack_recv: every segment from the peer refreshes the
-  // latter, also its data on a connection whose other direction loses everything.
+  // tcpi_bytes_acked, not tcpi_last_ack_recv: the peer's segments that acknowledge nothing
+  // new refresh the latter too (those TCP takes off its fast path, e.g. once this end
+  // retransmits), on a connection whose other direction loses everything.
   const auto quiet = std::chrono::milliseconds(std::max<uint32_t>(20, 8 * (a->rtt_us / 1000)));
   return now - unchanged_since_ >= quiet;
 }
