@@ -195,3 +195,30 @@ def test_fault_free_shaped_run_suspects_no_path(fl):  # noqa: F811
         mean = sum(got) / len(got)
         assert mean > 0.05, (col, mean)
     fl.assert_nothing_left(rep["environment"]["run_id"])
+
+
+# A campaign's finding kept as a regression scenario (see its header): both rails go down,
+# rail 0 comes back first and rank 1 connects it afresh. Rank 0 must read the old connection
+# as broken, not as rank 1's process ending, and wait for the new one: every run survives.
+# Before the fix 3 of 5 runs aborted ("lost every connection to rank 1"), so three runs miss
+# it with a chance of about 6 %. Not serial: it bounds no time.
+def test_redial_of_the_last_path_is_not_read_as_the_peer_ending(fl):  # noqa: F811
+    r = fl.run(scenario("both_rails_down_rail0_back_first.yaml"), "--seeds", "3", timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    reports = []
+    for root, _, files in os.walk(fl.out):
+        reports += [os.path.join(root, f) for f in files if f == "report.json"]
+    assert len(reports) == 3, reports
+    redialled = 0
+    for path in reports:
+        with open(path) as f:
+            rep = json.load(f)
+        assert rep["outcome"] == "survived", (path, rep["outcome"])
+        assert rep["correctness"]["wrong"] == 0
+        fl.assert_nothing_left(rep["environment"]["run_id"])
+        # The case itself: rank 0 read the old rail-0 connection's reset while rail 1 was down.
+        with open(os.path.join(os.path.dirname(path), "ranks", "rank0.err")) as f:
+            log = f.read()
+        assert "lost every connection" not in log
+        redialled += "rank 1 rail 0 channel 0 failed (recv: Connection reset by peer)" in log
+    assert redialled >= 1, "no run redialled rail 0: the scenario no longer makes the case"

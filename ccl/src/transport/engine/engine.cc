@@ -485,10 +485,14 @@ void Engine::WatchLink(int ci, bool write) {
   epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, conns_[ci].link->fd(), &e);
 }
 
-void Engine::UnwatchLink(Conn& c) {
+void Engine::UnwatchLink(Conn& c, bool reset) {
   if (!c.link) return;
   epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, c.link->fd(), nullptr);
-  c.link->Close();
+  if (reset) {
+    c.link->Reset();
+  } else {
+    c.link->Close();
+  }
 }
 
 void Engine::Complete(const OpPtr& op, Status st) {

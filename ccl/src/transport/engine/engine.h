@@ -291,7 +291,12 @@ class Engine final : public Transport, public FaultTarget {
                         const Signature& theirs) const;
   std::string Label(const Conn& c) const;
   void WatchLink(int ci, bool write);
-  void UnwatchLink(Conn& c);
+  // Takes the link out of the poll set and closes it: in an orderly way, or with `reset` by a
+  // TCP reset (SocketLink::Reset). The peer reads an orderly close on a connection that had
+  // no BYE as this process ending (ConnFailed, peer_closed): it gives the peer up when that
+  // was its last path. A connection this end gives up while its process lives is reset, which
+  // the peer reads as a broken path whose connection is set up again.
+  void UnwatchLink(Conn& c, bool reset = false);
   bool Dead(uint64_t coll_seq) const { return failed_ && coll_seq >= fail_from_; }
 
   // tx.cc
@@ -370,7 +375,8 @@ class Engine final : public Transport, public FaultTarget {
   // it is not set up again.
   void ConnFailed(int ci, const std::string& reason, bool peer_closed = false);
   // Returns how many unacknowledged chunks moved to the other paths.
-  size_t DropQuietly(int ci);
+  // `reset`: the link is reset rather than closed (UnwatchLink).
+  size_t DropQuietly(int ci, bool reset = false);
   // Connection `ci` is gone: the chunks of its peer that must be sent again, and no chunk's
   // copy is on it any more. `delivered_too`: also chunks whose latest copy was on it that are
   // known delivered.

@@ -145,8 +145,7 @@ void Engine::RedialIfBackingOff(int ci, Clock::time_point now, const std::string
   // socket is reset, which the peer reads at once and connects afresh (ConnFailed).
   LOG_INFO(tag_, "%s: resetting (%s) for rank %d to connect afresh", Label(c).c_str(),
            why.c_str(), c.peer);
-  DropQuietly(ci);
-  c.link->Reset();
+  DropQuietly(ci, /*reset=*/true);
 }
 
 bool Engine::OnlyPath(int ci) const {
@@ -175,7 +174,9 @@ void Engine::ConnFailed(int ci, const std::string& reason, bool peer_closed) {
   c.blocked = false;
   const int peer = c.peer;
   Peer& p = peers_[peer];
-  UnwatchLink(c);
+  // A connection that failed under this live process is reset, not closed: an orderly close
+  // would read at the peer as this process ending (UnwatchLink).
+  UnwatchLink(c, /*reset=*/!peer_closed);
   if (c.link->fatal() && !stopping_) {
     FailLocked(Internal(std::string(backend_->name()) + " failure on " + reason), 0);
   }
@@ -220,13 +221,13 @@ void Engine::ConnFailed(int ci, const std::string& reason, bool peer_closed) {
   if (OnlyPath(ci)) ProbeHeldPaths(peer, now);
 }
 
-size_t Engine::DropQuietly(int ci) {
+size_t Engine::DropQuietly(int ci, bool reset) {
   Conn& c = conns_[ci];
   Peer& p = peers_[c.peer];
   if (!c.alive) return 0;
   c.alive = false;
   c.blocked = false;
-  UnwatchLink(c);
+  UnwatchLink(c, reset);
   const int64_t nack = LoseRxCopy(ci);
   c.rx.Reset();
   c.cur.reset();
