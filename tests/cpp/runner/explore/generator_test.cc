@@ -111,7 +111,9 @@ TEST(Generator, TargetedSpacesMakeTheRunsTheyAreFor) {
     if (a.faults.size() >= 2) ++several;
     for (size_t x = 0; x < a.faults.size(); ++x) {
       EXPECT_EQ(a.faults[x].rail, 0) << i;
-      if (x > 0) EXPECT_GE(a.faults[x].at_ns, a.faults[x - 1].EndNs()) << i;
+      if (x > 0) {
+        EXPECT_GE(a.faults[x].at_ns, a.faults[x - 1].EndNs()) << i;
+      }
     }
     const RunFaults b = Generate(both, 2026, i);
     bool lost = false;
