@@ -96,7 +96,8 @@ Status RunAndCheck(Communicator& comm, const CollCase& c, RankReporter& reporter
   const ReduceRef reduce_ref(c.dt, c.op, c.salt);
   const MoveRef move_ref(c.dt, c.salt);
   const MoveRef decoy_ref(c.dt, c.salt ^ 0xbadULL);
-  GuardedBuffer send(send_count * es, c.misalign);
+  // Every element is written below: no fill first.
+  GuardedBuffer send(send_count * es, c.misalign, /*fill=*/false);
   for (size_t i = 0; i < send_count; ++i) {
     uint64_t bits;
     switch (c.kind) {

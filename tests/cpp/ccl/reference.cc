@@ -5,6 +5,9 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <mutex>
+#include <utility>
+#include <vector>
 
 namespace ftccl::test {
 namespace {
@@ -174,11 +177,13 @@ ReduceRef::ReduceRef(DataType dt, ReduceOp op, uint64_t salt)
   }
 }
 
-uint64_t ReduceRef::Hash(int rank, uint64_t index) const {
+// Hash, FloatInput, IntInput and EncodeExact are inlined into InputBits and ExpectedBits: they
+// run per element, several times over, in every 64 MiB case.
+[[gnu::always_inline]] inline uint64_t ReduceRef::Hash(int rank, uint64_t index) const {
   return Mix(key_ ^ (static_cast<uint64_t>(rank) << 48) ^ index);
 }
 
-double ReduceRef::FloatInput(uint64_t h) const {
+[[gnu::always_inline]] inline double ReduceRef::FloatInput(uint64_t h) const {
   switch (op_) {
     case ReduceOp::kProd:
       return table_[h % table_size_];
@@ -196,12 +201,12 @@ double ReduceRef::FloatInput(uint64_t h) const {
   }
 }
 
-uint64_t ReduceRef::IntInput(uint64_t h) const {
+[[gnu::always_inline]] inline uint64_t ReduceRef::IntInput(uint64_t h) const {
   if (op_ == ReduceOp::kProd) h |= 1;  // odd factors: the wrapped product never collapses to 0
   return h & mask_;
 }
 
-uint64_t ReduceRef::EncodeExact(double x) const {
+[[gnu::always_inline]] inline uint64_t ReduceRef::EncodeExact(double x) const {
   switch (dt_) {
     case DataType::kF64: {
       uint64_t b;
@@ -363,13 +368,82 @@ std::string FormatBits(DataType dt, uint64_t bits) {
   return out;
 }
 
-GuardedBuffer::GuardedBuffer(size_t bytes, size_t misalign)
-    : bytes_(bytes), misalign_(misalign), storage_(bytes + 2 * kGuard + misalign, kGuardByte) {
-  std::memset(data(), kFillByte, bytes_);
+namespace {
+
+// Storage given back by destroyed buffers, for the next ones; a process's tests run one
+// collective at a time, so a few entries are enough, and the lock is for the odd test that
+// makes buffers on two threads.
+// Under AddressSanitizer nothing is kept: every buffer is then exactly its size, so a write
+// past a guard zone is still the sanitizer's to report.
+#if defined(__SANITIZE_ADDRESS__)
+#define FTCCL_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FTCCL_TEST_ASAN 1
+#endif
+#endif
+struct StoragePool {
+#ifdef FTCCL_TEST_ASAN
+  static constexpr size_t kKeep = 0;
+#else
+  static constexpr size_t kKeep = 4;
+#endif
+  std::mutex mu;
+  std::vector<std::pair<size_t, std::unique_ptr<uint8_t[]>>> free;
+};
+
+StoragePool& Pool() {
+  static auto* pool = new StoragePool;  // never destroyed: buffers may outlive statics
+  return *pool;
 }
 
+std::unique_ptr<uint8_t[]> TakeStorage(size_t need, size_t* capacity) {
+  StoragePool& pool = Pool();
+  {
+    std::lock_guard<std::mutex> lock(pool.mu);
+    auto best = pool.free.end();
+    for (auto it = pool.free.begin(); it != pool.free.end(); ++it) {
+      if (it->first >= need && (best == pool.free.end() || it->first < best->first)) best = it;
+    }
+    if (best != pool.free.end()) {
+      *capacity = best->first;
+      std::unique_ptr<uint8_t[]> storage = std::move(best->second);
+      pool.free.erase(best);
+      return storage;
+    }
+  }
+  *capacity = need;
+  return std::unique_ptr<uint8_t[]>(new uint8_t[need]);
+}
+
+void GiveStorage(size_t capacity, std::unique_ptr<uint8_t[]> storage) {
+  if (!storage) return;
+  StoragePool& pool = Pool();
+  std::lock_guard<std::mutex> lock(pool.mu);
+  pool.free.emplace_back(capacity, std::move(storage));
+  while (pool.free.size() > StoragePool::kKeep) {
+    // Keep the largest: they serve every smaller request too.
+    auto smallest =
+        std::min_element(pool.free.begin(), pool.free.end(),
+                         [](const auto& a, const auto& b) { return a.first < b.first; });
+    pool.free.erase(smallest);
+  }
+}
+
+}  // namespace
+
+GuardedBuffer::GuardedBuffer(size_t bytes, size_t misalign, bool fill)
+    : bytes_(bytes), misalign_(misalign) {
+  storage_ = TakeStorage(bytes + 2 * kGuard + misalign, &capacity_);
+  std::memset(storage_.get(), kGuardByte, kGuard + misalign_);
+  if (fill) std::memset(data(), kFillByte, bytes_);
+  std::memset(data() + bytes_, kGuardByte, kGuard);
+}
+
+GuardedBuffer::~GuardedBuffer() { GiveStorage(capacity_, std::move(storage_)); }
+
 std::string GuardedBuffer::CheckGuards() const {
-  const uint8_t* base = storage_.data();
+  const uint8_t* base = storage_.get();
   for (size_t i = 0; i < kGuard + misalign_; ++i) {
     if (base[i] != kGuardByte) {
       return "byte " + std::to_string(kGuard + misalign_ - i) + " before the buffer was written";
