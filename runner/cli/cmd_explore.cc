@@ -1,5 +1,5 @@
 // faultline explore SPACE.yaml --out DIR [--ccl C] [--budget DUR | --runs N] [--seed S]
-//                   [--confirm K/N] [--no-shrink] [--shrink-candidates N]
+//                   [--jobs N] [--confirm K/N] [--no-shrink] [--shrink-candidates N]
 //                   [--sweep KIND.PARAM=A..B:N | --replay FILE]
 // A seeded campaign over a fault space (runner/explore/campaign.h).
 #include <cstdio>
@@ -35,6 +35,11 @@ void RegisterExplore(CLI::App& app, Action* action) {
       "--budget", *budget, "no run starts after this long (e.g. 20m), shrinking included");
   auto* runs_opt = cmd->add_option("--runs", *runs, "at most this many generated runs")
                        ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
+  cmd->add_option("--jobs", opts->jobs,
+                  "runs at once, each in a process of its own (OUT/runs/run-I.log); confirming "
+                  "and shrinking a violation stay one run at a time")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   cmd->add_option("--confirm", *confirm, "K/N: a failure counts when at least K of N runs fail")
       ->capture_default_str();
   cmd->add_flag("--no-shrink", *no_shrink, "confirm a violation but do not shrink it");

@@ -1,8 +1,18 @@
 #include "runner/explore/campaign.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <thread>
 
@@ -57,6 +67,20 @@ bool Write(const fs::path& p, const std::string& text) {
 }
 
 // One run of one scenario file, judged.
+// SIGINT/SIGTERM while runs go on in child processes (--jobs): the campaign passes it on to
+// each of them (SIGTERM: the run heals its faults and removes its topology) and stops.
+std::atomic<bool> g_children_stop{false};
+void OnStopSignal(int) { g_children_stop = true; }
+
+// One run to make in a child process.
+struct Job {
+  int64_t index = 0;
+  fs::path file;  // the scenario
+  fs::path dir;   // its run directory
+  RunFaults run;  // its faults (empty for a replay)
+  std::optional<double> sweep_value;
+};
+
 struct Judged {
   int code = 0;
   std::string outcome;
@@ -90,7 +114,26 @@ class Campaign final {
   int Finish(int code);
   // Runs generated run `run` from `file` into `dir` and records it.
   RunRecord RunOne(const fs::path& file, int64_t index, const RunFaults& run);
+  // Records a run that has been judged (rec_.runs), and returns the record.
+  RunRecord& Record(const fs::path& file, const fs::path& dir, int64_t index, const RunFaults& run,
+                    const Judged& j, double started_s);
   Judged RunFile(const fs::path& file, const fs::path& dir);
+  // Parses `file` and makes `dir` afresh: the scenario, or nullopt with j->code and j->error.
+  std::optional<Scenario> Prepare(const fs::path& file, const fs::path& dir, Judged* j);
+  RunOptions OptionsFor(const fs::path& file, const fs::path& dir) const;
+  // Judges the run in `dir` that ended with j->code; `run_pid` is the process that ran it
+  // (the owner of its nft tables).
+  void Judge(const fs::path& dir, int run_pid, Judged* j);
+  // --jobs above 1: runs the jobs `next` gives (nullopt: start no more) in child processes,
+  // o_.jobs at a time, and hands each judged run to `done` as it ends (false: start no more).
+  // Returns when none is left running.
+  void RunConcurrently(const std::function<std::optional<Job>()>& next,
+                       const std::function<bool(const Job&, const Judged&, double)>& done);
+  int RunSearchConcurrently();
+  // Runs the jobs `next` gives one after another in this process, or --jobs at a time in
+  // child processes (rec_.runs then sorted by index), handing each judged run to `done`.
+  void RunJobs(const std::function<std::optional<Job>()>& next,
+               const std::function<bool(const Job&, const Judged&, double)>& done);
   void ShrinkViolation(const RunRecord& failing);
   bool OutOfBudget() const {
     return o_.budget_ns && Since(t0_) * 1e9 >= static_cast<double>(*o_.budget_ns);
@@ -106,33 +149,50 @@ class Campaign final {
   uint64_t failing_seed_ = 0;  // the scenario seed of the run being shrunk
 };
 
-Judged Campaign::RunFile(const fs::path& file, const fs::path& dir) {
-  Judged j;
-  const auto t0 = Clock::now();
+std::optional<Scenario> Campaign::Prepare(const fs::path& file, const fs::path& dir, Judged* j) {
   ParseOutcome p = ParseScenarioFile(file.string());
   if (!p.ok()) {
-    j.code = kHarness;
-    j.error = "the generated file does not validate: " +
-              (p.diagnostics.empty() ? std::string("?") : p.diagnostics.front().ToString());
-    return j;
+    j->code = kHarness;
+    j->error = "the generated file does not validate: " +
+               (p.diagnostics.empty() ? std::string("?") : p.diagnostics.front().ToString());
+    return std::nullopt;
   }
   std::error_code ec;
   fs::remove_all(dir, ec);
   fs::create_directories(dir, ec);
+  return std::move(*p.scenario);
+}
+
+RunOptions Campaign::OptionsFor(const fs::path& file, const fs::path& dir) const {
   RunOptions ro;
   ro.scenario_path = file.string();
   ro.out_dir = dir.string();
   ro.ccl = o_.ccl;
   ro.worker_path = o_.worker_path;
+  return ro;
+}
+
+Judged Campaign::RunFile(const fs::path& file, const fs::path& dir) {
+  Judged j;
+  const auto t0 = Clock::now();
+  std::optional<Scenario> sc = Prepare(file, dir, &j);
+  if (!sc) return j;
   std::printf("\nfaultline explore: %s -> %s\n", file.c_str(), dir.c_str());
   std::fflush(stdout);
-  j.code = RunParsedScenario(std::move(*p.scenario), ro);
+  j.code = RunParsedScenario(std::move(*sc), OptionsFor(file, dir));
   interrupted_ = interrupted_ || RunInterrupted();
   j.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  Judge(dir, static_cast<int>(getpid()), &j);
+  return j;
+}
+
+void Campaign::Judge(const fs::path& dir, int run_pid, Judged* out) {
+  Judged& j = *out;
+  if (!j.error.empty()) return;
   if (j.code == kBadInput || j.code == kHarness) {
-    j.error = "faultline run of " + file.string() + " ended with exit code " +
+    j.error = "faultline run into " + dir.string() + " ended with exit code " +
               std::to_string(j.code) + " (see its output)";
-    return j;
+    return;
   }
   RunView view = LoadRunView(dir.string());
   if (view.report) {
@@ -146,15 +206,118 @@ Judged Campaign::RunFile(const fs::path& file, const fs::path& dir) {
   }
   // What the run leaves is read until it is gone, for at most 3 s (ranks reaped, namespaces
   // deleted asynchronously by the kernel's cleanup of their last reference).
-  HostState host = ReadHostState();
+  auto read = [run_pid] {
+    HostState h = ReadHostState();
+    h.pid = run_pid;
+    return h;
+  };
+  HostState host = read();
   if (space_.invariants.nothing_left_behind) {
     for (int i = 0; i < 30 && CheckNothingLeftBehind(view, host).verdict == Verdict::kFail; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      host = ReadHostState();
+      host = read();
     }
   }
   j.invariants = CheckInvariants(view, space_.invariants, &host);
-  return j;
+}
+
+void Campaign::RunConcurrently(const std::function<std::optional<Job>()>& next,
+                               const std::function<bool(const Job&, const Judged&, double)>& done) {
+  struct Running {
+    Job job;
+    Clock::time_point t0;
+    double started_s;
+  };
+  std::map<pid_t, Running> running;
+  g_children_stop = false;
+  struct sigaction sa {
+  }, old_int{}, old_term{};
+  sa.sa_handler = OnStopSignal;
+  sigemptyset(&sa.sa_mask);  // no SA_RESTART: waitpid returns EINTR
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  bool starting = true;
+  bool passed_on = false;
+  for (;;) {
+    while (starting && !g_children_stop && static_cast<int>(running.size()) < o_.jobs) {
+      std::optional<Job> job = next();
+      if (!job) {
+        starting = false;
+        break;
+      }
+      const double started_s = Since(t0_);
+      Judged j;
+      std::optional<Scenario> sc = Prepare(job->file, job->dir, &j);
+      if (!sc) {
+        starting = done(*job, j, started_s);
+        continue;
+      }
+      const std::string log = job->dir.string() + ".log";
+      std::fflush(stdout);
+      std::fflush(stderr);
+      const pid_t pid = fork();
+      if (pid < 0) {
+        j.code = kHarness;
+        j.error = std::string("cannot start a run's process: ") + std::strerror(errno);
+        starting = done(*job, j, started_s);
+        continue;
+      }
+      if (pid == 0) {
+        // The child: the run installs its own SIGINT/SIGTERM handling; until then a signal
+        // ends it before it has made anything.
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd >= 0) {
+          dup2(fd, STDOUT_FILENO);
+          dup2(fd, STDERR_FILENO);
+          close(fd);
+        }
+        std::printf("faultline explore: %s -> %s\n", job->file.c_str(), job->dir.c_str());
+        std::fflush(stdout);
+        const int code = RunParsedScenario(std::move(*sc), OptionsFor(job->file, job->dir));
+        std::fflush(stdout);
+        std::fflush(stderr);
+        _exit(code);
+      }
+      std::printf("faultline explore: %s -> %s (process %d, its output in %s)\n", job->file.c_str(),
+                  job->dir.c_str(), static_cast<int>(pid), log.c_str());
+      std::fflush(stdout);
+      running.emplace(pid, Running{std::move(*job), Clock::now(), started_s});
+    }
+    if (running.empty()) break;
+    if (g_children_stop && !passed_on) {
+      for (const auto& [pid, r] : running) kill(pid, SIGTERM);
+      passed_on = true;
+      starting = false;
+      interrupted_ = true;
+    }
+    int st = 0;
+    const pid_t pid = waitpid(-1, &st, 0);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      FL_ERROR("explore", "waiting for the runs' processes: %s", std::strerror(errno));
+      break;
+    }
+    auto it = running.find(pid);
+    if (it == running.end()) continue;
+    Running r = std::move(it->second);
+    running.erase(it);
+    Judged j;
+    j.seconds = Since(r.t0);
+    if (WIFEXITED(st)) {
+      j.code = WEXITSTATUS(st);
+    } else {
+      j.code = kHarness;
+      j.error = "the process of the run into " + r.job.dir.string() + " ended by signal " +
+                std::to_string(WTERMSIG(st)) + " (its output: " + r.job.dir.string() + ".log)";
+    }
+    if (g_children_stop) interrupted_ = true;
+    Judge(r.job.dir, static_cast<int>(pid), &j);
+    if (!done(r.job, j, r.started_s)) starting = false;
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
 }
 
 std::string Campaign::Header(const std::vector<GenFault>& minimal, int failed, int runs) const {
@@ -270,6 +433,7 @@ int Campaign::Run() {
   rec_.seed = o_.seed;
   rec_.confirm_k = o_.confirm_k;
   rec_.confirm_n = o_.confirm_n;
+  rec_.jobs = o_.jobs;
   const InvariantSettings& inv = space_.invariants;
   if (inv.exact_results) rec_.invariants_on.push_back("exact_results");
   if (inv.no_silent_hang) rec_.invariants_on.push_back("no_silent_hang");
@@ -292,6 +456,7 @@ int Campaign::Run() {
     }
     return RunSweep(sweep);
   }
+  if (o_.jobs > 1) return RunSearchConcurrently();
   int code = kOk;
   rec_.stop_reason = "runs";
   for (int64_t index = 0;; ++index) {
@@ -308,6 +473,11 @@ int Campaign::Run() {
       break;
     }
     const RunRecord r = RunOne(file, index, run);
+    if (interrupted_) {
+      rec_.stop_reason = "interrupted";
+      code = kHarness;
+      break;
+    }
     if (!r.error.empty()) {
       FL_ERROR("explore", "run %lld: %s", static_cast<long long>(index), r.error.c_str());
       code = kHarness;
@@ -350,64 +520,194 @@ int Campaign::Run() {
 }
 
 RunRecord Campaign::RunOne(const fs::path& file, int64_t index, const RunFaults& run) {
-  const Judged j = RunFile(file, out_ / "runs" / ("run-" + std::to_string(index)));
+  const double started_s = Since(t0_);
+  const fs::path dir = out_ / "runs" / ("run-" + std::to_string(index));
+  return Record(file, dir, index, run, RunFile(file, dir), started_s);
+}
+
+RunRecord& Campaign::Record(const fs::path& file, const fs::path& dir, int64_t index,
+                            const RunFaults& run, const Judged& j, double started_s) {
   RunRecord r;
   r.index = index;
   r.file = file.string();
-  r.dir = (out_ / "runs" / ("run-" + std::to_string(index))).string();
+  r.dir = dir.string();
   r.outcome = j.outcome;
   r.exit_code = j.code;
   r.seconds = j.seconds;
+  r.started_s = started_s;
   r.faults = run.faults;
   r.invariants = j.invariants;
   r.error = j.error;
   r.stall_ms = j.stall_ms;
   if (rec_.version.empty() && !j.versions.is_null()) rec_.version = j.versions.dump();
-  rec_.runs.push_back(r);
-  return r;
+  rec_.runs.push_back(std::move(r));
+  return rec_.runs.back();
+}
+
+int Campaign::RunSearchConcurrently() {
+  int code = kOk;
+  rec_.stop_reason = "runs";
+  int64_t next_index = 0;
+  for (;;) {
+    std::vector<RunRecord> violating;
+    bool harness = false;
+    RunConcurrently(
+        [&]() -> std::optional<Job> {
+          if (o_.runs && next_index >= *o_.runs) return std::nullopt;
+          if (OutOfBudget()) {
+            rec_.stop_reason = "budget";
+            return std::nullopt;
+          }
+          const int64_t index = next_index++;
+          Job job;
+          job.index = index;
+          job.run = Generate(space_, o_.seed, index);
+          job.file = out_ / "runs" / ("run-" + std::to_string(index) + ".yaml");
+          job.dir = out_ / "runs" / ("run-" + std::to_string(index));
+          if (!Write(job.file, RenderScenario(space_, job.run, {o_.seed, index, ""}))) {
+            harness = true;
+            return std::nullopt;
+          }
+          return job;
+        },
+        [&](const Job& job, const Judged& j, double started_s) {
+          const RunRecord& r = Record(job.file, job.dir, job.index, job.run, j, started_s);
+          if (interrupted_) return false;  // the run was stopped: not a harness error
+          if (!r.error.empty()) {
+            FL_ERROR("explore", "run %lld: %s", static_cast<long long>(r.index), r.error.c_str());
+            harness = true;
+            return false;
+          }
+          const std::string v = r.Violation();
+          std::printf("faultline explore: run %lld %s: %s\n", static_cast<long long>(r.index),
+                      r.outcome.c_str(),
+                      v.empty() ? "every invariant holds" : ("VIOLATION " + v).c_str());
+          std::fflush(stdout);
+          if (v.empty()) return true;
+          violating.push_back(r);
+          return false;
+        });
+    auto by_index = [](const RunRecord& a, const RunRecord& b) { return a.index < b.index; };
+    std::sort(rec_.runs.begin(), rec_.runs.end(), by_index);
+    std::sort(violating.begin(), violating.end(), by_index);
+    if (interrupted_) {
+      rec_.stop_reason = "interrupted";
+      code = kHarness;
+      break;
+    }
+    if (harness) {
+      rec_.stop_reason = "harness error";
+      code = kHarness;
+      break;
+    }
+    if (violating.empty()) break;  // --runs made, or the budget spent
+    // Each violation of this round, lowest index first, until one is confirmed.
+    for (const RunRecord& v : violating) {
+      ShrinkViolation(v);
+      if (rec_.shrink->confirmed) {
+        rec_.stop_reason = "violation";
+        code = kViolation;
+        break;
+      }
+      std::printf(
+          "faultline explore: run %lld: %s failed %lld of %lld run(s), fewer than %d: "
+          "unconfirmed, going on\n",
+          static_cast<long long>(v.index), v.Violation().c_str(),
+          static_cast<long long>(rec_.shrink->minimal_failed),
+          static_cast<long long>(rec_.shrink->minimal_runs), o_.confirm_k);
+      rec_.unconfirmed.push_back(std::move(*rec_.shrink));
+      rec_.shrink.reset();
+      if (interrupted_ || OutOfBudget()) break;
+    }
+    if (code == kViolation) break;
+    if (interrupted_) {
+      rec_.stop_reason = "interrupted";
+      code = kHarness;
+      break;
+    }
+    rec_.stop_reason = "runs";
+  }
+  return Finish(code);
+}
+
+void Campaign::RunJobs(const std::function<std::optional<Job>()>& next,
+                       const std::function<bool(const Job&, const Judged&, double)>& done) {
+  if (o_.jobs > 1) {
+    RunConcurrently(next, done);
+    std::sort(rec_.runs.begin(), rec_.runs.end(),
+              [](const RunRecord& a, const RunRecord& b) { return a.index < b.index; });
+    return;
+  }
+  for (;;) {
+    std::optional<Job> job = next();
+    if (!job) return;
+    const double started_s = Since(t0_);
+    const Judged j = RunFile(job->file, job->dir);
+    if (!done(*job, j, started_s)) return;
+  }
 }
 
 int Campaign::RunSweep(const SweepSpec& sweep) {
   rec_.sweep = sweep;
   rec_.stop_reason = "runs";
   const int64_t per_value = o_.runs.value_or(1);
+  const std::vector<double> values = SweepValues(sweep);
+  const auto total = static_cast<int64_t>(values.size()) * per_value;
   int code = kOk;
-  int64_t index = 0;
-  for (double value : SweepValues(sweep)) {
-    const FaultSpace at = SpaceAt(space_, sweep, value);
-    for (int64_t rep = 0; rep < per_value; ++rep, ++index) {
-      if (OutOfBudget()) {
-        rec_.stop_reason = "budget";
-        return Finish(code);
-      }
-      const RunFaults run = Generate(at, o_.seed, rep);
-      const fs::path file = out_ / "runs" / ("run-" + std::to_string(index) + ".yaml");
-      char note[96];
-      std::snprintf(note, sizeof note, "sweep of %s at %g, run %lld", sweep.Label().c_str(), value,
-                    static_cast<long long>(rep));
-      if (!Write(file, RenderScenario(at, run, {o_.seed, rep, note}))) {
-        rec_.stop_reason = "harness error";
-        return Finish(kHarness);
-      }
-      RunOne(file, index, run);
-      RunRecord& last = rec_.runs.back();
-      last.sweep_value = value;
-      std::printf(
-          "faultline explore: sweep %s = %g run %lld: %s, stall %s ms%s\n", sweep.Label().c_str(),
-          value, static_cast<long long>(rep), last.outcome.c_str(),
-          last.stall_ms ? std::to_string(static_cast<int64_t>(*last.stall_ms)).c_str() : "-",
-          last.Violation().empty() ? "" : (", VIOLATION " + last.Violation()).c_str());
-      if (!last.error.empty()) {
-        FL_ERROR("explore", "run %lld: %s", static_cast<long long>(index), last.error.c_str());
-        rec_.stop_reason = "harness error";
-        return Finish(kHarness);
-      }
-      if (!last.Violation().empty()) code = kViolation;
-      if (interrupted_) {
-        rec_.stop_reason = "interrupted";
-        return Finish(kHarness);
-      }
-    }
+  bool harness = false;
+  int64_t next_index = 0;
+  RunJobs(
+      [&]() -> std::optional<Job> {
+        if (next_index >= total) return std::nullopt;
+        if (OutOfBudget()) {
+          rec_.stop_reason = "budget";
+          return std::nullopt;
+        }
+        const int64_t index = next_index++;
+        const double value = values[static_cast<size_t>(index / per_value)];
+        const int64_t rep = index % per_value;
+        const FaultSpace at = SpaceAt(space_, sweep, value);
+        Job job;
+        job.index = index;
+        job.run = Generate(at, o_.seed, rep);
+        job.sweep_value = value;
+        job.file = out_ / "runs" / ("run-" + std::to_string(index) + ".yaml");
+        job.dir = out_ / "runs" / ("run-" + std::to_string(index));
+        char note[96];
+        std::snprintf(note, sizeof note, "sweep of %s at %g, run %lld", sweep.Label().c_str(),
+                      value, static_cast<long long>(rep));
+        if (!Write(job.file, RenderScenario(at, job.run, {o_.seed, rep, note}))) {
+          harness = true;
+          return std::nullopt;
+        }
+        return job;
+      },
+      [&](const Job& job, const Judged& j, double started_s) {
+        RunRecord& last = Record(job.file, job.dir, job.index, job.run, j, started_s);
+        last.sweep_value = job.sweep_value;
+        std::printf(
+            "faultline explore: sweep %s = %g run %lld: %s, stall %s ms%s\n", sweep.Label().c_str(),
+            *job.sweep_value, static_cast<long long>(job.index % per_value), last.outcome.c_str(),
+            last.stall_ms ? std::to_string(static_cast<int64_t>(*last.stall_ms)).c_str() : "-",
+            last.Violation().empty() ? "" : (", VIOLATION " + last.Violation()).c_str());
+        std::fflush(stdout);
+        if (interrupted_) return false;
+        if (!last.error.empty()) {
+          FL_ERROR("explore", "run %lld: %s", static_cast<long long>(job.index),
+                   last.error.c_str());
+          harness = true;
+          return false;
+        }
+        if (!last.Violation().empty()) code = kViolation;
+        return !interrupted_;
+      });
+  if (interrupted_) {
+    rec_.stop_reason = "interrupted";
+    return Finish(kHarness);
+  }
+  if (harness) {
+    rec_.stop_reason = "harness error";
+    return Finish(kHarness);
   }
   return Finish(code);
 }
@@ -416,28 +716,46 @@ int Campaign::RunReplay(const std::string& file) {
   rec_.stop_reason = "runs";
   int code = kOk;
   int failed = 0;
+  bool harness = false;
   const int64_t n = o_.runs.value_or(5);
-  for (int64_t i = 0; i < n; ++i) {
-    if (OutOfBudget()) {
-      rec_.stop_reason = "budget";
-      break;
-    }
-    const RunRecord& r = RunOne(file, i, RunFaults{});
-    const std::string v = r.Violation();
-    std::printf("faultline explore: replay %lld of %s: %s\n", static_cast<long long>(i),
-                file.c_str(), v.empty() ? "every invariant holds" : ("VIOLATION " + v).c_str());
-    if (!r.error.empty()) {
-      rec_.stop_reason = "harness error";
-      return Finish(kHarness);
-    }
-    if (!v.empty()) {
-      ++failed;
-      code = kViolation;
-    }
-    if (interrupted_) {
-      rec_.stop_reason = "interrupted";
-      return Finish(kHarness);
-    }
+  int64_t next_index = 0;
+  RunJobs(
+      [&]() -> std::optional<Job> {
+        if (next_index >= n) return std::nullopt;
+        if (OutOfBudget()) {
+          rec_.stop_reason = "budget";
+          return std::nullopt;
+        }
+        Job job;
+        job.index = next_index++;
+        job.file = file;
+        job.dir = out_ / "runs" / ("run-" + std::to_string(job.index));
+        return job;
+      },
+      [&](const Job& job, const Judged& j, double started_s) {
+        const RunRecord& r = Record(job.file, job.dir, job.index, job.run, j, started_s);
+        const std::string v = r.Violation();
+        std::printf("faultline explore: replay %lld of %s: %s\n", static_cast<long long>(job.index),
+                    file.c_str(), v.empty() ? "every invariant holds" : ("VIOLATION " + v).c_str());
+        std::fflush(stdout);
+        if (interrupted_) return false;
+        if (!r.error.empty()) {
+          harness = true;
+          return false;
+        }
+        if (!v.empty()) {
+          ++failed;
+          code = kViolation;
+        }
+        return !interrupted_;
+      });
+  if (interrupted_) {
+    rec_.stop_reason = "interrupted";
+    return Finish(kHarness);
+  }
+  if (harness) {
+    rec_.stop_reason = "harness error";
+    return Finish(kHarness);
   }
   std::printf("faultline explore: %s violated an invariant in %d of %zu run(s)\n", file.c_str(),
               failed, rec_.runs.size());

@@ -10,6 +10,8 @@
 // junit.xml (campaign_report.h). With a sweep (sweep.h) it runs each value's runs instead,
 // judges them, never stops at a violation and never shrinks. With a replay file it runs that
 // file --runs times (default 5) and judges each run the same way (exit 1 when any violated).
+// With --jobs N, N runs go at once: at a violation no new run starts, the runs under way end
+// and are recorded, and the violation of the lowest index is confirmed and shrunk.
 //
 // Exit codes (reports/exit_code.h): 0 no violation, 1 a violation (after shrinking), 2 bad
 // input (the space, the options), 3 the harness failed (a generated file that does not
@@ -31,6 +33,10 @@ struct CampaignOptions {
   std::optional<CclName> ccl;        // overrides the space's
   std::optional<int64_t> runs;       // at most this many runs (--runs)
   std::optional<int64_t> budget_ns;  // no run starts after this (--budget)
+  // Runs at once (--jobs). Above 1, each generated, swept or replayed run is a child process
+  // of its own (its output in OUT/runs/run-<index>.log); confirming and shrinking a violation
+  // stay one run at a time, so that another run's load cannot confirm a finding.
+  int jobs = 1;
   int confirm_k = 2;
   int confirm_n = 3;
   bool shrink = true;

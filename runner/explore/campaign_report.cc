@@ -61,6 +61,7 @@ nlohmann::json CampaignJson(const CampaignRecord& c) {
          {"outcome", r.outcome},
          {"exit_code", r.exit_code},
          {"seconds", r.seconds},
+         {"started_s", r.started_s},
          {"faults", FaultsJson(r.faults)},
          {"invariants", inv},
          {"invariant_failures", failures},
@@ -108,6 +109,7 @@ nlohmann::json CampaignJson(const CampaignRecord& c) {
           {"version", c.version},
           {"seed", c.seed},
           {"confirm", {{"k", c.confirm_k}, {"n", c.confirm_n}}},
+          {"jobs", c.jobs},
           {"invariants", c.invariants_on},
           {"runs", runs},
           {"shrink", shrink},
@@ -130,8 +132,9 @@ std::string CampaignHtml(const CampaignRecord& c) {
   o << "<h1>Campaign " << HtmlEscape(c.space_name) << "</h1>\n<p>space <code>"
     << HtmlEscape(c.space_file) << "</code> (sha256 <code>" << HtmlEscape(c.space_sha256)
     << "</code>), ccl " << HtmlEscape(c.ccl) << ", seed " << c.seed << ", " << c.runs.size()
-    << " run(s) in " << Num(c.seconds) << " s, stopped: " << HtmlEscape(c.stop_reason)
-    << ", exit code " << c.exit_code << ".</p>\n";
+    << " run(s) in " << Num(c.seconds) << " s"
+    << (c.jobs > 1 ? ", up to " + std::to_string(c.jobs) + " at once" : std::string())
+    << ", stopped: " << HtmlEscape(c.stop_reason) << ", exit code " << c.exit_code << ".</p>\n";
   if (c.sweep) {
     std::vector<SweepPoint> pts;
     for (const auto& r : c.runs) {

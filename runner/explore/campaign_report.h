@@ -26,6 +26,7 @@ struct RunRecord {
   std::string outcome;
   int exit_code = 0;  // of the run (faultline run's codes)
   double seconds = 0;
+  double started_s = 0;  // when it started, in seconds from the campaign's start
   std::vector<GenFault> faults;
   std::vector<InvariantResult> invariants;
   std::string error;                  // the run could not be run or judged (a harness error)
@@ -57,6 +58,7 @@ struct CampaignRecord {
   uint64_t seed = 0;
   int confirm_k = 2;
   int confirm_n = 3;
+  int jobs = 1;  // runs at once (--jobs); shrinking's runs are one at a time
   std::vector<std::string> invariants_on;
   std::vector<RunRecord> runs;
   std::optional<ShrinkRecord> shrink;  // the confirmed violation, shrunk

@@ -172,6 +172,110 @@ def test_sweep_runs_each_value_and_plots_stall_against_it(env, tmp_path):
     check_page(os.path.join(out, "campaign.html"), tmp_path)
 
 
+def journal_text(jdir):
+    text = ""
+    for root, _, files in os.walk(jdir):
+        for name in files:
+            if name.endswith(".json"):
+                try:
+                    with open(os.path.join(root, name)) as f:
+                        text += f.read()
+                except OSError:
+                    pass
+    return text
+
+
+def worker_pids_under(path):
+    """faultline-worker processes whose command line names `path`."""
+    out = subprocess.run(["pgrep", "-af", "faultline-worker"], capture_output=True,
+                         text=True).stdout
+    return [line for line in out.splitlines() if path in line]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="faultline explore needs root (namespaces)")
+@pytest.mark.slow  # two real runs at once: make check
+def test_jobs_run_at_once_each_in_its_own_process_and_are_recorded_in_order(env, tmp_path):
+    """--jobs 2: the two runs overlap in time, each is a child process whose output is its own
+    log, both are judged and recorded by index, and nothing of either is left. The verdicts are
+    not asserted: two runs at once on two cores is the load a parallel campaign accepts (its
+    confirmation runs are one at a time); --confirm 1/1 --no-shrink keeps it to the two runs."""
+    out = str(tmp_path / "campaign")
+    r = faultline(env, "explore", LINKS, "--runs", "2", "--jobs", "2", "--seed", "5",
+                  "--confirm", "1/1", "--no-shrink", "--out", out)
+    assert r.returncode in (0, 1), r.stdout[-3000:] + r.stderr[-3000:]
+    with open(os.path.join(out, "campaign.json")) as f:
+        c = json.load(f)
+    assert c["jobs"] == 2
+    runs = c["runs"]
+    assert [run["index"] for run in runs] == [0, 1]
+    # Both started before either ended.
+    a, b = runs
+    assert b["started_s"] < a["started_s"] + a["seconds"], runs
+    assert a["started_s"] < b["started_s"] + b["seconds"], runs
+    ids = []
+    for run in runs:
+        assert run["error"] is None and run["outcome"] in ("survived", "aborted_clean"), run
+        assert [x["name"] for x in run["invariants"]] == INVARIANTS
+        with open(run["dir"] + ".log") as f:
+            log = f.read()
+        assert f"-> {run['dir']}" in log and "faultline run" in log, log[-2000:]
+        with open(os.path.join(run["dir"], "report.json")) as f:
+            report = json.load(f)
+        assert report["outcome"] == run["outcome"]
+        # The run judged as its own: nothing_left_behind looked for its own nft tables.
+        ids.append(report["environment"]["run_id"])
+        # The same file run alone by `faultline run` schedules the same faults.
+        with open(run["file"]) as f:
+            assert f"# seed 5, index {run['index']}:" in f.read()
+    assert "up to 2 at once" in open(os.path.join(out, "campaign.html")).read()
+    assert [n for n in netns_names() if any(n.startswith(f"fl-{i}-") for i in ids)] == []
+    assert worker_pids_under(out) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="faultline explore needs root (namespaces)")
+@pytest.mark.slow  # real runs: make check
+def test_sigterm_with_jobs_ends_every_run_and_leaves_nothing(env, tmp_path):
+    """SIGTERM to a campaign with two runs under way: both runs are told, heal their faults
+    and remove their topology; the campaign records them, says it was interrupted (exit 3) and
+    leaves no namespace, worker or journal entry."""
+    import signal
+    import time
+    out = str(tmp_path / "campaign")
+    p = subprocess.Popen([FAULTLINE, "explore", LINKS, "--runs", "6", "--jobs", "2", "--seed", "5",
+                          "--out", out], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    # Wait until both runs have ranks, then note their run ids (from the journal's namespaces)
+    # and stop the campaign.
+    jdir = env["FAULTLINE_JOURNAL_DIR"]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if worker_pids_under(os.path.join(out, "runs", "run-0") + "/") and \
+                worker_pids_under(os.path.join(out, "runs", "run-1") + "/"):
+            break
+        time.sleep(0.2)
+    else:
+        p.kill()
+        pytest.fail("the two runs never both had ranks: " + (p.communicate()[0] or "")[-3000:])
+    ids = set(re.findall(r"fl-([0-9a-z]+)-(?:sw|h\d+)", journal_text(jdir)))
+    assert len(ids) == 2, ids
+    p.send_signal(signal.SIGTERM)
+    text, _ = p.communicate(timeout=120)
+    assert p.returncode == 3, text[-3000:]
+    with open(os.path.join(out, "campaign.json")) as f:
+        c = json.load(f)
+    assert c["stop_reason"] == "interrupted", c["stop_reason"]
+    assert [run["index"] for run in c["runs"]] == [0, 1]
+    for run in c["runs"]:
+        # Each run was told: it stopped there (faultline run's exit 3), healed and cleaned up.
+        assert run["exit_code"] == 3, run
+        with open(run["dir"] + ".log") as f:
+            log = f.read()
+        assert "interrupted; every fault healed and the topology removed" in log, log[-2000:]
+    assert worker_pids_under(out) == []
+    assert [n for n in netns_names() if any(n.startswith(f"fl-{i}-") for i in ids)] == []
+    assert not os.path.isdir(jdir) or [f for f in os.listdir(jdir) if f.endswith(".json")] == []
+
+
 def test_bad_space_is_bad_input_with_its_line(env, tmp_path):
     bad = tmp_path / "bad.yaml"
     with open(LINKS) as f:
@@ -186,7 +290,8 @@ def test_bad_space_is_bad_input_with_its_line(env, tmp_path):
 def test_bad_options_are_bad_input(env, tmp_path):
     for args in (["--confirm", "3/2"], ["--budget", "20"], ["--confirm", "x"],
                  ["--sweep", "link_down.percent=1..2:2"], ["--sweep", "link_down.duration=9"],
-                 ["--sweep", "link_down.duration=100..200:2", "--replay", LINKS]):
+                 ["--sweep", "link_down.duration=100..200:2", "--replay", LINKS],
+                 ["--jobs", "0"], ["--jobs", "x"]):
         r = faultline(env, "explore", LINKS, "--out", str(tmp_path / "o"), *args, timeout=60)
         assert r.returncode == 2, (args, r.stderr)
         assert not os.path.exists(tmp_path / "o")
