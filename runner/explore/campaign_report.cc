@@ -1,5 +1,7 @@
 #include "runner/explore/campaign_report.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
@@ -33,6 +35,61 @@ nlohmann::json TopologyJson(const TopologyShrinkResult& t) {
             {"bytes", t.minimal.bytes}}},
           {"steps", steps},
           {"out_of_budget", t.out_of_budget}};
+}
+
+// The campaign's runs over time: one row per run, a bar from its start to its end (green: every
+// invariant held, red: one failed, grey: it could not be run or judged), so that the page shows
+// when each run happened, how long it took, which ones went at once (--jobs) and where the
+// search stopped to confirm and shrink.
+std::string RunsTimelineSvg(const CampaignRecord& c) {
+  const double w = 900, left = 56, right = 16, top = 12, bottom = 40;
+  const double row = c.runs.size() > 120 ? 3 : c.runs.size() > 40 ? 6 : 12;
+  const double pw = w - left - right, ph = row * static_cast<double>(c.runs.size());
+  const double h = top + ph + bottom;
+  double end = c.seconds;
+  for (const auto& r : c.runs) end = std::max(end, r.started_s + r.seconds);
+  // Ticks at a round step, about six of them.
+  double step = 1;
+  for (double s : {1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0}) {
+    step = s;
+    if (end / s <= 6) break;
+  }
+  const double xmax = std::max(step, std::ceil(end / step) * step);
+  auto X = [&](double t) { return left + t / xmax * pw; };
+  std::ostringstream o;
+  // Inline SVG in HTML needs no namespace attribute (and the page names no URL at all).
+  o << "<svg width=\"" << w << "\" height=\"" << h << "\" viewBox=\"0 0 " << w << " " << h
+    << "\" role=\"img\" aria-label=\"runs over the campaign's time\">\n";
+  o << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << pw << "\" height=\"" << ph
+    << "\" fill=\"none\" stroke=\"#888\"/>\n";
+  for (double t = 0; t <= xmax + 1e-9; t += step) {
+    o << "<line x1=\"" << X(t) << "\" x2=\"" << X(t) << "\" y1=\"" << top << "\" y2=\"" << top + ph
+      << "\" stroke=\"#eee\"/><text x=\"" << X(t) << "\" y=\"" << top + ph + 14
+      << "\" font-size=\"11\" text-anchor=\"middle\">" << Num(t, "%g") << "</text>\n";
+  }
+  o << "<text x=\"" << left + pw / 2 << "\" y=\"" << h - 6
+    << "\" font-size=\"12\" text-anchor=\"middle\">seconds from the campaign's start</text>\n"
+    << "<text x=\"14\" y=\"" << top + ph / 2 << "\" font-size=\"12\" text-anchor=\"middle\" "
+    << "transform=\"rotate(-90 14 " << top + ph / 2 << ")\">run</text>\n";
+  for (size_t i = 0; i < c.runs.size(); ++i) {
+    const RunRecord& r = c.runs[i];
+    const char* cls = !r.error.empty() ? "error" : r.Violation().empty() ? "held" : "violated";
+    const char* fill = !r.error.empty() ? "#999" : r.Violation().empty() ? "#2a2" : "#c00";
+    const double y = top + row * static_cast<double>(i);
+    o << "<rect class=\"" << cls << "\" x=\"" << X(r.started_s) << "\" y=\"" << y + 1
+      << "\" width=\"" << std::max(1.0, X(r.started_s + r.seconds) - X(r.started_s))
+      << "\" height=\"" << std::max(1.0, row - 2) << "\" fill=\"" << fill << "\"><title>run "
+      << r.index << ": " << Num(r.started_s) << " s to " << Num(r.started_s + r.seconds) << " s, "
+      << HtmlEscape(r.outcome.empty() ? std::string("no outcome") : r.outcome)
+      << (r.Violation().empty() ? "" : ", " + HtmlEscape(r.Violation()) + " failed")
+      << "</title></rect>\n";
+    if (row >= 12) {
+      o << "<text x=\"" << left - 6 << "\" y=\"" << y + row - 2
+        << "\" font-size=\"10\" text-anchor=\"end\">" << r.index << "</text>\n";
+    }
+  }
+  o << "</svg>\n";
+  return o.str();
 }
 
 }  // namespace
@@ -146,9 +203,15 @@ std::string CampaignHtml(const CampaignRecord& c) {
       << "cross on the top edge hung or crashed (or has no stall), a ring violated an "
       << "invariant.</p>\n<div class=\"scroll\">" << SweepSvg(*c.sweep, pts) << "</div>\n";
   }
+  if (!c.runs.empty()) {
+    o << "<h2>Runs over time</h2>\n<p>Each run from its start to its end: green, every "
+      << "invariant held; red, one failed; grey, it could not be run or judged. A gap after a red "
+      << "run is the time spent confirming and shrinking it (below).</p>\n<div "
+      << "class=\"scroll\">" << RunsTimelineSvg(c) << "</div>\n";
+  }
   o << "<h2>Runs</h2>\n<div class=\"scroll\"><table><tr><th>index</th><th>file</th>"
     << (c.sweep ? "<th>" + HtmlEscape(c.sweep->Label()) + "</th><th>stall ms</th>" : "")
-    << "<th>outcome</th><th>faults</th>";
+    << "<th>started s</th><th>seconds</th><th>outcome</th><th>faults</th>";
   for (const auto& n : c.invariants_on) o << "<th>" << HtmlEscape(n) << "</th>";
   o << "</tr>\n";
   for (const auto& r : c.runs) {
@@ -158,8 +221,8 @@ std::string CampaignHtml(const CampaignRecord& c) {
       o << (r.sweep_value ? Num(*r.sweep_value, "%g") : "") << "</td><td>"
         << (r.stall_ms ? Num(*r.stall_ms) : "-") << "</td><td>";
     }
-    o << HtmlEscape(r.outcome) << (r.error.empty() ? "" : "<br>" + HtmlEscape(r.error))
-      << "</td><td>";
+    o << Num(r.started_s) << "</td><td>" << Num(r.seconds) << "</td><td>" << HtmlEscape(r.outcome)
+      << (r.error.empty() ? "" : "<br>" + HtmlEscape(r.error)) << "</td><td>";
     for (const auto& f : r.faults) o << HtmlEscape(Describe(f)) << "<br>";
     o << "</td>";
     for (const auto& n : c.invariants_on) {

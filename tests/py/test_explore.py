@@ -227,7 +227,11 @@ def test_jobs_run_at_once_each_in_its_own_process_and_are_recorded_in_order(env,
         # The same file run alone by `faultline run` schedules the same faults.
         with open(run["file"]) as f:
             assert f"# seed 5, index {run['index']}:" in f.read()
-    assert "up to 2 at once" in open(os.path.join(out, "campaign.html")).read()
+    with open(os.path.join(out, "campaign.html")) as f:
+        html = f.read()
+    assert "up to 2 at once" in html and "Runs over time" in html
+    assert "http://" not in html and "<script" not in html
+    check_page(os.path.join(out, "campaign.html"), tmp_path)  # drawn: no overflow
     assert [n for n in netns_names() if any(n.startswith(f"fl-{i}-") for i in ids)] == []
     assert worker_pids_under(out) == []
 

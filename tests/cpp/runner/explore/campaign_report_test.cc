@@ -69,6 +69,38 @@ TEST(CampaignReport, HtmlIsSelfContainedAndEscaped) {
   EXPECT_NE(h.find("Shrinking run 1"), std::string::npos);
 }
 
+// The timeline draws each run where it happened: with two runs at once (--jobs 2) their bars
+// overlap in time, one after another they do not; each bar's class is its verdict.
+TEST(CampaignReport, RunsOverTimeDrawEachRunFromItsStartForItsLength) {
+  CampaignRecord c = Sample();
+  c.jobs = 2;
+  c.runs[0].started_s = 0;
+  c.runs[0].seconds = 10;
+  c.runs[1].started_s = 0.5;
+  c.runs[1].seconds = 10;
+  c.runs[2].started_s = 20;
+  c.runs[2].seconds = 10;
+  c.seconds = 30;
+  const std::string h = CampaignHtml(c);
+  EXPECT_NE(h.find("Runs over time"), std::string::npos);
+  EXPECT_NE(h.find("up to 2 at once"), std::string::npos);
+  // Rows 12 px from y 12; x = 56 + t / 30 * 828 (the plot is 828 px wide from x 56, and 30 s
+  // at a 5 s step): each bar is 10 s, 276 px wide.
+  auto bar = [](const char* cls, const char* x, const char* y) {
+    return "<rect class=\"" + std::string(cls) + "\" x=\"" + x + "\" y=\"" + y +
+           "\" width=\"276\" height=\"10\"";
+  };
+  EXPECT_NE(h.find(bar("held", "56", "13")), std::string::npos) << h;
+  EXPECT_NE(h.find(bar("violated", "69.8", "25")), std::string::npos) << h;
+  EXPECT_NE(h.find(bar("error", "608", "37")), std::string::npos) << h;
+  EXPECT_NE(h.find("<title>run 1: 0.5 s to 10.5 s, survived, exact_results failed</title>"),
+            std::string::npos);
+  // The table has when each run started and how long it took.
+  EXPECT_NE(h.find("<td>20.0</td><td>10.0</td>"), std::string::npos);
+  EXPECT_EQ(CampaignJson(c)["runs"][1]["started_s"], 0.5);
+  EXPECT_EQ(CampaignJson(c)["jobs"], 2);
+}
+
 TEST(CampaignReport, AnUnconfirmedFailureIsSkippedNotFailed) {
   CampaignRecord c = Sample();
   c.shrink.reset();
