@@ -93,7 +93,8 @@ std::string FormatBits(DataType dt, uint64_t bits);
 // A byte buffer with guard zones on both sides, to catch writes outside the element range.
 // Its storage comes from a per-process pool of earlier buffers' storage, filled afresh: a
 // test that runs case after case at 64 MiB then pays neither a fresh mapping nor its page
-// faults per case (a quarter of the 64 MiB collective tests' time went to them).
+// faults per case (a quarter of the 64 MiB collective tests' time went to them); a buffer of
+// 2 MiB or more asks for transparent huge pages besides, where the kernel offers them.
 class GuardedBuffer final {
  public:
   static constexpr size_t kGuard = 64;
@@ -118,11 +119,16 @@ class GuardedBuffer final {
   // A cheap digest of the data bytes, to check that a send buffer was not modified.
   uint64_t Digest() const;
 
+  // Frees storage (std::free); public for the storage pool.
+  struct Free {
+    void operator()(uint8_t* p) const;
+  };
+
  private:
   size_t bytes_;
   size_t misalign_;
   size_t capacity_ = 0;
-  std::unique_ptr<uint8_t[]> storage_;
+  std::unique_ptr<uint8_t, Free> storage_;
 };
 
 }  // namespace ftccl::test
