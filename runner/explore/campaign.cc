@@ -135,6 +135,12 @@ class Campaign final {
   void RunJobs(const std::function<std::optional<Job>()>& next,
                const std::function<bool(const Job&, const Judged&, double)>& done);
   void ShrinkViolation(const RunRecord& failing);
+  // Confirms and shrinks a violation: true when it is confirmed (rec_.shrink holds it);
+  // otherwise it is recorded as unconfirmed and the campaign goes on.
+  bool ConfirmAndShrink(const RunRecord& failing);
+  // After a sweep's or a replay's runs: its exit code (Finish) when it was interrupted or the
+  // harness failed, otherwise nullopt.
+  std::optional<int> EndedEarly(bool harness);
   bool OutOfBudget() const {
     return o_.budget_ns && Since(t0_) * 1e9 >= static_cast<double>(*o_.budget_ns);
   }
@@ -488,27 +494,12 @@ int Campaign::Run() {
     std::printf("faultline explore: run %lld %s: %s\n", static_cast<long long>(index),
                 r.outcome.c_str(),
                 v.empty() ? "every invariant holds" : ("VIOLATION " + v).c_str());
-    if (interrupted_) {
-      rec_.stop_reason = "interrupted";
-      code = kHarness;
-      break;
-    }
     if (!v.empty()) {
-      ShrinkViolation(r);
-      if (rec_.shrink->confirmed) {
+      if (ConfirmAndShrink(r)) {
         rec_.stop_reason = "violation";
         code = kViolation;
         break;
       }
-      // Failed fewer than k of n times: noted as unconfirmed, not a violation.
-      std::printf(
-          "faultline explore: run %lld: %s failed %lld of %lld run(s), fewer than %d: "
-          "unconfirmed, going on\n",
-          static_cast<long long>(index), v.c_str(),
-          static_cast<long long>(rec_.shrink->minimal_failed),
-          static_cast<long long>(rec_.shrink->minimal_runs), o_.confirm_k);
-      rec_.unconfirmed.push_back(std::move(*rec_.shrink));
-      rec_.shrink.reset();
       if (interrupted_) {
         rec_.stop_reason = "interrupted";
         code = kHarness;
@@ -517,6 +508,21 @@ int Campaign::Run() {
     }
   }
   return Finish(code);
+}
+
+bool Campaign::ConfirmAndShrink(const RunRecord& failing) {
+  ShrinkViolation(failing);
+  if (rec_.shrink->confirmed) return true;
+  // Failed fewer than k of n times: noted as unconfirmed, not a violation.
+  std::printf(
+      "faultline explore: run %lld: %s failed %lld of %lld run(s), fewer than %d: "
+      "unconfirmed, going on\n",
+      static_cast<long long>(failing.index), failing.Violation().c_str(),
+      static_cast<long long>(rec_.shrink->minimal_failed),
+      static_cast<long long>(rec_.shrink->minimal_runs), o_.confirm_k);
+  rec_.unconfirmed.push_back(std::move(*rec_.shrink));
+  rec_.shrink.reset();
+  return false;
 }
 
 RunRecord Campaign::RunOne(const fs::path& file, int64_t index, const RunFaults& run) {
@@ -603,20 +609,11 @@ int Campaign::RunSearchConcurrently() {
     if (violating.empty()) break;  // --runs made, or the budget spent
     // Each violation of this round, lowest index first, until one is confirmed.
     for (const RunRecord& v : violating) {
-      ShrinkViolation(v);
-      if (rec_.shrink->confirmed) {
+      if (ConfirmAndShrink(v)) {
         rec_.stop_reason = "violation";
         code = kViolation;
         break;
       }
-      std::printf(
-          "faultline explore: run %lld: %s failed %lld of %lld run(s), fewer than %d: "
-          "unconfirmed, going on\n",
-          static_cast<long long>(v.index), v.Violation().c_str(),
-          static_cast<long long>(rec_.shrink->minimal_failed),
-          static_cast<long long>(rec_.shrink->minimal_runs), o_.confirm_k);
-      rec_.unconfirmed.push_back(std::move(*rec_.shrink));
-      rec_.shrink.reset();
       if (interrupted_ || OutOfBudget()) break;
     }
     if (code == kViolation) break;
@@ -628,6 +625,18 @@ int Campaign::RunSearchConcurrently() {
     rec_.stop_reason = "runs";
   }
   return Finish(code);
+}
+
+std::optional<int> Campaign::EndedEarly(bool harness) {
+  if (interrupted_) {
+    rec_.stop_reason = "interrupted";
+    return Finish(kHarness);
+  }
+  if (harness) {
+    rec_.stop_reason = "harness error";
+    return Finish(kHarness);
+  }
+  return std::nullopt;
 }
 
 void Campaign::RunJobs(const std::function<std::optional<Job>()>& next,
@@ -701,14 +710,7 @@ int Campaign::RunSweep(const SweepSpec& sweep) {
         if (!last.Violation().empty()) code = kViolation;
         return !interrupted_;
       });
-  if (interrupted_) {
-    rec_.stop_reason = "interrupted";
-    return Finish(kHarness);
-  }
-  if (harness) {
-    rec_.stop_reason = "harness error";
-    return Finish(kHarness);
-  }
+  if (auto ended = EndedEarly(harness)) return *ended;
   return Finish(code);
 }
 
@@ -749,14 +751,7 @@ int Campaign::RunReplay(const std::string& file) {
         }
         return !interrupted_;
       });
-  if (interrupted_) {
-    rec_.stop_reason = "interrupted";
-    return Finish(kHarness);
-  }
-  if (harness) {
-    rec_.stop_reason = "harness error";
-    return Finish(kHarness);
-  }
+  if (auto ended = EndedEarly(harness)) return *ended;
   std::printf("faultline explore: %s violated an invariant in %d of %zu run(s)\n", file.c_str(),
               failed, rec_.runs.size());
   return Finish(code);
