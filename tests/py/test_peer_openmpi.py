@@ -110,13 +110,24 @@ def test_pml_ucx_runs_on_the_rails(fl):
     # UCX picks its lanes per run: mostly both rails (~0.9 Gbit/s each), but one CI run of many
     # put host 0's traffic on rail 0 alone. So each host's data must be on its rails, every rail
     # port sampled throughout, without asserting which rails UCX chose.
+    # A sample whose reads the sampler thread did not finish in time (preempted: UCX's ranks
+    # poll on both cores) is left out for every port and counted in rails.late_samples; it
+    # blanks its row and the next (their rates need it). Such rows are the machine's, not a
+    # port's: they must be whole rows, and no more than the report counts. Any other gap is a
+    # port the sampler missed.
+    cols = [f"h{h}_r{rail}_tx_gbps" for h in (0, 1) for rail in (0, 1)]
+    blank_rows = [x["t_s"] for x in busy if all(x[c] == "" for c in cols)]
+    assert len(blank_rows) <= 2 * r["rails"]["late_samples"], \
+        (blank_rows, r["rails"]["late_samples"])
+    sampled = [x for x in busy if x["t_s"] not in blank_rows]
+    assert len(sampled) >= len(busy) - 4, (len(sampled), len(busy))
     for h in (0, 1):
         means = {}
         for rail in (0, 1):
             col = f"h{h}_r{rail}_tx_gbps"
-            missing = [x["t_s"] for x in busy if x[col] == ""]
+            missing = [x["t_s"] for x in sampled if x[col] == ""]
             assert not missing, f"{col} not sampled at t={missing}"
-            means[col] = sum(float(x[col]) for x in busy) / len(busy)
+            means[col] = sum(float(x[col]) for x in sampled) / len(sampled)
         assert sum(means.values()) > USED_GBPS, f"host {h}: its rails carry no data: {means}"
     assert_no_mpi_left(fl, r["environment"]["run_id"], before)
 
