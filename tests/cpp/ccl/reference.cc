@@ -374,9 +374,6 @@ std::string FormatBits(DataType dt, uint64_t bits) {
 
 namespace {
 
-// Storage given back by destroyed buffers, for the next ones; a process's tests run one
-// collective at a time, so a few entries are enough, and the lock is for the odd test that
-// makes buffers on two threads.
 // Under AddressSanitizer nothing is kept: every buffer is then exactly its size, so a write
 // past a guard zone is still the sanitizer's to report.
 #if defined(__SANITIZE_ADDRESS__)
@@ -386,6 +383,12 @@ namespace {
 #define FTCCL_TEST_ASAN 1
 #endif
 #endif
+
+using Storage = std::unique_ptr<uint8_t, GuardedBuffer::Free>;
+
+// Storage given back by destroyed buffers, for the next ones; a process's tests run one
+// collective at a time, so a few entries are enough, and the lock is for the odd test that
+// makes buffers on two threads.
 struct StoragePool {
 #ifdef FTCCL_TEST_ASAN
   static constexpr size_t kKeep = 0;
@@ -393,15 +396,13 @@ struct StoragePool {
   static constexpr size_t kKeep = 4;
 #endif
   std::mutex mu;
-  std::vector<std::pair<size_t, std::unique_ptr<uint8_t, GuardedBuffer::Free>>> free;
+  std::vector<std::pair<size_t, Storage>> free;
 };
 
 StoragePool& Pool() {
   static auto* pool = new StoragePool;  // never destroyed: buffers may outlive statics
   return *pool;
 }
-
-using Storage = std::unique_ptr<uint8_t, GuardedBuffer::Free>;
 
 constexpr size_t kHugePage = size_t{2} << 20;
 
