@@ -195,8 +195,9 @@ class Engine final : public Transport, public FaultTarget {
     // When bytes from the peer last arrived here. An answer to a probe travels behind them, in
     // order: while they arrive, a probe's answer is queued, not lost.
     Clock::time_point last_inbound{};
-    // Earliest finish (LeaveToFaster): since when this path has left every chunk to a faster
-    // one, and until when it probes (takes its window regardless).
+    // Earliest finish (LeaveToFaster): since when this path has left chunks to a faster one
+    // without its rate being measured again, and until when it probes (takes its window
+    // regardless).
     Clock::time_point left_since{};
     Clock::time_point probe_until{};
     // Transmit: control frames first, then data pulled from the peer's ready queue.
