@@ -78,8 +78,8 @@ void PathRate::Restart() {
   outstanding_ = 0;
   busy_since_ = {};
   busy_ = {};
+  rate_ = 0;
   sample_start_ = {};
-  saturated_ = false;
 }
 
 bool LeaveToFaster(const PathLoad& self, const std::vector<PathLoad>& others,

@@ -52,13 +52,7 @@ class PathRate final {
   // one restarts its sampling); `suspect`: a saturated period of a suspect path measures
   // nothing.
   SampleResult Sample(TimePoint now, bool usable, bool suspect);
-  // A fresh connection on the same path: nothing outstanding, a fresh sampling period, and the
-  // rate measured before kept as what the path is expected to carry. Only a saturated period
-  // lowers it, as on any path: a fresh connection's first period (TCP's slow start, the
-  // neighbour resolved again, the chunks it takes over) reads below what the rail carries,
-  // and taken as the rate it would keep the path at the small share it earned then (a rail
-  // given little cannot show more; measured: 869 Mbps against 3.4 Gbps before the outage,
-  // 19 % of the striping for 3 s after the heal).
+  // A fresh connection: nothing outstanding, no rate yet.
   void Restart();
 
   uint64_t outstanding() const { return outstanding_; }
