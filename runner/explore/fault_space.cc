@@ -100,6 +100,7 @@ void SpaceParser::ParseKinds(const YAML::Node& n, FaultSpace* s) {
     }
     if (spec.type == "loss") keys.push_back("percent");
     if (spec.type == "bandwidth") keys.push_back("rate");
+    if (spec.type == "conn_corrupt") keys.push_back("parts");
     CheckKeys(k, keys, what);
     if (k["weight"]) {
       if (auto w = Int(k["weight"], what + ".weight", 0, 1000)) spec.weight = *w;
@@ -160,6 +161,30 @@ void SpaceParser::ParseKinds(const YAML::Node& n, FaultSpace* s) {
           });
       if (!rr) continue;
       spec.rate_mbps = *rr;
+    }
+    if (spec.type == "conn_corrupt" && k["parts"]) {
+      const YAML::Node& pn = k["parts"];
+      if (!pn.IsSequence() || pn.size() == 0) {
+        Error(pn,
+              what + ".parts must list payload, header or both, got " +
+                  (pn.IsSequence() ? std::string("an empty list") : Describe(pn)),
+              "e.g. parts: [payload, header]");
+        continue;
+      }
+      spec.parts.clear();
+      for (const auto& one : pn) {
+        auto part = Choice(one, what + ".parts", {"payload", "header"});
+        if (!part) {
+          ok = false;
+          continue;
+        }
+        if (std::find(spec.parts.begin(), spec.parts.end(), *part) != spec.parts.end()) {
+          Error(one, what + ".parts names " + *part + " twice", "list each part once");
+          ok = false;
+        }
+        spec.parts.push_back(*part);
+      }
+      if (!ok) continue;
     }
     s->kinds.push_back(spec);
   }
@@ -322,6 +347,11 @@ void SpaceParser::CheckFit(const YAML::Node& root, const FaultSpace& s) {
   }
   // The first fault of a run always fits: the longest of every kind, started last.
   for (const auto& k : s.kinds) {
+    if (k.type == "conn_corrupt" && s.base.topology.hosts < 2) {
+      Error(k.loc,
+            "kind conn_corrupt corrupts a frame to a rank on another host: the topology has 1",
+            "use hosts: 2 or more");
+    }
     int64_t longest = 0;
     if (k.type == "link_flap") {
       longest = k.count.hi * k.down_ns.hi + (k.count.hi - 1) * k.up_ns.hi;
@@ -440,9 +470,9 @@ SpaceOutcome SpaceParser::Run(std::string_view text) {
 
 }  // namespace
 
-bool KindSpec::HasSide() const { return type != "conn_reset"; }
+bool KindSpec::HasSide() const { return type != "conn_reset" && type != "conn_corrupt"; }
 bool KindSpec::Permanent() const { return type == "port_drop"; }
-bool KindSpec::OneShot() const { return type == "conn_reset"; }
+bool KindSpec::OneShot() const { return type == "conn_reset" || type == "conn_corrupt"; }
 
 SpaceOutcome ParseFaultSpace(std::string_view yaml_text, const std::string& file) {
   SpaceParser p(file);

@@ -31,8 +31,9 @@ struct RealRange {
 
 // The fault kinds a space may name (the registry's names). Each kind's parameters are drawn
 // from the ranges beside it; `duration` is the hold of a kind with `for`.
-inline constexpr const char* kSpaceKinds[] = {"link_down", "link_flap", "blackhole", "port_drop",
-                                              "conn_reset", "loss", "bandwidth"};
+inline constexpr const char* kSpaceKinds[] = {"link_down", "link_flap",  "blackhole",
+                                              "port_drop", "conn_reset", "conn_corrupt",
+                                              "loss",      "bandwidth"};
 
 struct KindSpec {
   std::string type;  // one of kSpaceKinds
@@ -43,12 +44,15 @@ struct KindSpec {
   IntRange count;           // link_flap
   RealRange percent;        // loss
   IntRange rate_mbps;       // bandwidth
+  // conn_corrupt: which checksum of the frame is corrupted, one drawn per fault ("payload":
+  // the receiver drops the chunk and asks for it again; "header": it drops the connection).
+  std::vector<std::string> parts = {"payload"};
   SourceLoc loc;
-  // Whether the kind's target is a link with a side (every kind but conn_reset).
+  // Whether the kind's target is a link with a side (every kind but conn_reset, conn_corrupt).
   bool HasSide() const;
   // The fault holds to the end of the run (port_drop).
   bool Permanent() const;
-  // Acts once, nothing to revert (conn_reset).
+  // Acts once, nothing to revert (conn_reset, conn_corrupt).
   bool OneShot() const;
 };
 

@@ -73,6 +73,10 @@ GenFault DrawParams(const KindSpec& k, SplitMix64& rng) {
                 10.0;
   }
   if (k.type == "bandwidth") f.rate_mbps = Uniform(rng, k.rate_mbps.lo, k.rate_mbps.hi);
+  if (k.type == "conn_corrupt") {
+    f.part =
+        k.parts[static_cast<size_t>(Uniform(rng, 0, static_cast<int64_t>(k.parts.size()) - 1))];
+  }
   return f;
 }
 
@@ -87,7 +91,7 @@ uint64_t StreamSeed(uint64_t seed, int64_t index) {
 
 int64_t GenFault::LengthNs() const {
   if (type == "port_drop") return kForever;
-  if (type == "conn_reset") return 0;
+  if (type == "conn_reset" || type == "conn_corrupt") return 0;
   if (type == "link_flap") return count * down_ns + (count - 1) * up_ns;
   return for_ns;
 }
@@ -130,14 +134,26 @@ RunFaults Generate(const FaultSpace& space, uint64_t seed, int64_t index) {
       for (int r : space.targets.rails) {
         const std::vector<LinkSide> sides =
             kind.HasSide() ? space.targets.sides : std::vector<LinkSide>{LinkSide::kHost};
+        // conn_corrupt: a frame to a rank on each other host (the topology's, not only the
+        // targets': the connection is what is hit, at the target host's end).
+        std::vector<int> peers = {0};
+        if (f.type == "conn_corrupt") {
+          peers.clear();
+          for (int o = 0; o < space.base.topology.hosts; ++o) {
+            if (o != h) peers.push_back(o);
+          }
+        }
         for (LinkSide side : sides) {
-          GenFault c = f;
-          c.host = h;
-          c.rail = r;
-          c.side = side;
-          if (std::none_of(run.faults.begin(), run.faults.end(),
-                           [&](const GenFault& g) { return Overlap(c, g); })) {
-            free.push_back(c);
+          for (int peer : peers) {
+            GenFault c = f;
+            c.host = h;
+            c.rail = r;
+            c.side = side;
+            if (f.type == "conn_corrupt") c.peer_host = peer;
+            if (std::none_of(run.faults.begin(), run.faults.end(),
+                             [&](const GenFault& g) { return Overlap(c, g); })) {
+              free.push_back(c);
+            }
           }
         }
       }
@@ -160,7 +176,15 @@ bool FitsSpace(const FaultSpace& space, const std::vector<GenFault>& faults) {
     const GenFault& f = faults[i];
     if (f.at_ns <= space.base.workload.warmup_ns || f.at_ns >= space.horizon_ns) return false;
     if (f.EndNs() != kForever && f.EndNs() > space.horizon_ns) return false;
-    if (f.type != "port_drop" && f.type != "conn_reset" && f.LengthNs() <= 0) return false;
+    if (f.type != "port_drop" && f.LengthNs() <= 0 && f.type != "conn_reset" &&
+        f.type != "conn_corrupt") {
+      return false;
+    }
+    if (f.type == "conn_corrupt" &&
+        (f.peer_host == f.host || f.peer_host < 0 || f.peer_host >= space.base.topology.hosts ||
+         (f.part != "payload" && f.part != "header"))) {
+      return false;
+    }
     if (f.type == "link_flap" && (f.down_ns <= 0 || f.up_ns <= 0 || f.count < 1)) return false;
     for (size_t j = 0; j < i; ++j) {
       if (Overlap(f, faults[j])) return false;
@@ -173,7 +197,11 @@ bool FitsSpace(const FaultSpace& space, const std::vector<GenFault>& faults) {
 std::string Describe(const GenFault& f) {
   std::ostringstream o;
   o << f.id << " " << f.type << " h" << f.host << " r" << f.rail;
-  if (f.type != "conn_reset") o << " " << LinkSideString(f.side);
+  if (f.type == "conn_corrupt") {
+    o << " to h" << f.peer_host << " " << f.part;
+  } else if (f.type != "conn_reset") {
+    o << " " << LinkSideString(f.side);
+  }
   o << " at " << Ms(f.at_ns);
   if (f.type == "link_flap") {
     o << " down " << Ms(f.down_ns) << " up " << Ms(f.up_ns) << " x" << f.count;
@@ -221,9 +249,16 @@ std::string RenderScenario(const FaultSpace& space, const RunFaults& run, const 
     o << "faults:\n";
     for (const auto& f : run.faults) {
       o << "  - {id: " << f.id << ", at: " << Ms(f.at_ns) << ", type: " << f.type
-        << ", target: {host: " << f.host << ", rail: " << f.rail;
-      if (f.type != "conn_reset") o << ", side: " << LinkSideString(f.side);
+        << ", target: {host: " << f.host;
+      if (f.type == "conn_corrupt") o << ", rank: 0";
+      o << ", rail: " << f.rail;
+      if (f.type != "conn_reset" && f.type != "conn_corrupt") {
+        o << ", side: " << LinkSideString(f.side);
+      }
       o << "}";
+      if (f.type == "conn_corrupt") {
+        o << ", peer: " << f.peer_host * t.ranks_per_host << ", part: " << f.part;
+      }
       if (f.type == "link_flap") {
         o << ", down: " << Ms(f.down_ns) << ", up: " << Ms(f.up_ns) << ", count: " << f.count;
       } else if (f.for_ns > 0) {

@@ -29,7 +29,10 @@ struct GenFault {
   int64_t rate_mbps = 0;  // bandwidth
   int host = 0;
   int rail = 0;
-  LinkSide side = LinkSide::kHost;  // not written for conn_reset
+  LinkSide side = LinkSide::kHost;  // not written for conn_reset, conn_corrupt
+  // conn_corrupt: rank 0 of `host` corrupts one frame to rank 0 of `peer_host` on `rail`.
+  int peer_host = 0;
+  std::string part{};  // conn_corrupt: "payload" or "header"
 
   // How long it holds: `for`, a flap's schedule; 0 for a one-shot; kForever for port_drop.
   int64_t LengthNs() const;

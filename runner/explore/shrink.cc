@@ -158,6 +158,7 @@ class Shrinker final {
     if (f.host != 0) {
       GenFault g = f;
       g.host = 0;
+      if (f.type == "conn_corrupt" && f.peer_host == 0) g.peer_host = f.host;  // the same pair
       if (TryWay(i, kHost, g, f.id + ": host 0")) return true;
     }
     if (f.rail != 0) {
@@ -219,6 +220,7 @@ TopologyShrinkResult ShrinkTopology(const TopologyShape& start, const std::vecto
   int max_host = 0, max_rail = 0;
   for (const auto& f : faults) {
     max_host = std::max(max_host, f.host);
+    if (f.type == "conn_corrupt") max_host = std::max(max_host, f.peer_host);
     max_rail = std::max(max_rail, f.rail);
   }
   int asked = 0;

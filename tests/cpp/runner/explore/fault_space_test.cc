@@ -26,7 +26,7 @@ std::string Errors(const SpaceOutcome& o) {
 
 TEST(FaultSpace, ShippedSpacesParse) {
   for (const char* f : {"links.yaml", "connections.yaml", "small.yaml", "flaps.yaml",
-                        "failback.yaml", "one_rail.yaml", "both_rails.yaml"}) {
+                        "failback.yaml", "one_rail.yaml", "both_rails.yaml", "corrupt.yaml"}) {
     std::string path = FAULTLINE_SOURCE_DIR;  // appended piece by piece: see generator_test
     path.append("/scenarios/explore/").append(f);
     const SpaceOutcome o = ParseFaultSpaceFile(path);
@@ -83,7 +83,42 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"weight: 3", "weight: 0", "8:3: every kind has weight 0"},
         BadCase{"max: 1s}}", "max: 1500ms}}", "8:5: kind link_down lasts up to 1500ms: started at start.max 1500ms"},
         BadCase{"kinds:", "targets: {hosts: [0, 2]}\nkinds:", "7:22: "},
-        BadCase{"kinds:", "invariants: {liveness_after_heal: {pct: 0}}\nkinds:", "7:41: liveness_after_heal.pct must be above 0"}));
+        BadCase{"kinds:", "invariants: {liveness_after_heal: {pct: 0}}\nkinds:", "7:41: liveness_after_heal.pct must be above 0"},
+        BadCase{"weight: 3, duration: {min: 100ms, max: 1s}", "parts: [payload]", "8:23: unknown key 'parts'"},
+        BadCase{"type: link_down, weight: 3, duration: {min: 100ms, max: 1s}", "type: conn_corrupt, parts: [payload, trailer]", "8:43: unknown kind conn_corrupt.parts 'trailer'"},
+        BadCase{"type: link_down, weight: 3, duration: {min: 100ms, max: 1s}", "type: conn_corrupt, parts: [header, header]", "8:42: kind conn_corrupt.parts names header twice"},
+        BadCase{"type: link_down, weight: 3, duration: {min: 100ms, max: 1s}", "type: conn_corrupt, parts: []", "8:33: kind conn_corrupt.parts must list payload, header or both, got an empty list"}));
+
+TEST(FaultSpace, ConnCorruptNeedsAnotherHost) {
+  std::string text = kSpace;
+  text.replace(text.find("hosts: 2,"), 9, "hosts: 1,");
+  text += "  - {type: conn_corrupt}\n";
+  const SpaceOutcome o = ParseFaultSpace(text, "s.yaml");
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(Errors(o).find("s.yaml:9:5: kind conn_corrupt corrupts a frame to a rank on another "
+                           "host: the topology has 1"),
+            std::string::npos)
+      << Errors(o);
+}
+
+TEST(FaultSpace, ConnCorruptPartsDefaultToThePayload) {
+  std::string text = kSpace;
+  text +=
+      "  - {type: conn_corrupt, weight: 2}\n  - {type: conn_corrupt, parts: [header, payload]}\n";
+  // Listed twice: refused; once each in two spaces below.
+  EXPECT_FALSE(ParseFaultSpace(text, "s.yaml").ok());
+  std::string one = kSpace + "  - {type: conn_corrupt, weight: 2}\n";
+  SpaceOutcome o = ParseFaultSpace(one, "s.yaml");
+  ASSERT_TRUE(o.ok()) << Errors(o);
+  ASSERT_EQ(o.space->kinds.size(), 2u);
+  EXPECT_EQ(o.space->kinds[1].parts, (std::vector<std::string>{"payload"}));
+  EXPECT_TRUE(o.space->kinds[1].OneShot());
+  EXPECT_FALSE(o.space->kinds[1].HasSide());
+  one = kSpace + "  - {type: conn_corrupt, parts: [header, payload]}\n";
+  o = ParseFaultSpace(one, "s.yaml");
+  ASSERT_TRUE(o.ok()) << Errors(o);
+  EXPECT_EQ(o.space->kinds[1].parts, (std::vector<std::string>{"header", "payload"}));
+}
 
 TEST(FaultSpace, UnreadableFile) {
   const SpaceOutcome o = ParseFaultSpaceFile("/nonexistent/space.yaml");

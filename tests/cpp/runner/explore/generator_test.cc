@@ -59,9 +59,9 @@ TEST(Generator, PinnedRun) {
 }
 
 TEST(Generator, EveryFileValidatesAndKeepsTheRules) {
-  for (const char* name : {"links.yaml", "connections.yaml"}) {
+  for (const char* name : {"links.yaml", "connections.yaml", "corrupt.yaml"}) {
     const FaultSpace s = Load(name);
-    std::map<std::string, int> kinds;
+    std::map<std::string, int> kinds, parts;
     for (uint64_t seed = 1; seed <= 5; ++seed) {
       for (int64_t i = 0; i < 40; ++i) {
         const RunFaults r = Generate(s, seed, i);
@@ -81,6 +81,14 @@ TEST(Generator, EveryFileValidatesAndKeepsTheRules) {
           EXPECT_EQ(f.at_ns, r.faults[k].at_ns);
           EXPECT_EQ(f.target.host, r.faults[k].host);
           EXPECT_EQ(f.target.rail, r.faults[k].rail);
+          if (f.kind == "conn_corrupt") {
+            // Rank 0 of the target host corrupts a frame to rank 0 of another host.
+            EXPECT_EQ(f.target.rank, 0);
+            EXPECT_NE(r.faults[k].peer_host, r.faults[k].host);
+            EXPECT_EQ(f.params.peer, r.faults[k].peer_host * s.base.topology.ranks_per_host);
+            EXPECT_EQ(f.params.part, r.faults[k].part);
+            ++parts[f.params.part];
+          }
           if (r.faults[k].EndNs() != kForever) {
             EXPECT_LE(r.faults[k].EndNs(), s.horizon_ns);
             ASSERT_TRUE(f.LatestEndNs().has_value());
@@ -92,8 +100,13 @@ TEST(Generator, EveryFileValidatesAndKeepsTheRules) {
         }
       }
     }
-    // Every kind of the space is drawn.
+    // Every kind of the space is drawn, and every part of a conn_corrupt kind.
     EXPECT_EQ(kinds.size(), s.kinds.size()) << name;
+    for (const auto& k : s.kinds) {
+      if (k.type == "conn_corrupt") {
+        EXPECT_EQ(parts.size(), k.parts.size()) << name;
+      }
+    }
   }
 }
 

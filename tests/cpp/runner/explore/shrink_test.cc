@@ -199,5 +199,45 @@ TEST(ShrinkTopology, KeepsWhatTheFaultsTargetAndStopsAtItsBudget) {
   EXPECT_EQ(cut.minimal, (TopologyShape{2, 1, 2, 1 << 20}));
 }
 
+// A corrupted frame names a pair of hosts: moving it to host 0 keeps the pair (the frame now
+// goes from host 0 to the host it came from), and topology shrinking keeps the peer's host.
+TEST(Shrink, AConnCorruptKeepsItsPairOfHosts) {
+  GenFault f;
+  f.id = "f0";
+  f.type = "conn_corrupt";
+  f.host = 2;
+  f.peer_host = 0;
+  f.rail = 1;
+  f.part = "header";
+  f.at_ns = 1000 * kMs;
+  std::vector<std::vector<GenFault>> asked;
+  ShrinkLimits limits;
+  limits.earliest_ns = 1000 * kMs;  // nothing to move earlier; a one-shot has no length
+  const ShrinkResult r = Shrink(
+      {f},
+      [&](const std::vector<GenFault>& fs) {
+        asked.push_back(fs);
+        return fs.size() == 1 && fs[0].part == "header" ? CandidateVerdict::kFails
+                                                        : CandidateVerdict::kPasses;
+      },
+      kAnything, limits);
+  ASSERT_EQ(r.minimal.size(), 1u);
+  EXPECT_EQ(r.minimal[0].host, 0);
+  EXPECT_EQ(r.minimal[0].peer_host, 2);
+  EXPECT_EQ(r.minimal[0].rail, 0);
+  EXPECT_EQ(r.minimal[0].part, "header");
+  EXPECT_EQ(r.minimal[0].side, LinkSide::kHost);  // no side is asked for
+  for (const auto& fs : asked) {
+    for (const auto& g : fs) EXPECT_NE(g.host, g.peer_host);
+  }
+  GenFault g = f;
+  g.host = 0;
+  g.peer_host = 2;
+  const auto t = ShrinkTopology(
+      TopologyShape{4, 1, 2, 8192}, {g},
+      [](const TopologyShape&) { return CandidateVerdict::kFails; }, 20);
+  EXPECT_EQ(t.minimal.hosts, 3);
+}
+
 }  // namespace
 }  // namespace faultline::runner::explore
