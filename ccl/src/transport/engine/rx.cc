@@ -461,6 +461,26 @@ void Engine::OnDataDone(int ci) {
   const uint64_t seq = h.chunk_seq;
   p.inflight.erase(seq);
   st_frames_recv_++;
+  // Accepted: advance the cumulative acknowledgement.
+  auto advance = [&] {
+    if (seq == p.cum) {
+      ++p.cum;
+      while (!p.above.empty() && *p.above.begin() == p.cum) {
+        p.above.erase(p.above.begin());
+        ++p.cum;
+      }
+    } else {
+      p.above.insert(seq);
+      st_ooo_++;
+    }
+  };
+#ifdef FTCCL_PLANTED_ACK_BEFORE_CRC  // a planted bug (FTCCL_PLANTED_BUGS, tests only)
+  // The chunk is counted in before its payload is checked: a corrupt one is acknowledged (its
+  // sender frees it) and dropped, and its resend is a duplicate.
+  advance();
+  p.ack_dirty = true;
+  p.ack_conn = ci;
+#endif
   // Computed as the payload arrived (OnReadable); 0 for an empty one.
   if (options_.bench_payload_crc && c.rx.crc != h.payload_crc) {
     st_crc_++;
@@ -469,17 +489,9 @@ void Engine::OnDataDone(int ci) {
     SendNack(c.peer, seq);
     return;
   }
-  // Accepted: advance the cumulative acknowledgement.
-  if (seq == p.cum) {
-    ++p.cum;
-    while (!p.above.empty() && *p.above.begin() == p.cum) {
-      p.above.erase(p.above.begin());
-      ++p.cum;
-    }
-  } else {
-    p.above.insert(seq);
-    st_ooo_++;
-  }
+#ifndef FTCCL_PLANTED_ACK_BEFORE_CRC
+  advance();
+#endif
   st_accepted_[c.peer]++;
   st_rx_cum_[c.peer] = p.cum;
   // A chunk of a collective this rank has not begun yet is kept but not acknowledged.
