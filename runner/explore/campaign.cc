@@ -814,6 +814,17 @@ int RunCampaign(const CampaignOptions& options) {
                  traits ? std::string(traits->how_to_build).c_str() : "");
     return kBadInput;
   }
+  if (!traits->serves_fault_hook) {
+    for (const auto& k : parsed.space->kinds) {
+      if (k.weight > 0 && k.type == "conn_corrupt") {
+        std::fprintf(stderr,
+                     "faultline explore: %s draws conn_corrupt, which goes through the ranks' "
+                     "fault hook; ccl %s serves none\n",
+                     options.space_path.c_str(), CclNameString(ccl));
+        return kBadInput;
+      }
+    }
+  }
   Campaign c(options, std::move(*parsed.space));
   return c.Run();
 }

@@ -299,3 +299,11 @@ def test_bad_options_are_bad_input(env, tmp_path):
         r = faultline(env, "explore", LINKS, "--out", str(tmp_path / "o"), *args, timeout=60)
         assert r.returncode == 2, (args, r.stderr)
         assert not os.path.exists(tmp_path / "o")
+    # A space that draws frame corruption needs a ccl whose ranks serve the fault hook.
+    corrupt = os.path.join(ROOT, "scenarios", "explore", "corrupt.yaml")
+    r = faultline(env, "explore", corrupt, "--ccl", "gloo", "--out", str(tmp_path / "o"),
+                  timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert "draws conn_corrupt, which goes through the ranks' fault hook; ccl gloo serves none" \
+        in r.stderr, r.stderr
+    assert not os.path.exists(tmp_path / "o")
