@@ -91,7 +91,7 @@ uint64_t StreamSeed(uint64_t seed, int64_t index) {
 
 int64_t GenFault::LengthNs() const {
   if (type == "port_drop") return kForever;
-  if (type == "conn_reset" || type == "conn_corrupt") return 0;
+  if (OneShot()) return 0;
   if (type == "link_flap") return count * down_ns + (count - 1) * up_ns;
   return for_ns;
 }
@@ -176,10 +176,7 @@ bool FitsSpace(const FaultSpace& space, const std::vector<GenFault>& faults) {
     const GenFault& f = faults[i];
     if (f.at_ns <= space.base.workload.warmup_ns || f.at_ns >= space.horizon_ns) return false;
     if (f.EndNs() != kForever && f.EndNs() > space.horizon_ns) return false;
-    if (f.type != "port_drop" && f.LengthNs() <= 0 && f.type != "conn_reset" &&
-        f.type != "conn_corrupt") {
-      return false;
-    }
+    if (f.type != "port_drop" && !f.OneShot() && f.LengthNs() <= 0) return false;
     if (f.type == "conn_corrupt" &&
         (f.peer_host == f.host || f.peer_host < 0 || f.peer_host >= space.base.topology.hosts ||
          (f.part != "payload" && f.part != "header"))) {
@@ -199,7 +196,7 @@ std::string Describe(const GenFault& f) {
   o << f.id << " " << f.type << " h" << f.host << " r" << f.rail;
   if (f.type == "conn_corrupt") {
     o << " to h" << f.peer_host << " " << f.part;
-  } else if (f.type != "conn_reset") {
+  } else if (!f.OneShot()) {
     o << " " << LinkSideString(f.side);
   }
   o << " at " << Ms(f.at_ns);
@@ -252,9 +249,7 @@ std::string RenderScenario(const FaultSpace& space, const RunFaults& run, const 
         << ", target: {host: " << f.host;
       if (f.type == "conn_corrupt") o << ", rank: 0";
       o << ", rail: " << f.rail;
-      if (f.type != "conn_reset" && f.type != "conn_corrupt") {
-        o << ", side: " << LinkSideString(f.side);
-      }
+      if (!f.OneShot()) o << ", side: " << LinkSideString(f.side);
       o << "}";
       if (f.type == "conn_corrupt") {
         o << ", peer: " << f.peer_host * t.ranks_per_host << ", part: " << f.part;

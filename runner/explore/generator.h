@@ -34,6 +34,9 @@ struct GenFault {
   int peer_host = 0;
   std::string part{};  // conn_corrupt: "payload" or "header"
 
+  // Acts once on a connection, no side, nothing to revert (conn_reset, conn_corrupt), as
+  // KindSpec::OneShot.
+  bool OneShot() const { return type == "conn_reset" || type == "conn_corrupt"; }
   // How long it holds: `for`, a flap's schedule; 0 for a one-shot; kForever for port_drop.
   int64_t LengthNs() const;
   // at + length (kForever for port_drop).

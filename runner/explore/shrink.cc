@@ -166,7 +166,7 @@ class Shrinker final {
       g.rail = 0;
       if (TryWay(i, kRail, g, f.id + ": rail 0")) return true;
     }
-    if (f.side != LinkSide::kHost && f.type != "conn_reset") {
+    if (f.side != LinkSide::kHost && !f.OneShot()) {
       GenFault g = f;
       g.side = LinkSide::kHost;
       if (TryWay(i, kSide, g, f.id + ": host side")) return true;
