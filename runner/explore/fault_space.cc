@@ -196,7 +196,7 @@ void SpaceParser::ParseKinds(const YAML::Node& n, FaultSpace* s) {
 
 void SpaceParser::ParseTargets(const YAML::Node& n, FaultSpace* s) {
   if (!ExpectMap(n, "targets")) return;
-  CheckKeys(n, {"hosts", "rails", "sides"}, "targets");
+  CheckKeys(n, {"hosts", "rails", "ranks", "sides"}, "targets");
   const Topology& t = s->base.topology;
   auto indices = [&](const char* key, int count, std::vector<int>* out) {
     out->clear();
@@ -222,6 +222,16 @@ void SpaceParser::ParseTargets(const YAML::Node& n, FaultSpace* s) {
   };
   indices("hosts", t.hosts, &s->targets.hosts);
   indices("rails", t.rails, &s->targets.rails);
+  if (n["ranks"]) {
+    if (!t.per_rank_nics()) {
+      Error(n["ranks"],
+            "targets.ranks needs nics: per_rank: on shared NICs a host's ranks share "
+            "its ports",
+            "drop targets.ranks, or give the topology nics: per_rank");
+    } else {
+      indices("ranks", t.ranks_per_host, &s->targets.ranks);
+    }
+  }
   if (n["sides"]) {
     s->targets.sides.clear();
     const YAML::Node l = n["sides"];
@@ -347,6 +357,10 @@ void SpaceParser::CheckFit(const YAML::Node& root, const FaultSpace& s) {
   }
   // The first fault of a run always fits: the longest of every kind, started last.
   for (const auto& k : s.kinds) {
+    if (k.WholeNic() && !s.base.topology.per_rank_nics()) {
+      Error(k.loc, "kind nic_down takes every port of one rank's NIC: it needs nics: per_rank",
+            "give the topology nics: per_rank, or use link_down");
+    }
     if (k.type == "conn_corrupt" && s.base.topology.hosts < 2) {
       Error(k.loc,
             "kind conn_corrupt corrupts a frame to a rank on another host: the topology has 1",
@@ -399,9 +413,9 @@ SpaceOutcome SpaceParser::Run(std::string_view text) {
     if (base_ok) {
       s.base = std::move(*parsed.scenario);
       const Topology& t = s.base.topology;
-      if (t.is_inventory() || t.per_rank_nics()) {
-        Error(root["topology"], "a fault space runs on the namespace topology with shared NICs",
-              "drop kind: inventory / nics: per_rank");
+      if (t.is_inventory()) {
+        Error(root["topology"], "a fault space runs on the namespace topology",
+              "drop kind: inventory");
       }
       if (s.base.workload.kind != WorkloadKind::kCollectives) {
         Error(root["workload"], "a fault space runs the collectives workload",

@@ -29,16 +29,19 @@ struct RealRange {
   double hi = 0;
 };
 
-// The fault kinds a space may name (the registry's names). Each kind's parameters are drawn
-// from the ranges beside it; `duration` is the hold of a kind with `for`.
+// The fault kinds a space may name (the registry's names, and nic_down). Each kind's
+// parameters are drawn from the ranges beside it; `duration` is the hold of a kind with `for`.
+// nic_down (only with `nics: per_rank`): every port of one rank's NIC down at once for
+// `duration`, written into the run's file as one link_down per rail with the same start and
+// length (the NIC dies and comes back; a rank left without ports relays through a neighbour).
 inline constexpr const char* kSpaceKinds[] = {"link_down", "link_flap",  "blackhole",
                                               "port_drop", "conn_reset", "conn_corrupt",
-                                              "loss",      "bandwidth"};
+                                              "loss",      "bandwidth",  "nic_down"};
 
 struct KindSpec {
   std::string type;  // one of kSpaceKinds
   int64_t weight = 1;
-  IntRange duration_ns;     // link_down, blackhole, loss, bandwidth: `for`
+  IntRange duration_ns;     // link_down, blackhole, loss, bandwidth, nic_down: `for`
   IntRange down_ns;         // link_flap
   IntRange up_ns;           // link_flap
   IntRange count;           // link_flap
@@ -54,12 +57,17 @@ struct KindSpec {
   bool Permanent() const;
   // Acts once, nothing to revert (conn_reset, conn_corrupt).
   bool OneShot() const;
+  // Hits every rail of its target at once (nic_down): the targets' rails are not drawn.
+  bool WholeNic() const { return type == "nic_down"; }
 };
 
-// Where faults may land: host and rail indices, link sides.
+// Where faults may land: host and rail indices, link sides, and with `nics: per_rank` the
+// ranks of a host whose ports are hit (a rank's index on its host; shared NICs: only 0, the
+// host's one port per rail; one-shot kinds always hit rank 0's connection).
 struct TargetSpec {
   std::vector<int> hosts;
   std::vector<int> rails;
+  std::vector<int> ranks = {0};
   std::vector<LinkSide> sides = {LinkSide::kHost};
 };
 
@@ -71,8 +79,9 @@ struct InvariantSettings {
   bool liveness_after_heal = true;
   double liveness_pct = 50;                  // share of the baseline busbw ...
   int64_t liveness_within_ns = 2'000'000'000;  // ... reached within this after the last heal
-  // The stall bound of liveness_after_heal: while faults are in effect and every pair of hosts
-  // keeps a rail without a link fault, collectives complete at least every
+  // The stall bound of liveness_after_heal: while faults are in effect and every pair of ranks
+  // keeps a path (a rail without a link fault at both ends, or with nics: per_rank a
+  // neighbour's port that relays for a rank without its own), collectives complete at least every
   // stall_plus + stall_x x the baseline median collective time. stall_x 0: not checked.
   double stall_x = 0;
   int64_t stall_plus_ns = 0;

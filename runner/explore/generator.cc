@@ -27,10 +27,11 @@ int64_t UniformMs(SplitMix64& rng, const IntRange& r) {
 
 std::string Ms(int64_t ns) { return std::to_string(ns / kMs) + "ms"; }
 
-// Two faults on one link (host and rail; either side) overlap in time. A one-shot occupies
-// its instant; back to back is fine.
+// Two faults on one link (host, rank's port and rail; either side; a whole NIC is every rail
+// of its rank) overlap in time. A one-shot occupies its instant; back to back is fine.
 bool Overlap(const GenFault& a, const GenFault& b) {
-  if (a.host != b.host || a.rail != b.rail) return false;
+  if (a.host != b.host || a.rank != b.rank) return false;
+  if (a.rail != b.rail && !a.WholeNic() && !b.WholeNic()) return false;
   const int64_t ae = a.EndNs(), be = b.EndNs();
   if (a.at_ns == ae) return b.at_ns <= a.at_ns && a.at_ns < be;
   if (b.at_ns == be) return a.at_ns <= b.at_ns && b.at_ns < ae;
@@ -130,29 +131,37 @@ RunFaults Generate(const FaultSpace& space, uint64_t seed, int64_t index) {
       continue;
     }
     std::vector<GenFault> free;
+    // A rank's own port only for the kinds with a link; one-shots hit rank 0's connection.
+    const std::vector<int> ranks = kind.HasSide() && space.base.topology.per_rank_nics()
+                                       ? space.targets.ranks
+                                       : std::vector<int>{0};
+    const std::vector<int> rails = kind.WholeNic() ? std::vector<int>{0} : space.targets.rails;
     for (int h : space.targets.hosts) {
-      for (int r : space.targets.rails) {
-        const std::vector<LinkSide> sides =
-            kind.HasSide() ? space.targets.sides : std::vector<LinkSide>{LinkSide::kHost};
-        // conn_corrupt: a frame to a rank on each other host (the topology's, not only the
-        // targets': the connection is what is hit, at the target host's end).
-        std::vector<int> peers = {0};
-        if (f.type == "conn_corrupt") {
-          peers.clear();
-          for (int o = 0; o < space.base.topology.hosts; ++o) {
-            if (o != h) peers.push_back(o);
+      for (int k : ranks) {
+        for (int r : rails) {
+          const std::vector<LinkSide> sides =
+              kind.HasSide() ? space.targets.sides : std::vector<LinkSide>{LinkSide::kHost};
+          // conn_corrupt: a frame to a rank on each other host (the topology's, not only the
+          // targets': the connection is what is hit, at the target host's end).
+          std::vector<int> peers = {0};
+          if (f.type == "conn_corrupt") {
+            peers.clear();
+            for (int o = 0; o < space.base.topology.hosts; ++o) {
+              if (o != h) peers.push_back(o);
+            }
           }
-        }
-        for (LinkSide side : sides) {
-          for (int peer : peers) {
-            GenFault c = f;
-            c.host = h;
-            c.rail = r;
-            c.side = side;
-            if (f.type == "conn_corrupt") c.peer_host = peer;
-            if (std::none_of(run.faults.begin(), run.faults.end(),
-                             [&](const GenFault& g) { return Overlap(c, g); })) {
-              free.push_back(c);
+          for (LinkSide side : sides) {
+            for (int peer : peers) {
+              GenFault c = f;
+              c.host = h;
+              c.rank = k;
+              c.rail = r;
+              c.side = side;
+              if (f.type == "conn_corrupt") c.peer_host = peer;
+              if (std::none_of(run.faults.begin(), run.faults.end(),
+                               [&](const GenFault& g) { return Overlap(c, g); })) {
+                free.push_back(c);
+              }
             }
           }
         }
@@ -183,6 +192,11 @@ bool FitsSpace(const FaultSpace& space, const std::vector<GenFault>& faults) {
       return false;
     }
     if (f.type == "link_flap" && (f.down_ns <= 0 || f.up_ns <= 0 || f.count < 1)) return false;
+    const Topology& topo = space.base.topology;
+    if (f.host < 0 || f.host >= topo.hosts || f.rail < 0 || f.rail >= topo.rails) return false;
+    if (f.rank < 0 || f.rank >= topo.ranks_per_host) return false;
+    if (f.rank != 0 && (!topo.per_rank_nics() || f.OneShot())) return false;
+    if (f.WholeNic() && (!topo.per_rank_nics() || f.rail != 0)) return false;
     for (size_t j = 0; j < i; ++j) {
       if (Overlap(f, faults[j])) return false;
     }
@@ -193,7 +207,9 @@ bool FitsSpace(const FaultSpace& space, const std::vector<GenFault>& faults) {
 
 std::string Describe(const GenFault& f) {
   std::ostringstream o;
-  o << f.id << " " << f.type << " h" << f.host << " r" << f.rail;
+  o << f.id << " " << f.type << " h" << f.host;
+  if (f.rank != 0 || f.WholeNic()) o << " k" << f.rank;
+  if (!f.WholeNic()) o << " r" << f.rail;
   if (f.type == "conn_corrupt") {
     o << " to h" << f.peer_host << " " << f.part;
   } else if (!f.OneShot()) {
@@ -230,6 +246,7 @@ std::string RenderScenario(const FaultSpace& space, const RunFaults& run, const 
   o << "topology: {hosts: " << t.hosts << ", ranks_per_host: " << t.ranks_per_host
     << ", rails: " << t.rails << ", rail_gbps: " << gbps;
   if (t.arp_retrans_ms) o << ", arp_retrans_ms: " << *t.arp_retrans_ms;
+  if (t.per_rank_nics()) o << ", nics: " << NicLayoutString(t.nics);
   o << "}\n";
   o << "ccl: " << CclNameString(b.ccl) << "\n";
   o << "workload: {op: " << CollOpName(w.op) << ", dtype: " << w.dtype;
@@ -245,9 +262,23 @@ std::string RenderScenario(const FaultSpace& space, const RunFaults& run, const 
   if (!run.faults.empty()) {
     o << "faults:\n";
     for (const auto& f : run.faults) {
+      if (f.WholeNic()) {
+        // The NIC as its ports: one link_down per rail, at once, for as long.
+        for (int r = 0; r < t.rails; ++r) {
+          o << "  - {id: " << f.id << "r" << r << ", at: " << Ms(f.at_ns)
+            << ", type: link_down, target: {host: " << f.host << ", rank: " << f.rank
+            << ", rail: " << r << ", side: " << LinkSideString(f.side) << "}, for: " << Ms(f.for_ns)
+            << "}\n";
+        }
+        continue;
+      }
       o << "  - {id: " << f.id << ", at: " << Ms(f.at_ns) << ", type: " << f.type
         << ", target: {host: " << f.host;
-      if (f.type == "conn_corrupt") o << ", rank: 0";
+      if (f.type == "conn_corrupt") {
+        o << ", rank: 0";
+      } else if (t.per_rank_nics() && !f.OneShot()) {
+        o << ", rank: " << f.rank;
+      }
       o << ", rail: " << f.rail;
       if (!f.OneShot()) o << ", side: " << LinkSideString(f.side);
       o << "}";

@@ -28,7 +28,10 @@ struct GenFault {
   double percent = 0;   // loss
   int64_t rate_mbps = 0;  // bandwidth
   int host = 0;
-  int rail = 0;
+  int rail = 0;  // nic_down: every rail (0 here)
+  // The rank on `host` whose own NIC is hit (nics: per_rank); 0 on shared NICs and for the
+  // one-shot kinds.
+  int rank = 0;
   LinkSide side = LinkSide::kHost;  // not written for conn_reset, conn_corrupt
   // conn_corrupt: rank 0 of `host` corrupts one frame to rank 0 of `peer_host` on `rail`.
   int peer_host = 0;
@@ -37,6 +40,8 @@ struct GenFault {
   // Acts once on a connection, no side, nothing to revert (conn_reset, conn_corrupt), as
   // KindSpec::OneShot.
   bool OneShot() const { return type == "conn_reset" || type == "conn_corrupt"; }
+  // Every port of the target rank's NIC (nic_down), as KindSpec::WholeNic.
+  bool WholeNic() const { return type == "nic_down"; }
   // How long it holds: `for`, a flap's schedule; 0 for a one-shot; kForever for port_drop.
   int64_t LengthNs() const;
   // at + length (kForever for port_drop).
@@ -72,7 +77,8 @@ bool FitsSpace(const FaultSpace& space, const std::vector<GenFault>& faults);
 // then the space's scenario with `faults:` and the abort bound of the space's invariants.
 std::string RenderScenario(const FaultSpace& space, const RunFaults& run, const RunOrigin& origin);
 
-// "f0 link_down h1 r0 switch at 1200ms for 300ms": one line per fault in reports.
+// "f0 link_down h1 r0 switch at 1200ms for 300ms": one line per fault in reports; a rank's
+// own port is "h1 k1 r0" (nics: per_rank, rank 1 of host 1), a whole NIC "nic_down h1 k1".
 std::string Describe(const GenFault& f);
 
 }  // namespace faultline::runner::explore

@@ -54,9 +54,10 @@ std::vector<int> KilledRanks(const RunView& run) {
   return out;
 }
 
-// A link-level fault of the report (its target's host and rail, when it held).
+// A link-level fault of the report (its target's host, rank's port and rail, when it held).
 struct LinkHold {
   int host = 0;
+  int rank = -1;  // the rank whose own port it hit (nics: per_rank); -1: the host's shared port
   int rail = 0;
   double from_s = 0;
   double to_s = 0;  // +inf: never healed
@@ -77,43 +78,93 @@ std::vector<LinkHold> LinkHolds(const nlohmann::json& faults) {
       continue;
     }
     const auto& r = f.value("reverted_s", nlohmann::json());
-    out.push_back({t["host"].get<int>(), t["rail"].get<int>(), a.get<double>(),
+    const auto& k = t.value("rank", nlohmann::json());
+    out.push_back({t["host"].get<int>(), k.is_number() ? k.get<int>() : -1, t["rail"].get<int>(),
+                   a.get<double>(),
                    r.is_number() ? r.get<double>() : std::numeric_limits<double>::infinity()});
   }
   return out;
 }
 
-// Whether, at time t, some pair of hosts has no rail free of link faults on both its ends.
-bool NoPathAt(const std::vector<LinkHold>& holds, const Topology& topo, double t) {
-  std::vector<std::vector<bool>> down(topo.hosts, std::vector<bool>(topo.rails, false));
+// Whether, at time t, some pair of ranks has no path. Shared NICs: some pair of hosts has no
+// rail free of link faults on both its ends (ranks of one host reach each other inside it).
+// One NIC per rank (nics: per_rank): a pair of ranks has a path when a rail is up on both
+// their ports; with a CCL that relays within a host (`relays`), also when one of the two has
+// lost every port and a neighbour on its host has a rail up that the other has up too (the
+// neighbour forwards; two ranks of one host reach each other over the host itself). A rank
+// that keeps a port only on a rail the other lacks has no path: the relay serves a rank
+// without ports, not a pair without a common rail.
+bool NoPathAt(const std::vector<LinkHold>& holds, const Topology& topo, double t, bool relays) {
+  const int per_host = topo.per_rank_nics() ? topo.ranks_per_host : 1;
+  const int n = topo.hosts * per_host;
+  std::vector<std::vector<bool>> up(n, std::vector<bool>(topo.rails, true));
   for (const auto& h : holds) {
-    if (h.from_s <= t && t < h.to_s && h.host >= 0 && h.host < topo.hosts && h.rail >= 0 &&
-        h.rail < topo.rails) {
-      down[h.host][h.rail] = true;
+    if (!(h.from_s <= t && t < h.to_s) || h.host < 0 || h.host >= topo.hosts || h.rail < 0 ||
+        h.rail >= topo.rails || h.rank >= per_host) {
+      continue;
+    }
+    for (int k = 0; k < per_host; ++k) {
+      if (h.rank < 0 || h.rank == k) up[h.host * per_host + k][h.rail] = false;
     }
   }
-  for (int a = 0; a < topo.hosts; ++a) {
-    for (int b = a + 1; b < topo.hosts; ++b) {
-      bool any = false;
-      for (int r = 0; r < topo.rails && !any; ++r) any = !down[a][r] && !down[b][r];
-      if (!any) return true;
+  auto host_of = [&](int g) { return g / per_host; };
+  auto common = [&](int a, int b) {
+    for (int r = 0; r < topo.rails; ++r) {
+      if (up[a][r] && up[b][r]) return true;
+    }
+    return false;
+  };
+  auto lost = [&](int g) {
+    for (int r = 0; r < topo.rails; ++r) {
+      if (up[g][r]) return false;
+    }
+    return true;
+  };
+  // `a` has no port; a neighbour of it forwards to `b`.
+  auto relayed = [&](int a, int b) {
+    if (!relays || !lost(a) || lost(b)) return false;
+    if (host_of(a) == host_of(b)) return true;
+    for (int m = host_of(a) * per_host; m < (host_of(a) + 1) * per_host; ++m) {
+      if (m != a && common(m, b)) return true;
+    }
+    return false;
+  };
+  for (int a = 0; a < n; ++a) {
+    for (int b = a + 1; b < n; ++b) {
+      if (per_host == 1 && host_of(a) == host_of(b)) continue;
+      if (!common(a, b) && !relayed(a, b) && !relayed(b, a)) return true;
     }
   }
   return false;
 }
 
-// Whether some time in [a, b] has no path (sampled at every fault boundary inside and at the
-// ends; the state only changes at boundaries).
-bool NoPathDuring(const std::vector<LinkHold>& holds, const Topology& topo, double a, double b) {
+// The longest stretch of [a, b] during which every pair of ranks had a path (the state only
+// changes at fault boundaries, so it is sampled at each one inside and at a); sets *no_path
+// when some time in [a, b] had none. A collective that waits out a time without a path and then
+// still does not complete once the path is back stalls from that moment on.
+double LongestWithPath(const std::vector<LinkHold>& holds, const Topology& topo, double a, double b,
+                       bool relays, bool* no_path, double* start) {
   std::vector<double> ts = {a};
   for (const auto& h : holds) {
     if (h.from_s > a && h.from_s < b) ts.push_back(h.from_s);
     if (h.to_s > a && h.to_s < b) ts.push_back(h.to_s);
   }
-  for (double t : ts) {
-    if (NoPathAt(holds, topo, t)) return true;
+  std::sort(ts.begin(), ts.end());
+  ts.push_back(b);
+  double longest = 0, from = -1;
+  for (size_t i = 0; i + 1 < ts.size(); ++i) {
+    if (NoPathAt(holds, topo, ts[i], relays)) {
+      *no_path = true;
+      from = -1;
+      continue;
+    }
+    if (from < 0) from = ts[i];
+    if (ts[i + 1] - from > longest) {
+      longest = ts[i + 1] - from;
+      *start = from;
+    }
   }
-  return false;
+  return longest;
 }
 
 double Median(std::vector<double> v) {
@@ -125,8 +176,8 @@ double Median(std::vector<double> v) {
 
 // The stall part of liveness_after_heal; empty when it holds or does not apply, else why not.
 // `first_s`..`heal_s`: the first application and the last heal.
-std::string StallViolation(const RunView& run, const InvariantSettings& s, double first_s,
-                           double heal_s, std::string* note) {
+std::string StallViolation(const RunView& run, const InvariantSettings& s, bool relays,
+                           double first_s, double heal_s, std::string* note) {
   if (s.stall_x <= 0) return "";
   if (!run.scenario) {
     *note = "; stall bound not checked: no scenario.yaml";
@@ -156,21 +207,27 @@ std::string StallViolation(const RunView& run, const InvariantSettings& s, doubl
       if (next >= heal_s) break;
       continue;
     }
-    if (NoPathDuring(holds, run.scenario->topology, a, b)) {
-      ++skipped;
-    } else if (b - a > worst) {
-      worst = b - a;
-      worst_from = a;
+    bool no_path = false;
+    double from = a;
+    const double with_path =
+        LongestWithPath(holds, run.scenario->topology, a, b, relays, &no_path, &from);
+    if (no_path) ++skipped;
+    if (with_path > worst) {
+      worst = with_path;
+      worst_from = from;
     }
     if (next >= heal_s) break;
   }
   *note = "; longest stall with a path " + Fmt("%.0f", worst * 1e3) + " ms (bound " +
           Fmt("%.0f", bound_s * 1e3) + " ms = " + Fmt("%.0f", s.stall_plus_ns / 1e6) + " ms + " +
           Fmt("%g", s.stall_x) + " x " + Fmt("%.2f", base_ms) + " ms)";
-  if (skipped > 0) *note += ", " + std::to_string(skipped) + " interval(s) without a path skipped";
+  if (skipped > 0) {
+    *note += ", " + std::to_string(skipped) + " interval(s) with a time without a path (counted " +
+             "from when the path was back)";
+  }
   if (worst > bound_s) {
     return "no collective completed for " + Fmt("%.0f", worst * 1e3) + " ms from " +
-           Fmt("%.3f", worst_from) + " s while every pair of hosts had a working rail, past " +
+           Fmt("%.3f", worst_from) + " s while every pair of ranks had a path, past " +
            "the stall bound of " + Fmt("%.0f", bound_s * 1e3) + " ms (" +
            Fmt("%.0f", s.stall_plus_ns / 1e6) + " ms + " + Fmt("%g", s.stall_x) +
            " x the baseline collective time " + Fmt("%.2f", base_ms) + " ms)";
@@ -420,7 +477,9 @@ InvariantResult CheckLivenessAfterHeal(const RunView& run, const InvariantSettin
   }
   std::string stall_note;
   if (!run.series_error.empty()) return Fail(name, run.series_error);
-  if (std::string v = StallViolation(run, s, first_s, heal_s, &stall_note); !v.empty()) {
+  if (std::string v =
+          StallViolation(run, s, traits->relays_within_host, first_s, heal_s, &stall_note);
+      !v.empty()) {
     return Fail(name, v);
   }
   const auto& metrics = run.report->value("metrics", nlohmann::json::object());

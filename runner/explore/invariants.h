@@ -13,8 +13,10 @@
 //                        least kLivenessWindowNs of collectives is back to `pct` % of the
 //                        baseline (timeseries.csv; report.json baseline_busbw_gbps).
 //                        With liveness stall_x set, also a stall bound: from the first fault's
-//                        application to the last heal, at times when every pair of hosts keeps
-//                        a rail without a link-level fault on either end, no interval between
+//                        application to the last heal, at times when every pair of ranks keeps
+//                        a path (a rail without a link-level fault on either end; with
+//                        nics: per_rank and a CCL that relays within a host, also a rank
+//                        without ports through a neighbour's), no interval between
 //                        completed collectives is longer than stall_plus + stall_x x the
 //                        baseline median collective time (collectives before the first fault).
 //   lossless             for a CCL that exports per-peer chunk counters (ftccl: the "stats"

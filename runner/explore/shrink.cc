@@ -109,7 +109,7 @@ class Shrinker final {
   // The ways to simplify a fault. A way that once gave a passing (or unfit) candidate is not
   // tried again on that fault: shrinking assumes that a smaller change of the same kind would
   // pass too, which keeps the number of re-runs linear in the faults.
-  enum Way { kLength, kEarlier, kHost, kRail, kSide };
+  enum Way { kLength, kEarlier, kHost, kRank, kRail, kSide };
 
   bool TryWay(size_t i, Way way, const GenFault& g, const std::string& action) {
     const auto key = std::make_pair(current_[i].id, static_cast<int>(way));
@@ -160,6 +160,11 @@ class Shrinker final {
       g.host = 0;
       if (f.type == "conn_corrupt" && f.peer_host == 0) g.peer_host = f.host;  // the same pair
       if (TryWay(i, kHost, g, f.id + ": host 0")) return true;
+    }
+    if (f.rank != 0) {
+      GenFault g = f;
+      g.rank = 0;
+      if (TryWay(i, kRank, g, f.id + ": rank 0 of its host")) return true;
     }
     if (f.rail != 0) {
       GenFault g = f;
@@ -217,9 +222,10 @@ TopologyShrinkResult ShrinkTopology(const TopologyShape& start, const std::vecto
                                     uint64_t min_bytes) {
   TopologyShrinkResult r;
   r.minimal = start;
-  int max_host = 0, max_rail = 0;
+  int max_host = 0, max_rail = 0, max_rank = 0;
   for (const auto& f : faults) {
     max_host = std::max(max_host, f.host);
+    max_rank = std::max(max_rank, f.rank);
     if (f.type == "conn_corrupt") max_host = std::max(max_host, f.peer_host);
     max_rail = std::max(max_rail, f.rail);
   }
@@ -242,10 +248,12 @@ TopologyShrinkResult ShrinkTopology(const TopologyShape& start, const std::vecto
     if (failed) r.minimal = c;
     return failed;
   };
-  if (r.minimal.ranks_per_host > 1) {
+  // A fault on a rank's own port keeps that rank.
+  if (r.minimal.ranks_per_host > max_rank + 1) {
     TopologyShape c = r.minimal;
-    c.ranks_per_host = 1;
-    ask(c, "1 rank per host");
+    c.ranks_per_host = max_rank + 1;
+    ask(c, std::to_string(c.ranks_per_host) + " rank" + (c.ranks_per_host == 1 ? "" : "s") +
+               " per host");
   }
   const int min_hosts = std::max(2, max_host + 1);
   if (r.minimal.hosts > min_hosts) {

@@ -35,11 +35,12 @@ constexpr CclTraits kTraits[] = {
         .how_to_build = "",
         .emits_path_events = true,
         .fails_over = true,
+        .relays_within_host = true,
         .serves_fault_hook = true,
         .can_shrink = true,
         .can_grow = true,
         .honours_peer_loss_timeout = true,
-        .has_queue_pairs = true,  // its verbs transport, on RDMA rails
+        .has_queue_pairs = true,   // its verbs transport, on RDMA rails
         .needs_store_dir = false,  // rank 0's bootstrap listener
         .needs_own_gpu = false,
         .launch = LaunchStyle::kForkedRank,
@@ -52,6 +53,7 @@ constexpr CclTraits kTraits[] = {
         .how_to_build = "apt install libgloo-dev, then configure with -DFAULTLINE_WITH_GLOO=ON",
         .emits_path_events = false,
         .fails_over = false,
+        .relays_within_host = false,
         .serves_fault_hook = false,
         .can_shrink = false,
         .can_grow = false,
@@ -70,6 +72,7 @@ constexpr CclTraits kTraits[] = {
                         "-DFAULTLINE_WITH_CUDA=ON",
         .emits_path_events = false,
         .fails_over = false,
+        .relays_within_host = false,
         .serves_fault_hook = false,
         .can_shrink = false,
         .can_grow = false,
@@ -90,6 +93,7 @@ constexpr CclTraits kTraits[] = {
         // Its TCP transport stripes over the rails but does not move a failed rail's share
         // (scenarios/README.md, peer findings): no failover claimed.
         .fails_over = false,
+        .relays_within_host = false,
         .serves_fault_hook = false,
         .can_shrink = false,
         .can_grow = false,
@@ -111,6 +115,7 @@ constexpr CclTraits kTraits[] = {
         // UCX's TCP transport stripes over the rails; whether it moves a failed rail's share is
         // what scenarios/peers/mpich_*.yaml measure: no failover claimed.
         .fails_over = false,
+        .relays_within_host = false,
         .serves_fault_hook = false,
         .can_shrink = false,
         .can_grow = false,

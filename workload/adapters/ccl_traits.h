@@ -58,6 +58,10 @@ struct CclTraits {
   // (ftccl reroutes, rebalances and fails back). Campaigns check its liveness after a heal
   // (runner/explore/invariants.h).
   bool fails_over;
+  // A rank that lost every port of its own NIC (nics: per_rank) sends through a rank of its
+  // host that still has one (ftccl's intra-host relay). Campaigns count such a path when they
+  // judge a stall (runner/explore/invariants.h).
+  bool relays_within_host;
   // Its ranks serve the fault-hook protocol (injector/FAULT_HOOK.md: conn_corrupt, qp_error).
   bool serves_fault_hook;
   // It can shrink its group without a lost rank (policy shrink). CclAdapter::CanShrink().

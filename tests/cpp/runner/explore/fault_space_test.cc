@@ -25,8 +25,9 @@ std::string Errors(const SpaceOutcome& o) {
 }
 
 TEST(FaultSpace, ShippedSpacesParse) {
-  for (const char* f : {"links.yaml", "connections.yaml", "small.yaml", "flaps.yaml",
-                        "failback.yaml", "one_rail.yaml", "both_rails.yaml", "corrupt.yaml"}) {
+  for (const char* f :
+       {"links.yaml", "connections.yaml", "small.yaml", "flaps.yaml", "failback.yaml",
+        "one_rail.yaml", "both_rails.yaml", "corrupt.yaml", "relay.yaml"}) {
     std::string path = FAULTLINE_SOURCE_DIR;  // appended piece by piece: see generator_test
     path.append("/scenarios/explore/").append(f);
     const SpaceOutcome o = ParseFaultSpaceFile(path);
@@ -118,6 +119,43 @@ TEST(FaultSpace, ConnCorruptPartsDefaultToThePayload) {
   o = ParseFaultSpace(one, "s.yaml");
   ASSERT_TRUE(o.ok()) << Errors(o);
   EXPECT_EQ(o.space->kinds[1].parts, (std::vector<std::string>{"header", "payload"}));
+}
+
+// One NIC per rank: the ranks whose ports are hit are a target, and nic_down (every port of
+// one rank's NIC) is a kind; both are refused on shared NICs, where a host's ranks share ports.
+TEST(FaultSpace, PerRankNicsTakeRankTargetsAndNicDown) {
+  std::string text = kSpace;
+  text.replace(text.find("ranks_per_host: 1, rails: 2}"), 28,
+               "ranks_per_host: 2, rails: 2, nics: per_rank}");
+  text.replace(text.find("kinds:"), 6, "targets: {ranks: [1]}\nkinds:");
+  text += "  - {type: nic_down, duration: {min: 600ms, max: 1s}}\n";
+  SpaceOutcome o = ParseFaultSpace(text, "s.yaml");
+  ASSERT_TRUE(o.ok()) << Errors(o);
+  EXPECT_EQ(o.space->targets.ranks, (std::vector<int>{1}));
+  ASSERT_EQ(o.space->kinds.size(), 2u);
+  EXPECT_TRUE(o.space->kinds[1].WholeNic());
+  EXPECT_TRUE(o.space->kinds[1].HasSide());
+  EXPECT_EQ(o.space->kinds[1].duration_ns.lo, 600'000'000);
+  // Without per_rank: every rank's target is refused, and nic_down at its kind.
+  std::string shared = text;
+  shared.replace(shared.find(", nics: per_rank"), 16, "");
+  o = ParseFaultSpace(shared, "s.yaml");
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(Errors(o).find("s.yaml:7:18: targets.ranks needs nics: per_rank"), std::string::npos)
+      << Errors(o);
+  shared.replace(shared.find("targets: {ranks: [1]}\n"), 22, "");
+  o = ParseFaultSpace(shared, "s.yaml");
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(Errors(o).find("s.yaml:9:5: kind nic_down takes every port of one rank's NIC: it "
+                           "needs nics: per_rank"),
+            std::string::npos)
+      << Errors(o);
+  // A rank the topology does not have.
+  std::string far = text;
+  far.replace(far.find("ranks: [1]"), 10, "ranks: [2]");
+  o = ParseFaultSpace(far, "s.yaml");
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(Errors(o).find("s.yaml:7:19: "), std::string::npos) << Errors(o);
 }
 
 TEST(FaultSpace, UnreadableFile) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <set>
 #include <string>
 
 namespace faultline::runner::explore {
@@ -143,6 +144,62 @@ TEST(Generator, TargetedSpacesMakeTheRunsTheyAreFor) {
   EXPECT_GE(every_path_lost, kRuns / 2);
   std::printf("one_rail: %d of %d runs with 2+ outages; both_rails: %d with every path lost\n",
               several, kRuns, every_path_lost);
+}
+
+// relay.yaml (one NIC per rank): a nic_down is written as one link_down per rail of the same
+// rank's ports, at once and for as long; the ports hit are those of both ranks of each host.
+TEST(Generator, NicDownIsEveryPortOfOneRank) {
+  const FaultSpace s = Load("relay.yaml");
+  ASSERT_TRUE(s.base.topology.per_rank_nics());
+  std::set<std::pair<int, int>> nics;  // (host, rank) of the nic_downs drawn
+  int ports = 0;
+  for (int64_t i = 0; i < 100; ++i) {
+    const RunFaults r = Generate(s, 2026, i);
+    ASSERT_GE(r.faults.size(), 1u) << i;
+    EXPECT_TRUE(FitsSpace(s, r.faults)) << i;
+    const std::string text = RenderScenario(s, r, {2026, i, ""});
+    const ParseOutcome p = ParseScenario(text, "gen.yaml");
+    ASSERT_TRUE(p.ok()) << text << "\n"
+                        << (p.diagnostics.empty() ? "" : p.diagnostics[0].ToString());
+    EXPECT_TRUE(p.scenario->topology.per_rank_nics());
+    size_t k = 0;
+    for (const auto& g : r.faults) {
+      const int n = g.WholeNic() ? s.base.topology.rails : 1;
+      if (g.WholeNic()) nics.insert({g.host, g.rank});
+      if (!g.WholeNic()) ++ports;
+      for (int rail = 0; rail < n; ++rail, ++k) {
+        ASSERT_LT(k, p.scenario->faults.size()) << text;
+        const FaultSpec& f = p.scenario->faults[k];
+        EXPECT_EQ(f.kind, "link_down") << text;
+        EXPECT_EQ(f.target.host, g.host);
+        EXPECT_EQ(f.target.rank, g.rank) << text;
+        EXPECT_TRUE(f.target.port) << text;
+        EXPECT_EQ(f.target.rail, g.WholeNic() ? rail : g.rail) << text;
+        EXPECT_EQ(f.target.side, g.side);
+        EXPECT_EQ(f.at_ns, g.at_ns);
+        ASSERT_TRUE(f.LatestEndNs().has_value());
+        EXPECT_EQ(*f.LatestEndNs(), g.EndNs());
+      }
+    }
+    EXPECT_EQ(k, p.scenario->faults.size()) << text;
+  }
+  EXPECT_EQ(nics.size(), 4u);  // both ranks of both hosts
+  EXPECT_GT(ports, 0);
+  // A nic_down and a fault on one of the same rank's ports overlap; another rank's do not.
+  GenFault a{.id = "a", .type = "nic_down", .at_ns = 1'100'000'000, .for_ns = 800'000'000};
+  GenFault b{.id = "b", .type = "link_down", .at_ns = 1'500'000'000, .for_ns = 300'000'000};
+  b.rail = 1;
+  FaultSpace two = s;  // relay.yaml has one fault at a time
+  two.max_concurrent = 2;
+  EXPECT_FALSE(FitsSpace(two, {a, b}));
+  b.rank = 1;
+  EXPECT_TRUE(FitsSpace(two, {a, b}));
+  EXPECT_FALSE(FitsSpace(s, {a, b}));
+  // A rank the topology does not have, a nic_down on a shared-NIC space.
+  b.rank = 2;
+  EXPECT_FALSE(FitsSpace(s, {b}));
+  EXPECT_FALSE(FitsSpace(Load("links.yaml"), {a}));
+  EXPECT_EQ(Describe(a), "a nic_down h0 k0 host at 1100ms for 800ms");
 }
 
 TEST(Generator, FitsSpaceRefusesOverlapOnOneLink) {

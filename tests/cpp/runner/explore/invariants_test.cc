@@ -322,8 +322,67 @@ TEST(Invariants, LivenessStallBoundSkipsTimesWithoutAPath) {
                                   {"reverted_s", 1.9}});
   const auto r = CheckLivenessAfterHeal(LoadRunView(run.Write("nopath")), StallBound());
   EXPECT_EQ(r.verdict, Verdict::kPass) << r.detail;
-  // [1.54, 1.59] and [1.59, 1.99] s overlap the time without a path.
-  EXPECT_NE(r.detail.find("2 interval(s) without a path skipped"), std::string::npos) << r.detail;
+  // [1.54, 1.59] and [1.59, 1.99] s overlap the time without a path; what is left of them with
+  // a path (10 and 90 ms) is within the bound.
+  EXPECT_NE(r.detail.find("2 interval(s) with a time without a path"), std::string::npos)
+      << r.detail;
+  EXPECT_NE(r.detail.find("longest stall with a path 90 ms"), std::string::npos) << r.detail;
+  // Rail 1 of host 0 is back at 1.7 s: the collective that waited out the time without a path
+  // still has not completed 290 ms after the path returned, past the bound.
+  run.scenario.replace(run.scenario.find("for: 350ms"), 10, "for: 150ms");
+  run.report["faults"][1]["reverted_s"] = 1.7;
+  const auto late = CheckLivenessAfterHeal(LoadRunView(run.Write("nopath-late")), StallBound());
+  EXPECT_EQ(late.verdict, Verdict::kFail) << late.detail;
+  EXPECT_NE(late.detail.find("for 290 ms from 1.700 s"), std::string::npos) << late.detail;
+}
+
+// One NIC per rank: rank 0 of host 0 loses both its ports while rank 1 of its host keeps its
+// own. ftccl relays through rank 1, so the pair still has a path and a stall is the library's;
+// with rank 1's NIC down too, or with the two ranks left on different rails (neither without
+// ports: no relay), the wait is the network's.
+TEST(Invariants, LivenessStallBoundCountsARelayAsAPath) {
+  HandMadeRun run;
+  run.gap_from_s = 1.6;
+  run.gap_to_s = 1.95;
+  run.scenario = R"(name: hand
+topology: {hosts: 2, ranks_per_host: 2, rails: 2, nics: per_rank}
+workload: {op: allreduce, bytes: 1MiB, duration: 4s, warmup: 200ms}
+faults:
+)";
+  run.report["faults"] = nlohmann::json::array();
+  auto down = [&](const std::string& id, int host, int rank, int rail) {
+    run.scenario +=
+        "  - {id: " + id + ", at: 1500ms, type: link_down, target: {host: " + std::to_string(host) +
+        ", rank: " + std::to_string(rank) + ", rail: " + std::to_string(rail) + "}, for: 500ms}\n";
+    run.report["faults"].push_back(
+        {{"id", id},
+         {"type", "link_down"},
+         {"target", {{"host", host}, {"rank", rank}, {"rail", rail}, {"side", "host"}}},
+         {"applied_s", 1.5},
+         {"reverted_s", 2.0}});
+  };
+  down("p0", 0, 0, 0);
+  down("p1", 0, 0, 1);
+  const auto r = CheckLivenessAfterHeal(LoadRunView(run.Write("relay")), StallBound());
+  EXPECT_EQ(r.verdict, Verdict::kFail) << r.detail;
+  EXPECT_NE(r.detail.find("while every pair of ranks had a path"), std::string::npos) << r.detail;
+  // The neighbour's NIC is down as well: no rank of host 0 has a port.
+  const HandMadeRun saved = run;
+  down("p2", 0, 1, 0);
+  down("p3", 0, 1, 1);
+  const auto b = CheckLivenessAfterHeal(LoadRunView(run.Write("relay-both")), StallBound());
+  EXPECT_EQ(b.verdict, Verdict::kPass) << b.detail;
+  EXPECT_NE(b.detail.find("with a time without a path"), std::string::npos) << b.detail;
+  // Rank 0 of host 0 keeps rail 1 only, rank 0 of host 1 rail 0 only: no common rail, and
+  // neither is without ports.
+  run = saved;
+  run.scenario = run.scenario.substr(0, run.scenario.find("  - {id: p0"));
+  run.report["faults"] = nlohmann::json::array();
+  down("p0", 0, 0, 0);
+  down("p1", 1, 0, 1);
+  const auto c = CheckLivenessAfterHeal(LoadRunView(run.Write("relay-cross")), StallBound());
+  EXPECT_EQ(c.verdict, Verdict::kPass) << c.detail;
+  EXPECT_NE(c.detail.find("with a time without a path"), std::string::npos) << c.detail;
 }
 
 TEST(Invariants, LosslessFailsOnAChunkTakenTwiceOrLost) {

@@ -241,3 +241,55 @@ TEST(Shrink, AConnCorruptKeepsItsPairOfHosts) {
 
 }  // namespace
 }  // namespace faultline::runner::explore
+
+namespace faultline::runner::explore {
+namespace {
+
+// A rank's own NIC (nics: per_rank) is simplified to rank 0 of its host when that still
+// fails, and topology shrinking keeps as many ranks per host as the faults name.
+TEST(Shrink, ARankTargetMovesToRankZeroAndKeepsItsRank) {
+  GenFault f = Down("f0", 1, 0, 1000);
+  f.type = "nic_down";
+  f.rank = 1;
+  f.side = LinkSide::kHost;
+  ShrinkLimits limits;
+  limits.earliest_ns = 1000 * kMs;
+  limits.min_length_ns = 1000 * kMs;  // only the target is simplified
+  std::vector<std::string> actions;
+  const ShrinkResult r = Shrink(
+      {f},
+      [](const std::vector<GenFault>& fs) {
+        return fs.size() == 1 ? CandidateVerdict::kFails : CandidateVerdict::kPasses;
+      },
+      kAnything, limits);
+  ASSERT_EQ(r.minimal.size(), 1u);
+  EXPECT_EQ(r.minimal[0].host, 0);
+  EXPECT_EQ(r.minimal[0].rank, 0);
+  for (const auto& s : r.steps) actions.push_back(s.action);
+  EXPECT_NE(std::find(actions.begin(), actions.end(), "f0: rank 0 of its host"), actions.end());
+  // A failure that needs rank 1's NIC keeps it, and 2 ranks per host with it.
+  const ShrinkResult kept = Shrink(
+      {f},
+      [](const std::vector<GenFault>& fs) {
+        return fs.size() == 1 && fs[0].rank == 1 ? CandidateVerdict::kFails
+                                                 : CandidateVerdict::kPasses;
+      },
+      kAnything, limits);
+  ASSERT_EQ(kept.minimal.size(), 1u);
+  EXPECT_EQ(kept.minimal[0].rank, 1);
+  std::vector<TopologyShape> asked;
+  const auto t = ShrinkTopology(
+      TopologyShape{2, 4, 2, 8192}, kept.minimal,
+      [&](const TopologyShape& s) {
+        asked.push_back(s);
+        return CandidateVerdict::kFails;
+      },
+      20);
+  EXPECT_EQ(t.minimal.ranks_per_host, 2);
+  ASSERT_FALSE(t.steps.empty());
+  EXPECT_EQ(t.steps[0].action, "2 ranks per host");
+  for (const auto& s : asked) EXPECT_GE(s.ranks_per_host, 2);
+}
+
+}  // namespace
+}  // namespace faultline::runner::explore
