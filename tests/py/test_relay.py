@@ -5,7 +5,7 @@ import json
 import os
 import re
 
-from test_run import fl, namespaces_possible, scenario  # noqa: F401
+from test_run import fl, namespaces_possible, scenario, timeseries  # noqa: F401
 
 
 def ccl_events(out_dir):
@@ -54,4 +54,28 @@ def test_without_the_relay_the_same_fault_aborts(fl):  # noqa: F811
     assert rep["outcome"] == "aborted_clean", rep["outcome"]
     assert [e["name"] for e in rep["expectations"] if not e["pass"]] == ["outcome"]
     assert not [e for e in ccl_events(fl.out) if e["kind"] == "relay_on"]
+    fl.assert_nothing_left(rep["environment"]["run_id"])
+
+
+def test_a_relay_that_came_in_over_a_lost_port_is_replaced(fl):  # noqa: F811
+    # relay_over_a_lost_rail.yaml: rank 3 relays to rank 0 through rank 2, over rank 0's own
+    # port; rank 0 then loses its port and rank 3 gets its own back (at 2 s). Only rank 0 can
+    # open a path around its lost port (through rank 1), and it must: collectives go on once
+    # rank 3 is back, not when rank 0's port is (3.3 s). Before the fix rank 0 kept the relay
+    # it had accepted and no collective completed from 2.0 s to 3.3 s; it now waits out the
+    # pending relay connection (up to 500 ms) and no more.
+    r = fl.run(scenario("relay_over_a_lost_rail.yaml"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = fl.report()
+    assert rep["outcome"] == "survived", rep["outcome"]
+    back = next(f["reverted_s"] for f in rep["faults"] if f["id"] == "r3")
+    healed = next(f["reverted_s"] for f in rep["faults"] if f["id"] == "r0")
+    ends = sorted(row[2] for row in timeseries(fl.out))
+    marks = [back] + [e for e in ends if back < e < healed] + [healed]
+    longest = max(y - x for x, y in zip(marks, marks[1:]))
+    assert longest < 0.9, f"no collective completed for {longest:.3f} s while rank 0 had a relay"
+    replaced = [e for e in ccl_events(fl.out)
+                if e["kind"] == "relay_off" and e["rank"] == 0 and e["peer"] == 3
+                and "the one it came in on too" in e["reason"]]
+    assert replaced, "rank 0 did not give up the relay that came in over its lost port"
     fl.assert_nothing_left(rep["environment"]["run_id"])

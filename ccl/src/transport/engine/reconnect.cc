@@ -79,8 +79,12 @@ void Engine::OnHello(SetupEvent ev) {
   if (relayed) {
     // A rank that lost its rails, through a rank of its host (or, from this host, directly).
     slot = relay_slot_[peer];
-    if (slot >= 0 && conns_[slot].alive && conns_[slot].relay_state.initiator && peer > rank_) {
-      slot = -2;  // both ends opened one at once: the lower rank's stays
+    if (slot >= 0 && conns_[slot].alive && conns_[slot].relay_state.initiator && peer > rank_ &&
+        OwnRailsLost()) {
+      // Both ends opened one at once, each without rails: the lower rank's stays. A relay this
+      // rank opened before its rails came back gives way: it may run over the rail the peer
+      // just lost.
+      slot = -2;
     }
   } else if (valid && peer > rank_ && rail == ev.rail) {
     for (int ci : peers_[peer].conns) {

@@ -30,6 +30,14 @@ void Engine::CheckRelay(int peer, Clock::time_point now) {
   for (int cj : p.conns) {
     direct |= !conns_[cj].relay && conns_[cj].alive && !conns_[cj].health.suspect;
   }
+  if (c.alive && !c.relay_state.initiator && hosts_[peer] != hosts_[rank_] && !direct &&
+      OwnRailsLost()) {
+    // A relay that a rank of another host opened reaches this rank over one of this rank's own
+    // rails (the peer's neighbour dialled its listener): with every one of them down it carries
+    // nothing more, and only this rank can open a path around them, through its own host.
+    RelayFailed(ci, "every rail of this rank is down, the one it came in on too");
+    c.next_connect = now;
+  }
   if (!c.alive) {
     const bool reachable = hosts_[peer] == hosts_[rank_] || !neighbours_.empty();
     if (!direct && reachable && !p.gone && !p.closing && now >= c.next_connect && OwnRailsLost()) {
