@@ -23,7 +23,13 @@ constexpr size_t kBufBytes = 256 * 1024;
 constexpr uint64_t kListenId = UINT64_MAX;
 constexpr uint64_t kWakeId = UINT64_MAX - 1;
 constexpr auto kRequestTimeout = std::chrono::seconds(1);
+// How long a relay may take to reach its destination, over all of this rank's rails, and how
+// long one rail's connect is waited for before the next rail is tried too: a rail whose
+// address resolution is pending (the destination's port just came back and the kernel repeats
+// ARP only every second) must not hold a relay that another rail would carry at once. The
+// rails are tried in turn again until the whole timeout is spent.
 constexpr auto kConnectTimeout = std::chrono::milliseconds(500);
+constexpr auto kRailConnectTimeout = std::chrono::milliseconds(100);
 constexpr int kMaxSessions = 1024;
 constexpr uint32_t kUnregistered = UINT32_MAX;
 
@@ -94,9 +100,11 @@ struct RelayService::Session {
   net::Fd b;  // the TCP connection to the destination
   RelayRequest req;
   size_t req_got = 0;
-  std::vector<int> rails;  // still to try, in order
+  std::vector<int> order;  // the rails to try, in order
+  std::vector<int> rails;  // still to try in this round
   int rail = -1;
-  Clock::time_point deadline;
+  Clock::time_point deadline;          // of the current step (request, or one rail's connect)
+  Clock::time_point connect_deadline;  // of reaching the destination at all
   Buf ab, ba;
   bool a_eof = false, b_eof = false, a_shut = false, b_shut = false;
   uint32_t a_events = kUnregistered, b_events = kUnregistered;  // registered interest
@@ -196,8 +204,16 @@ void RelayService::Loop() {
   };
 
   // Starts a connect on the next rail to try. False: none left.
-  auto next_connect = [&](Session& s) {
-    while (!s.rails.empty()) {
+  // `timed_out`: the last rail did not answer in time (another round of the rails may follow
+  // while the whole timeout lasts); a rail that refused is not tried again.
+  auto next_connect = [&](Session& s, bool timed_out) {
+    const auto now = Clock::now();
+    if (s.state != Session::State::kConnecting) {
+      s.connect_deadline = now + kConnectTimeout;
+    } else if (timed_out && s.rails.empty() && now < s.connect_deadline) {
+      s.rails = s.order;
+    }
+    while (!s.rails.empty() && now < s.connect_deadline) {
       const int r = s.rails.front();
       s.rails.erase(s.rails.begin());
       if (cfg_.rail_up && !cfg_.rail_up(r)) continue;
@@ -208,7 +224,7 @@ void RelayService::Loop() {
       s.b_events = kUnregistered;
       s.rail = r;
       s.state = Session::State::kConnecting;
-      s.deadline = Clock::now() + kConnectTimeout;
+      s.deadline = std::min(now + kRailConnectTimeout, s.connect_deadline);
       set_interest(s);
       return true;
     }
@@ -289,8 +305,9 @@ void RelayService::Loop() {
     }
     // Through one of this rank's own rails, starting at a rail that depends on the pair so that
     // several relayed peers spread over the rails.
-    for (int i = 0; i < nrails; ++i) s.rails.push_back((q.src + q.dst + i) % nrails);
-    if (!next_connect(s)) {
+    for (int i = 0; i < nrails; ++i) s.order.push_back((q.src + q.dst + i) % nrails);
+    s.rails = s.order;
+    if (!next_connect(s, false)) {
       LOG_WARN("RELAY", "cannot relay rank %d to rank %d: no rail of this rank is up", q.src,
                q.dst);
       close_session(s.id, "no rail up");
@@ -302,7 +319,7 @@ void RelayService::Loop() {
     socklen_t len = sizeof(err);
     getsockopt(s.b.get(), SOL_SOCKET, SO_ERROR, &err, &len);
     if (err != 0) {
-      if (!next_connect(s)) close_session(s.id, "every rail refused");
+      if (!next_connect(s, false)) close_session(s.id, "every rail refused");
       return;
     }
     if (cfg_.prepare_tcp) cfg_.prepare_tcp(s.b.get());
@@ -391,7 +408,7 @@ void RelayService::Loop() {
     }
     for (uint64_t sid : expired) {
       Session& s = *sessions[sid];
-      if (s.state == Session::State::kConnecting && next_connect(s)) continue;
+      if (s.state == Session::State::kConnecting && next_connect(s, true)) continue;
       close_session(sid, "timed out");
     }
   }
