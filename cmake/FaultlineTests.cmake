@@ -1,7 +1,7 @@
 # How a GoogleTest executable becomes ctest tests, and in which tier (scripts/run-tests).
 #
 #   faultline_gtest(TARGET [SLOW] [LABELS label...] [TIMEOUT s] [DISCOVERY_TIMEOUT s]
-#                   [RESOURCE_LOCK name] [PREFIX text])
+#                   [RESOURCE_LOCK name] [PREFIX text] [SERIAL regex...])
 #
 # Every test of TARGET is discovered from the built executable (gtest_discover_tests) and gets
 # LABELS and TIMEOUT. The tier is declared where the test is:
@@ -12,11 +12,14 @@
 # RESOURCE_LOCK: tests that cannot run beside each other name the thing they share (say why
 # beside the call); ctest -j never runs two holders of one lock at once.
 # PREFIX goes before every test's name (`explore.`: `ctest -R explore` selects them).
+# SERIAL: the tests whose full names match one of the regexes run alone (RUN_SERIAL: ctest -j
+# starts nothing beside them; say why beside the call).
 include_guard(GLOBAL)
 include(GoogleTest)
 
 function(faultline_gtest target)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "SLOW" "TIMEOUT;DISCOVERY_TIMEOUT;RESOURCE_LOCK;PREFIX" "LABELS")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "SLOW" "TIMEOUT;DISCOVERY_TIMEOUT;RESOURCE_LOCK;PREFIX"
+                        "LABELS;SERIAL")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "faultline_gtest(${target}): unknown arguments ${arg_UNPARSED_ARGUMENTS}")
   endif()
@@ -58,6 +61,13 @@ function(faultline_gtest target)
          "  else()\n"
          "    set_tests_properties(\"\${_t}\" PROPERTIES LABELS \"${labels}\")\n")
   endif()
-  file(APPEND ${tiers} "  endif()\nendforeach()\n")
+  file(APPEND ${tiers} "  endif()\n")
+  foreach(re IN LISTS arg_SERIAL)
+    file(APPEND ${tiers}
+         "  if(_t MATCHES \"${re}\")\n"
+         "    set_tests_properties(\"\${_t}\" PROPERTIES RUN_SERIAL TRUE)\n"
+         "  endif()\n")
+  endforeach()
+  file(APPEND ${tiers} "endforeach()\n")
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${tiers})
 endfunction()
