@@ -204,8 +204,9 @@ void RelayService::Loop() {
   };
 
   // Starts a connect on the next rail to try. False: none left.
-  // `timed_out`: the last rail did not answer in time (another round of the rails may follow
-  // while the whole timeout lasts); a rail that refused is not tried again.
+  // `timed_out`: the last rail did not answer in time, and another round of every rail may
+  // follow while the whole timeout lasts; a refusal only moves on to the next rail of the round
+  // (when the last one refuses, the relay ends).
   auto next_connect = [&](Session& s, bool timed_out) {
     const auto now = Clock::now();
     if (s.state != Session::State::kConnecting) {
