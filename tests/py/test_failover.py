@@ -114,9 +114,14 @@ def test_flap_storm_on_one_rail_costs_only_its_share(fl):  # noqa: F811
 
 
 # Serial: bounds a stall and a reaction time, which another run's ranks on these cores stretch.
+# The second file's link is up for less than ftccl's link_settle between the two downs: both
+# downs count all the same. A rank that counted an up only once its settle time ended saw one
+# down there, and once in CI in the first file too, its settle timer read ~10 ms late.
 @pytest.mark.serial
-def test_damped_rail_is_taken_back_when_the_other_rail_goes_down(fl):  # noqa: F811
-    rep = run_and_check(fl, "link_flap_then_other_rail_down.yaml")
+@pytest.mark.parametrize("scenario", ["link_flap_then_other_rail_down.yaml",
+                                      "link_flap_faster_than_settle_then_other_rail_down.yaml"])
+def test_damped_rail_is_taken_back_when_the_other_rail_goes_down(fl, scenario):  # noqa: F811
+    rep = run_and_check(fl, scenario)
     other = next(f for f in rep["faults"] if f["id"] == "other")
     applied = other["applied_s"]
     released = []

@@ -315,6 +315,14 @@ void Engine::SetRailLink(int r, bool up) {
     }
   }
   rail_settle_at_[r] = {};
+  if (up) {
+    // The carrier came back: a down after this is another down for damping, even one that
+    // comes before the settle time ends (a link flapping faster than link_settle is the
+    // worst flapper, not none). Nothing is sent before the settle time all the same.
+    for (Conn& c : conns_) {
+      if (c.rail == r && c.alive && c.health.suspect) c.health.up_since_down = true;
+    }
+  }
   if (up && options_.link_settle.count() > 0) {
     // The port is up, but the switch port behind it may not forward yet: the first packet
     // would start an address resolution whose request is lost, and the kernel asks again only
