@@ -116,7 +116,8 @@ def test_flap_storm_on_one_rail_costs_only_its_share(fl):  # noqa: F811
 # Serial: bounds a stall and a reaction time, which another run's ranks on these cores stretch.
 # The second file's link is up for less than ftccl's link_settle between the two downs: both
 # downs count all the same. A rank that counted an up only once its settle time ended saw one
-# down there, and once in CI in the first file too, its settle timer read ~10 ms late.
+# down there every time, and once in CI in the first file too (its settle timer most likely
+# read late: the settle ends 10 ms before the second down and is read on a 10 ms tick).
 @pytest.mark.serial
 @pytest.mark.parametrize("scenario", ["link_flap_then_other_rail_down.yaml",
                                       "link_flap_faster_than_settle_then_other_rail_down.yaml"])
