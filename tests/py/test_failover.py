@@ -101,6 +101,27 @@ def test_fast_flapping_rail_is_damped(fl):  # noqa: F811
         assert changes[-1]["t_s"] - end <= 5.0 + 1.0, (rank, round(changes[-1]["t_s"] - end, 3))
 
 
+def test_each_outage_of_a_port_that_keeps_failing_counts_once(fl):  # noqa: F811
+    rep = run_and_check(fl, "link_down_every_2s_rail0.yaml")
+    applied = rep["faults"][0]["applied_s"]
+    # Host 0's rank sees its own port go down five times, 2 s apart. Each path_up says how
+    # many downs damping counted within its 5 s window: one per outage is at most 3 here. The
+    # code that also counted the reset of the connection it had asked the peer to replace
+    # said 4 and 6, and held the path out from the third outage to the end of the run.
+    ups = path_events(fl.out, "path_up", rank=0, path=0, after=applied)
+    counts = []
+    for e in ups:
+        m = re.search(r"\((\d+) down in the last \d+ ms\)", e["reason"])
+        assert m, e
+        counts.append(int(m.group(1)))
+    assert counts and max(counts) <= 3, counts
+    # And with a hold-down of at most 400 ms against 1.3 s up, the rail carries data again
+    # after every outage, on both ranks.
+    for rank in (0, 1):
+        failbacks = path_events(fl.out, "failback", rank=rank, path=0, after=applied)
+        assert len(failbacks) == 5, (rank, [round(e["t_s"] - applied, 3) for e in failbacks])
+
+
 # Serial: bounds a stall, which another run's ranks on these cores stretch.
 @pytest.mark.serial
 def test_flap_storm_on_one_rail_costs_only_its_share(fl):  # noqa: F811

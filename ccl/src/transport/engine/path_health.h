@@ -76,6 +76,7 @@ class PathHealth final {
 
   bool suspect = false;         // out of use until an answer after the hold-down
   bool up_since_down = false;   // suspect, but its link came up or it answered since
+  bool carrier_back = false;    // suspect, and its rail's carrier returned since its down
   bool failback_pending = false;  // back in use: its next data chunk is a failback
 
   TimePoint last_progress() const { return last_progress_; }

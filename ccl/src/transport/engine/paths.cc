@@ -23,6 +23,8 @@ constexpr auto kRedialOnUp = std::chrono::milliseconds(250);
 constexpr auto kRedialAwaiting = std::chrono::milliseconds(30);
 // At most one fresh connection per path for these reasons in this long.
 constexpr auto kRedialSpacing = std::chrono::milliseconds(100);
+// A reset within this long of asking the peer to connect afresh is that replacement.
+constexpr auto kRedialAnswer = std::chrono::seconds(1);
 }  // namespace
 
 void Engine::Progress(Conn& c, Clock::time_point now) {
@@ -92,6 +94,7 @@ void Engine::MarkDown(int ci, Clock::time_point now, const std::string& reason) 
   }
   c.health.suspect = true;
   c.health.up_since_down = false;
+  c.health.carrier_back = false;
   c.health.failback_pending = false;
   RecordDown(ci, now);
   std::vector<uint64_t> moved;
@@ -137,6 +140,7 @@ void Engine::RedialIfBackingOff(int ci, Clock::time_point now, const std::string
   c.last_dial = now;
   if (!OnlyPath(ci)) {
     // Another path carries the request: the peer connects afresh (OnRedialRequest).
+    c.redial_asked = now;
     EnqueueCtrl(c.peer, PathNotice(wire::FrameType::kRedial, c));
     Kick(c.peer);
     return;
@@ -197,9 +201,15 @@ void Engine::ConnFailed(int ci, const std::string& reason, bool peer_closed) {
   const bool again = !peer_closed && !p.closing && !p.gone && backend_->redials();
   if (again) {
     // A path already down (suspect, not up since) whose socket now fails too, e.g. closed by
-    // the peer to connect afresh, is the same down: it does not count again for damping.
-    if (!c.health.suspect || c.health.up_since_down) RecordDown(ci, now);
+    // the peer to connect afresh, is the same down: it does not count again for damping. Nor
+    // does the reset of a suspect path this rank asked the peer to replace, though its link
+    // came up since: that replacement is how the path comes back, and counting it made every
+    // outage two downs (a port down 700 ms every 2 s was held out for good after its third).
+    const bool asked = c.health.suspect && c.redial_asked != Clock::time_point{} &&
+                       now - c.redial_asked < kRedialAnswer;
+    if (!asked && (!c.health.suspect || c.health.up_since_down)) RecordDown(ci, now);
     c.health.up_since_down = false;
+    c.redial_asked = {};
     c.reconnect = rank_ > peer;
     c.next_connect = now;
   } else if (!any) {
@@ -315,12 +325,23 @@ void Engine::SetRailLink(int r, bool up) {
     }
   }
   rail_settle_at_[r] = {};
-  if (up) {
-    // The carrier came back: a down after this is another down for damping, even one that
-    // comes before the settle time ends (a link flapping faster than link_settle is the
-    // worst flapper, not none). Nothing is sent before the settle time all the same.
+  // Damping counts a carrier loss after the carrier came back as another down, even one within
+  // the settle time (a link flapping faster than link_settle is the worst flapper, not none).
+  // The carrier's return alone is not the path's: a reset or a timeout on its way back
+  // (typically the peer redialling the backed-off connection as the link returns) is the same
+  // outage, and counting it would double every outage and hold a port that flaps every 2 s
+  // out for good.
+  for (Conn& c : conns_) {
+    if (c.rail != r || !c.alive || !c.health.suspect) continue;
+    if (up) {
+      c.health.carrier_back = true;
+    } else if (c.health.carrier_back) {
+      c.health.up_since_down = true;
+    }
+  }
+  if (!up) {
     for (Conn& c : conns_) {
-      if (c.rail == r && c.alive && c.health.suspect) c.health.up_since_down = true;
+      if (c.rail == r) c.health.carrier_back = false;
     }
   }
   if (up && options_.link_settle.count() > 0) {
@@ -356,6 +377,7 @@ void Engine::RailLinkChanged(int r, bool up, bool long_down, Clock::time_point n
         if (rank_ > c.peer) {
           Redial(ci, "rail " + std::to_string(r) + " is up again");
         } else {
+          c.redial_asked = now;
           EnqueueCtrl(c.peer, PathNotice(wire::FrameType::kRedial, c));
           SendPing(ci, now);
         }

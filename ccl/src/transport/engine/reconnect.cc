@@ -155,6 +155,7 @@ void Engine::Install(int ci, std::unique_ptr<Link> link, uint16_t conn_port) {
   c.health.suspect = true;
   c.health.up_since_down = true;
   c.health.failback_pending = false;
+  c.redial_asked = {};
   // Not a working path yet, and no sign of the peer's life (the kernel completes a handshake
   // for a stopped process): the abort timer runs on until the peer answers (Engine::heard).
   if (!c.relay) LOG_WARN(tag_, "%s re-established", Label(c).c_str());

@@ -278,6 +278,7 @@ void Engine::OnPong(int ci) {
   if (c.rail < static_cast<int>(rail_up_.size()) && !rail_up_[c.rail]) return;
   const bool released = c.health.Held(now);
   c.health.suspect = false;
+  c.health.carrier_back = false;
   // While no path to the peer worked, an acknowledgement went to a suspect one (PickConn's
   // last resort) and may sit in its socket: the peer would wait for it with nothing to resend.
   // Repeat it over the path that works now (acknowledgements are cumulative).
