@@ -736,15 +736,18 @@ int Campaign::RunReplay(const std::string& file) {
       },
       [&](const Job& job, const Judged& j, double started_s) {
         const RunRecord& r = Record(job.file, job.dir, job.index, job.run, j, started_s);
+        if (interrupted_) return false;
+        if (!r.error.empty()) {
+          // Judged by nothing: never "every invariant holds".
+          FL_ERROR("explore", "replay %lld of %s: %s", static_cast<long long>(job.index),
+                   file.c_str(), r.error.c_str());
+          harness = true;
+          return false;
+        }
         const std::string v = r.Violation();
         std::printf("faultline explore: replay %lld of %s: %s\n", static_cast<long long>(job.index),
                     file.c_str(), v.empty() ? "every invariant holds" : ("VIOLATION " + v).c_str());
         std::fflush(stdout);
-        if (interrupted_) return false;
-        if (!r.error.empty()) {
-          harness = true;
-          return false;
-        }
         if (!v.empty()) {
           ++failed;
           code = kViolation;
@@ -802,6 +805,15 @@ int RunCampaign(const CampaignOptions& options) {
     SweepSpec sweep;
     if (auto err = ParseSweep(*options.sweep, *parsed.space, &sweep)) {
       std::fprintf(stderr, "faultline explore: %s\n", err->c_str());
+      return kBadInput;
+    }
+  }
+  if (options.replay) {
+    // The file to replay is the user's: one that does not validate is bad input, said with its
+    // line before anything runs, not a harness error in its first run.
+    ParseOutcome file = ParseScenarioFile(*options.replay);
+    if (!file.ok()) {
+      for (const auto& d : file.diagnostics) std::fprintf(stderr, "%s\n", d.ToString().c_str());
       return kBadInput;
     }
   }

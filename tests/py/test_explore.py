@@ -291,6 +291,27 @@ def test_bad_space_is_bad_input_with_its_line(env, tmp_path):
     assert not os.path.exists(tmp_path / "o")
 
 
+def test_replay_of_a_file_that_does_not_validate_is_bad_input_with_its_line(env, tmp_path):
+    # Two faults on one link at once: the file is refused at its line before anything runs (it
+    # was once run, failed as a harness error, and printed "every invariant holds").
+    bad = tmp_path / "overlap.yaml"
+    bad.write_text(
+        "name: overlap\n"
+        "topology: {hosts: 2, ranks_per_host: 1, rails: 2}\n"
+        "ccl: ftccl\n"
+        "workload: {op: allreduce, dtype: f32, bytes: 64KiB, duration: 4s, check: true}\n"
+        "faults:\n"
+        "  - {id: f0, at: 1s, type: link_down, target: {host: 0, rail: 0}, for: 2s}\n"
+        "  - {id: f1, at: 2s, type: link_down, target: {host: 0, rail: 0, side: switch}, for: 1s}\n")
+    r = faultline(env, "explore", LINKS, "--replay", str(bad), "--runs", "1",
+                  "--out", str(tmp_path / "o"), timeout=60)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert re.search(re.escape(str(bad)) + r":7:\d+: fault 'f1' .* overlaps fault 'f0'", r.stderr), \
+        r.stderr
+    assert "every invariant holds" not in r.stdout, r.stdout
+    assert not os.path.exists(tmp_path / "o")
+
+
 def test_bad_options_are_bad_input(env, tmp_path):
     for args in (["--confirm", "3/2"], ["--budget", "20"], ["--confirm", "x"],
                  ["--sweep", "link_down.percent=1..2:2"], ["--sweep", "link_down.duration=9"],
