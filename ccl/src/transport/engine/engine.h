@@ -208,9 +208,6 @@ class Engine final : public Transport, public FaultTarget {
     bool reconnect = false;
     Clock::time_point next_connect{};
     Clock::time_point last_dial{};  // the last time it was connected afresh (Redial)
-    // When this rank last asked the peer to connect this path afresh (kRedial): the reset of
-    // the old connection that follows is the replacement asked for, not another down.
-    Clock::time_point redial_asked{};
     RelayState relay_state;
     // Fault hook: damage the next data frame written here; frames damaged so far, and when.
     std::optional<FramePart> corrupt_next;

@@ -23,8 +23,6 @@ constexpr auto kRedialOnUp = std::chrono::milliseconds(250);
 constexpr auto kRedialAwaiting = std::chrono::milliseconds(30);
 // At most one fresh connection per path for these reasons in this long.
 constexpr auto kRedialSpacing = std::chrono::milliseconds(100);
-// A reset within this long of asking the peer to connect afresh is that replacement.
-constexpr auto kRedialAnswer = std::chrono::seconds(1);
 }  // namespace
 
 void Engine::Progress(Conn& c, Clock::time_point now) {
@@ -140,7 +138,6 @@ void Engine::RedialIfBackingOff(int ci, Clock::time_point now, const std::string
   c.last_dial = now;
   if (!OnlyPath(ci)) {
     // Another path carries the request: the peer connects afresh (OnRedialRequest).
-    c.redial_asked = now;
     EnqueueCtrl(c.peer, PathNotice(wire::FrameType::kRedial, c));
     Kick(c.peer);
     return;
@@ -201,15 +198,11 @@ void Engine::ConnFailed(int ci, const std::string& reason, bool peer_closed) {
   const bool again = !peer_closed && !p.closing && !p.gone && backend_->redials();
   if (again) {
     // A path already down (suspect, not up since) whose socket now fails too, e.g. closed by
-    // the peer to connect afresh, is the same down: it does not count again for damping. Nor
-    // does the reset of a suspect path this rank asked the peer to replace, though its link
-    // came up since: that replacement is how the path comes back, and counting it made every
-    // outage two downs (a port down 700 ms every 2 s was held out for good after its third).
-    const bool asked = c.health.suspect && c.redial_asked != Clock::time_point{} &&
-                       now - c.redial_asked < kRedialAnswer;
-    if (!asked && (!c.health.suspect || c.health.up_since_down)) RecordDown(ci, now);
+    // the peer to connect afresh as the link comes back, is the same down: it does not count
+    // again for damping. (Counted once the link's settle time had ended, it made every outage
+    // two downs: a port down 700 ms every 2 s was held out for good after its third.)
+    if (!c.health.suspect || c.health.up_since_down) RecordDown(ci, now);
     c.health.up_since_down = false;
-    c.redial_asked = {};
     c.reconnect = rank_ > peer;
     c.next_connect = now;
   } else if (!any) {
@@ -363,7 +356,9 @@ void Engine::RailLinkChanged(int r, bool up, bool long_down, Clock::time_point n
     if (!up) {
       MarkDown(ci, now, "rail " + std::to_string(r) + " link down");
     } else if (c.health.suspect) {
-      c.health.up_since_down = true;
+      // Not "up since its down" yet: that takes an answer, a fresh connection or a carrier
+      // loss after this return (SetRailLink). A reset on the way back (the peer connecting
+      // afresh) is the same outage.
       // A shorter down may have left the socket backing off too (its retransmission into the
       // outage was lost): then it would stay silent for its next timeout, 400 ms or more.
       if (!long_down) {
@@ -377,7 +372,6 @@ void Engine::RailLinkChanged(int r, bool up, bool long_down, Clock::time_point n
         if (rank_ > c.peer) {
           Redial(ci, "rail " + std::to_string(r) + " is up again");
         } else {
-          c.redial_asked = now;
           EnqueueCtrl(c.peer, PathNotice(wire::FrameType::kRedial, c));
           SendPing(ci, now);
         }

@@ -152,10 +152,11 @@ void Engine::Install(int ci, std::unique_ptr<Link> link, uint16_t conn_port) {
   c.health.Restart(now);
   c.rate.Restart();
   // In use again once it answers a probe after its hold-down, like any path that came back.
+  // Up since its down only then: a fresh connection replaced again before it answered (two
+  // redials crossing as a link returns) is the same outage for damping.
   c.health.suspect = true;
-  c.health.up_since_down = true;
+  c.health.up_since_down = false;
   c.health.failback_pending = false;
-  c.redial_asked = {};
   // Not a working path yet, and no sign of the peer's life (the kernel completes a handshake
   // for a stopped process): the abort timer runs on until the peer answers (Engine::heard).
   if (!c.relay) LOG_WARN(tag_, "%s re-established", Label(c).c_str());
