@@ -101,6 +101,16 @@ def test_fast_flapping_rail_is_damped(fl):  # noqa: F811
         assert changes[-1]["t_s"] - end <= 5.0 + 1.0, (rank, round(changes[-1]["t_s"] - end, 3))
 
 
+def downs_counted(out_dir, rank, path, after=0.0):
+    """The downs damping counted, as each path_up of `rank` on `path` states them."""
+    counts = []
+    for e in path_events(out_dir, "path_up", rank=rank, path=path, after=after):
+        m = re.search(r"\((\d+) down in the last \d+ ms\)", e["reason"])
+        assert m, e
+        counts.append(int(m.group(1)))
+    return counts
+
+
 def test_each_outage_of_a_port_that_keeps_failing_counts_once(fl):  # noqa: F811
     rep = run_and_check(fl, "link_down_every_2s_rail0.yaml")
     applied = rep["faults"][0]["applied_s"]
@@ -108,12 +118,7 @@ def test_each_outage_of_a_port_that_keeps_failing_counts_once(fl):  # noqa: F811
     # many downs damping counted within its 5 s window: one per outage is at most 3 here. The
     # code that also counted the reset of the connection it had asked the peer to replace
     # said 4 and 6, and held the path out from the third outage to the end of the run.
-    ups = path_events(fl.out, "path_up", rank=0, path=0, after=applied)
-    counts = []
-    for e in ups:
-        m = re.search(r"\((\d+) down in the last \d+ ms\)", e["reason"])
-        assert m, e
-        counts.append(int(m.group(1)))
+    counts = downs_counted(fl.out, rank=0, path=0, after=applied)
     assert counts and max(counts) <= 3, counts
     # And with a hold-down of at most 400 ms against 1.3 s up, the rail carries data again
     # after every outage, on both ranks.
@@ -128,8 +133,7 @@ def test_a_peer_connecting_afresh_after_an_outage_is_not_another_down(fl):  # no
     # Four outages of host 0's rail 1: each path_up of host 0's rank counts at most four
     # downs within the 5 s window. Counting the reset of the connection its peer replaced
     # after an outage as a down said 6 and held the rail out past the end of the run.
-    counts = [int(re.search(r"\((\d+) down in the last", e["reason"]).group(1))
-              for e in path_events(fl.out, "path_up", rank=0, path=1)]
+    counts = downs_counted(fl.out, rank=0, path=1)
     assert counts and max(counts) <= 4, counts
     # With four downs the hold-down is 800 ms after the last: rail 1 carries again within a
     # second and a half of the heal on both ranks.

@@ -75,7 +75,7 @@ class PathHealth final {
   void Restart(TimePoint now);
 
   bool suspect = false;         // out of use until an answer after the hold-down
-  bool up_since_down = false;   // suspect, but its link came up or it answered since
+  bool up_since_down = false;  // suspect, but it answered since (or its carrier came back and went)
   bool carrier_back = false;    // suspect, and its rail's carrier returned since its down
   bool failback_pending = false;  // back in use: its next data chunk is a failback
 

@@ -325,16 +325,13 @@ void Engine::SetRailLink(int r, bool up) {
   // outage, and counting it would double every outage and hold a port that flaps every 2 s
   // out for good.
   for (Conn& c : conns_) {
-    if (c.rail != r || !c.alive || !c.health.suspect) continue;
+    if (c.rail != r) continue;
+    const bool held = c.alive && c.health.suspect;
     if (up) {
-      c.health.carrier_back = true;
-    } else if (c.health.carrier_back) {
-      c.health.up_since_down = true;
-    }
-  }
-  if (!up) {
-    for (Conn& c : conns_) {
-      if (c.rail == r) c.health.carrier_back = false;
+      if (held) c.health.carrier_back = true;
+    } else {
+      if (held && c.health.carrier_back) c.health.up_since_down = true;
+      c.health.carrier_back = false;
     }
   }
   if (up && options_.link_settle.count() > 0) {
@@ -356,9 +353,9 @@ void Engine::RailLinkChanged(int r, bool up, bool long_down, Clock::time_point n
     if (!up) {
       MarkDown(ci, now, "rail " + std::to_string(r) + " link down");
     } else if (c.health.suspect) {
-      // Not "up since its down" yet: that takes an answer, a fresh connection or a carrier
-      // loss after this return (SetRailLink). A reset on the way back (the peer connecting
-      // afresh) is the same outage.
+      // Not "up since its down" yet: that takes an answer (OnPong) or a carrier loss after
+      // this return (SetRailLink). A reset on the way back (the peer connecting afresh) is
+      // the same outage.
       // A shorter down may have left the socket backing off too (its retransmission into the
       // outage was lost): then it would stay silent for its next timeout, 400 ms or more.
       if (!long_down) {
