@@ -201,6 +201,23 @@ void Engine::Begin(uint64_t coll_seq, const Signature& sig) {
   Post([this, coll_seq, sig] { OnBegin(coll_seq, sig); });
 }
 
+size_t Engine::StripeChunk(size_t len) const {
+  size_t chunk = std::max<size_t>(1, std::min<size_t>(options_.chunk_bytes, kMaxFrame));
+  // A message of a chunk or two would ride the first path alone (Kick deals whole chunks):
+  // at 1 MiB over 4 ranks a ring step is one 256 KiB chunk, and measured so, every step of
+  // every collective went out on rail 0 while rail 1 carried only probes. Such a message is
+  // cut into one piece per path instead, down to kMinStripeChunk, so every rail carries its
+  // share, its rate is measured, and a chunk lost on one path is overtaken on another.
+  const size_t paths = static_cast<size_t>(num_rails_) *
+                       static_cast<size_t>(std::max(1, options_.channels_per_rail));
+  if (paths > 1 && len > kMinStripeChunk) {
+    size_t even = (len + paths - 1) / paths;
+    even = (even + kStripeAlign - 1) / kStripeAlign * kStripeAlign;  // whole elements
+    chunk = std::min(chunk, std::max(kMinStripeChunk, even));
+  }
+  return chunk;
+}
+
 OpPtr Engine::MakeSend(int peer, const MsgKey& key, const Signature& sig, const void* buf,
                        size_t len, const Op* received) {
   auto op = std::make_shared<Op>();
@@ -210,7 +227,7 @@ OpPtr Engine::MakeSend(int peer, const MsgKey& key, const Signature& sig, const 
   op->sig = sig;
   op->buf = static_cast<uint8_t*>(const_cast<void*>(buf));
   op->len = len;
-  op->chunk_bytes = std::max<size_t>(1, std::min<size_t>(options_.chunk_bytes, kMaxFrame));
+  op->chunk_bytes = StripeChunk(len);
   // The frames `received` was accepted from, by offset: a chunk of this send that one of them
   // covers exactly has that frame's (checked) CRC.
   std::vector<const Op::RxChunk*> from;

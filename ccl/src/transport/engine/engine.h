@@ -115,6 +115,8 @@ class Engine final : public Transport, public FaultTarget {
   std::optional<std::string> FirstQpState(int peer, int rail);
 
  private:
+  // The chunk size a send of `len` bytes is cut into (see kMinStripeChunk).
+  size_t StripeChunk(size_t len) const;
   // A send op of `len` bytes from `buf` with its chunk CRCs: taken from `received`'s checked
   // frames where one covers exactly a chunk, computed otherwise.
   OpPtr MakeSend(int peer, const MsgKey& key, const Signature& sig, const void* buf, size_t len,
@@ -262,6 +264,10 @@ class Engine final : public Transport, public FaultTarget {
   // Shared by the engine's files; each is one rule.
   static constexpr size_t kHdr = sizeof(wire::FrameHeader);
   static constexpr uint32_t kMaxFrame = 64u << 20;  // largest payload a frame may announce
+  // The smallest piece a message is cut into to stripe it over every path (StripeChunk), and
+  // the multiple its pieces are rounded to (a whole number of elements of any dtype).
+  static constexpr size_t kMinStripeChunk = 64u << 10;
+  static constexpr size_t kStripeAlign = 4096;
   static constexpr size_t kDiscardBytes = 1u << 20;  // where unwanted payload is read to
   // The progress thread's timer period: CheckTimers runs at most this often, and a thread that
   // did not get to run for 5 ticks does not judge silence (it may be its own).
