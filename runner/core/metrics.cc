@@ -392,6 +392,7 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
   std::optional<double> baseline = Median(base_bw);
   if (baseline && *baseline <= 0) baseline.reset();  // barrier: nothing to compare with
   const std::optional<double> base_op_ns = Median(base_time);
+  if (baseline && base_op_ns) rm.baseline_op_ms = *base_op_ns / kNsPerMs;
   // The baseline cycle busbw: delivered over elapsed time across the baseline cycles (not a
   // median of per-cycle rates, which a right-skewed spread of cycles pulls above the rate the
   // job actually sustains, so that even a window without a fault would read as a loss).

@@ -200,6 +200,9 @@ struct RunMetrics {
   // The first measured collective's start: where the baseline window begins; absent when no
   // collective was measured.
   std::optional<int64_t> measured_from_ns;
+  // The baseline's median collective time, which stall_ms subtracts from a gap; absent where
+  // there is no baseline (report.json window.baseline_op_ms).
+  std::optional<double> baseline_op_ms;
 };
 
 // A complete collective, for plots and tests.

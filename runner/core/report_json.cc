@@ -190,6 +190,8 @@ nlohmann::json BuildReportJson(const ReportInputs& in) {
         {"end_s", SecondsSince(h.run_start_ns, WindowEndNs(h))},
         {"runner_end_s", SecondsSince(h.run_start_ns, h.run_end_ns)},
         {"rails_used", h.rails_used ? nlohmann::json(*h.rails_used) : nlohmann::json(nullptr)},
+        {"baseline_op_ms",
+         m.baseline_op_ms ? nlohmann::json(*m.baseline_op_ms) : nlohmann::json(nullptr)},
         {"stop_agreements", StopAgreements(h)}}},
       {"metrics", m.overall.ToJson()},
       {"per_fault", std::move(per_fault)},

@@ -15,7 +15,8 @@ def run_report(ccl, per_fault):
     """per_fault: [(first, full, never, progress, convergence)]; every fault applied."""
     r = {"schema": "faultline.report/v2", "scenario": {"name": "acc", "seed": 1}, "ccl": ccl,
          "outcome": "survived", "correctness": {"checked": True, "wrong": 0},
-         "metrics": {"stall_ms": 50.0}, "faults": [], "per_fault": [],
+         "metrics": {"stall_ms": 50.0}, "window": {"baseline_op_ms": 10.0},
+         "faults": [], "per_fault": [],
          "expectations": [{"name": "outcome", "pass": True}]}
     for i, (first, full, never, progress, source) in enumerate(per_fault):
         fid = f"f{i}"
@@ -24,7 +25,7 @@ def run_report(ccl, per_fault):
         r["per_fault"].append({"id": fid, "detection_ms": 1.0 if source == "path_events" else None,
                                "failover_first_ms": first, "failover_latency_ms": full,
                                "never_converged": never, "progress_ms": progress,
-                               "convergence": source})
+                               "stall_ms": 5.0 * (i + 1), "convergence": source})
     return r
 
 
@@ -53,6 +54,10 @@ def test_first_and_full_with_never(tmp_path):
     rows = {l.split()[1]: l.split() for l in lines[1:] if l.startswith("link_down")}
     # ftccl: first 2, 3 -> p50 2.0, p99 3.0; full 10, 20, 50 -> p50 20.0, p99 50.0.
     # progress 40, 60, 50 -> p50 50.0, p99 60.0; full from two path-event faults, one progress.
+    # Stall in baseline collective times: 5 and 10 ms over 10 ms, then 5 ms: 0.5, 1.0, 0.5.
+    # (the cells before the last eight: stall/op p50, p99, worst abort)
+    assert "stall/op" in head, lines[0]
+    assert rows["ftccl"][-11:-8] == ["0.50", "1.00", "-"], rows["ftccl"]
     assert rows["ftccl"][-8:] == ["2.0", "3.0", "20.0", "50.0", "3/0", "50.0", "60.0",
                                   "events:2,progress:1"], rows["ftccl"]
     # Gloo: no first-path figure; full 300, never, 500 -> p50 500.0, p99 never; progress the

@@ -325,6 +325,7 @@ TEST(Metrics, FaultBeforeWarmupEndsLeavesNoBaseline) {
   RunMetrics m = ComputeMetrics(b.h(), o);
   const MetricValues& v = m.per_fault[0].values;
   EXPECT_FALSE(m.overall.baseline_busbw_gbps.has_value());
+  EXPECT_FALSE(m.baseline_op_ms.has_value());
   EXPECT_FALSE(v.stall_ms.has_value());
   EXPECT_FALSE(v.recovery_ms.has_value());
   EXPECT_FALSE(v.goodput_loss_pct.has_value());
@@ -342,6 +343,10 @@ TEST(Metrics, WarmupByCountExcludesTheFirstCollectives) {
   o.warmup_iters = 6;
   EXPECT_DOUBLE_EQ(*ComputeMetrics(b.h(), o).overall.baseline_busbw_gbps, 0.8);
   EXPECT_EQ(*ComputeMetrics(b.h(), o).measured_from_ns, 240 * kMs);  // the baseline's start
+  // The baseline's median collective time (what stall_ms subtracts): 10 ms after the six slow
+  // ones, (40 + 40) / 2 with them.
+  EXPECT_DOUBLE_EQ(*ComputeMetrics(b.h(), o).baseline_op_ms, 10);
+  EXPECT_DOUBLE_EQ(*no_warmup.baseline_op_ms, 40);
   o.warmup_iters = 5;  // 0.2 and four 0.8: odd count, median 0.8
   EXPECT_DOUBLE_EQ(*ComputeMetrics(b.h(), o).overall.baseline_busbw_gbps, 0.8);
   o.warmup_iters = 4;  // 0.2, 0.2, 0.8 x 4: even count, median (0.8 + 0.8) / 2
