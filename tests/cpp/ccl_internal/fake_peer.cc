@@ -64,7 +64,7 @@ bool GuardedBuffer::Intact() const {
   return true;
 }
 
-std::unique_ptr<FakePeer> FakePeer::Start(int conns, std::string* why) {
+std::unique_ptr<FakePeer> FakePeer::Start(int conns, std::string* why, int rails) {
   std::unique_ptr<FakePeer> fp(new FakePeer());
   CommOptions options;
   options.rank = 0;
@@ -75,12 +75,12 @@ std::unique_ptr<FakePeer> FakePeer::Start(int conns, std::string* why) {
   BootstrapTable table;
   table.comm_id = kCommId;
   table.size = 2;
-  table.num_rails = 1;
+  table.num_rails = rails;
   const uint32_t loopback = htonl(INADDR_LOOPBACK);
-  table.rails.assign(2, std::vector<net::Endpoint>(1, net::Endpoint{loopback, 1}));
+  table.rails.assign(2, std::vector<net::Endpoint>(rails, net::Endpoint{loopback, 1}));
   table.hosts = {1, 2};  // different hosts: no intra-host relay
   std::vector<transport::engine::InitialConn> initial;
-  for (int i = 0; i < conns; ++i) {
+  for (int i = 0; i < conns * rails; ++i) {
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
       *why = std::string("socketpair: ") + strerror(errno);
@@ -93,19 +93,19 @@ std::unique_ptr<FakePeer> FakePeer::Start(int conns, std::string* why) {
     transport::engine::InitialConn ic;
     ic.link = std::make_unique<transport::tcp::SocketLink>(net::Fd(sv[0]));
     ic.peer = 1;
-    ic.rail = 0;
-    ic.channel = i;
+    ic.rail = i / conns;
+    ic.channel = i % conns;
     initial.push_back(std::move(ic));
   }
   // The backend as the factory makes it; no listeners (rank 0 never dials rank 1).
-  auto backend = transport::tcp::TcpBackend::Create(options, table, {}, {loopback});
+  const std::vector<uint32_t> rail_ips(rails, loopback);
+  auto backend = transport::tcp::TcpBackend::Create(options, table, {}, rail_ips);
   if (!backend.ok()) {
     *why = backend.status().ToString();
     return nullptr;
   }
   fp->engine_ = std::make_unique<transport::engine::Engine>(
-      options, table, std::move(backend.value()), std::move(initial),
-      std::vector<uint32_t>{loopback});
+      options, table, std::move(backend.value()), std::move(initial), rail_ips);
   if (Status st = fp->engine_->Start(); !st.ok()) {
     *why = st.ToString();
     return nullptr;
@@ -249,8 +249,9 @@ void FakePeer::OnFrame(int conn) {
       acks_by_conn_[conn]++;
       last_ack_ = h.chunk_seq;
     }
+    if (h.type == static_cast<uint8_t>(wire::FrameType::kData)) e.data_seen++;
   }
-  if (h.type == static_cast<uint8_t>(wire::FrameType::kPing)) {
+  if (h.type == static_cast<uint8_t>(wire::FrameType::kPing) && !e.muted) {
     auto pong = wire::MakeHeader(wire::FrameType::kPong, kCommId);
     pong.chunk_seq = h.chunk_seq;
     WriteFrame(conn, pong, nullptr);
@@ -265,6 +266,11 @@ size_t FakePeer::FramesSeen(wire::FrameType type) const {
 size_t FakePeer::AcksSeen(int conn) const {
   std::lock_guard<std::mutex> lock(seen_mu_);
   return static_cast<size_t>(conn) < acks_by_conn_.size() ? acks_by_conn_[conn] : 0;
+}
+
+size_t FakePeer::DataSeen(int conn) const {
+  std::lock_guard<std::mutex> lock(seen_mu_);
+  return ends_[conn]->data_seen;
 }
 
 uint64_t FakePeer::LastAck() const {

@@ -53,9 +53,10 @@ class FakePeer final {
  public:
   static constexpr uint64_t kCommId = 0x5eedf00dull;
 
-  // An engine with `conns` connections to rank 1 (rail 0, channels 0..conns-1), started.
-  // Returns null (with the reason in *why) when it could not be built.
-  static std::unique_ptr<FakePeer> Start(int conns, std::string* why);
+  // An engine with `conns` connections to rank 1 on each of `rails` rails (connection
+  // rail * conns + channel), started. Returns null (with the reason in *why) when it could
+  // not be built.
+  static std::unique_ptr<FakePeer> Start(int conns, std::string* why, int rails = 1);
   ~FakePeer();
   FakePeer(const FakePeer&) = delete;
   FakePeer& operator=(const FakePeer&) = delete;
@@ -90,6 +91,11 @@ class FakePeer final {
   // Acknowledgements the engine wrote on `conn`, and the cumulative value of the last one
   // (on any connection).
   size_t AcksSeen(int conn) const;
+  // Data frames the engine wrote on `conn`.
+  size_t DataSeen(int conn) const;
+  // From now on `conn` answers no probe (a path that silently drops what it gets; the
+  // engine's frames are still read).
+  void Mute(int conn) { ends_[conn]->muted = true; }
   uint64_t LastAck() const;
   // Stops the engine (orderly close); idempotent.
   void Stop();
@@ -99,6 +105,8 @@ class FakePeer final {
     int fd = -1;
     std::mutex write_mu;
     std::atomic<bool> closed{false};
+    std::atomic<bool> muted{false};
+    size_t data_seen = 0;  // under seen_mu_
     // Reading the engine's frames.
     wire::FrameHeader hdr{};
     size_t got = 0;

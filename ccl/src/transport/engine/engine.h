@@ -202,6 +202,11 @@ class Engine final : public Transport, public FaultTarget {
     // regardless).
     Clock::time_point left_since{};
     Clock::time_point probe_until{};
+    // In doubt: a path on the same rail to the same host as this one went silent or was
+    // reported down (DoubtSiblings). It takes no new data while another path works, until it
+    // shows progress (a probe sent at once is answered, or its chunks acknowledged) or is
+    // found suspect in its own time.
+    bool doubtful = false;
     // Transmit: control frames first, then data pulled from the peer's ready queue.
     std::deque<TxItem> ctrl;
     std::optional<TxItem> cur;
@@ -364,6 +369,9 @@ class Engine final : public Transport, public FaultTarget {
   void CheckTimers();
   // Takes a path out of use: its unacknowledged chunks move to the others, it is probed.
   void MarkDown(int ci, Clock::time_point now, const std::string& reason);
+  // After `ci` went down: probe the other working paths on its rail to ranks of its peer's
+  // host, and give them no new data until they answer (Conn::doubtful).
+  void DoubtSiblings(int ci, Clock::time_point now);
   // Counts a down of conns_[ci] for flap damping (PathHealth::RecordDown) and publishes the
   // damping of its peer and rail for Stats().
   void RecordDown(int ci, Clock::time_point now);

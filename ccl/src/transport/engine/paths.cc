@@ -27,6 +27,29 @@ constexpr auto kRedialSpacing = std::chrono::milliseconds(100);
 
 void Engine::Progress(Conn& c, Clock::time_point now) {
   c.health.Progress(now, c.rate.busy_since());
+  c.doubtful = false;
+}
+
+void Engine::DoubtSiblings(int ci, Clock::time_point now) {
+  // A silent failure (a blackhole, a port that drops all it gets) is found one path at a
+  // time, each after its own timeout: once the algorithm moves on to another rank of the same
+  // host it puts a chunk on that rank's path on the same rail, which is dead too, and waits
+  // out a second timeout (measured, blackhole on one host's rail 0, 4 ranks on 2 hosts:
+  // paths found 60 ms apart, the fault's full convergence 120 to 170 ms). A probe answers in
+  // a round trip where the path works.
+  const Conn& c = conns_[ci];
+  if (c.relay) return;
+  for (size_t cj = 0; cj < conns_.size(); ++cj) {
+    Conn& s = conns_[cj];
+    if (static_cast<int>(cj) == ci || s.relay || !s.alive || s.health.suspect || s.doubtful ||
+        s.rail != c.rail || hosts_[s.peer] != hosts_[c.peer]) {
+      continue;
+    }
+    s.doubtful = true;
+    if (s.health.probe_outstanding_since() == Clock::time_point{}) {
+      SendPing(static_cast<int>(cj), now);
+    }
+  }
 }
 
 Clock::duration Engine::SuspectTimeout(const Conn& c) const {
@@ -94,6 +117,7 @@ void Engine::MarkDown(int ci, Clock::time_point now, const std::string& reason) 
   c.health.up_since_down = false;
   c.health.carrier_back = false;
   c.health.failback_pending = false;
+  c.doubtful = false;
   RecordDown(ci, now);
   std::vector<uint64_t> moved;
   for (auto& [seq, ch] : p.unacked) {
@@ -123,6 +147,7 @@ void Engine::MarkDown(int ci, Clock::time_point now, const std::string& reason) 
 #endif
   Kick(c.peer);
   if (OnlyPath(ci)) ProbeHeldPaths(c.peer, now);
+  DoubtSiblings(ci, now);
 }
 
 void Engine::RedialIfBackingOff(int ci, Clock::time_point now, const std::string& why,

@@ -77,6 +77,13 @@ bool Engine::PullData(int ci) {
       if (cj != ci && conns_[cj].alive && !conns_[cj].health.suspect) return false;
     }
   }
+  if (c.doubtful) {
+    // A path in doubt (DoubtSiblings) takes no new data while another one works.
+    for (int cj : p.conns) {
+      if (cj != ci && conns_[cj].alive && !conns_[cj].health.suspect && !conns_[cj].doubtful)
+        return false;
+    }
+  }
   if (c.relay) {
     // A relay borrows a neighbour's rail: only while no direct path to the peer works.
     for (int cj : p.conns) {
