@@ -64,3 +64,15 @@ def test_first_and_full_with_never(tmp_path):
     # same (a fault that never progressed counts as never there too), all from progress.
     assert rows["gloo"][-8:] == ["-", "-", "500.0", "never", "3/1", "500.0", "never",
                                  "progress:3"], rows["gloo"]
+
+
+def test_out_that_cannot_be_made_is_bad_input(tmp_path):
+    # --out names a folder the bench makes; where it cannot (a file in the way) that is bad
+    # input, said in one line, before any run.
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    p = subprocess.run([sys.executable, SCRIPT, "-n", "1", "--out", str(blocker / "runs")],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "--out" in p.stderr and "Not a directory" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr, p.stderr
