@@ -8,7 +8,7 @@
 
 namespace faultline {
 
-RealtimeScope::RealtimeScope() {
+RealtimeScope::RealtimeScope(int priority) {
   tid_ = static_cast<pid_t>(syscall(SYS_gettid));
   old_policy_ = sched_getscheduler(tid_);
   if (old_policy_ < 0 || sched_getparam(tid_, &old_param_) != 0) {
@@ -17,10 +17,10 @@ RealtimeScope::RealtimeScope() {
   }
   old_policy_ &= ~SCHED_RESET_ON_FORK;
   sched_param p{};
-  p.sched_priority = kPriority;
+  p.sched_priority = priority;
   if (sched_setscheduler(tid_, SCHED_FIFO | SCHED_RESET_ON_FORK, &p) == 0) {
     raised_ = true;
-    description_ = "SCHED_FIFO " + std::to_string(kPriority);
+    description_ = "SCHED_FIFO " + std::to_string(priority);
   } else {
     description_ = std::string("SCHED_OTHER (SCHED_FIFO refused: ") + std::strerror(errno) + ")";
   }

@@ -20,12 +20,16 @@ namespace faultline {
 class RealtimeScope final {
  public:
   static constexpr int kPriority = 10;
-  RealtimeScope();
+  // A sampler that must keep its own clock on a busy host (the rail sampler): realtime too,
+  // so compilers and training processes do not push its ticks off the grid, but below the
+  // fault timing, which preempts it.
+  static constexpr int kSamplerPriority = 5;
+  explicit RealtimeScope(int priority = kPriority);
   ~RealtimeScope();
   RealtimeScope(const RealtimeScope&) = delete;
   RealtimeScope& operator=(const RealtimeScope&) = delete;
   bool raised() const { return raised_; }
-  // "SCHED_FIFO 10", or "SCHED_OTHER (SCHED_FIFO refused: <why>)": for reports.
+  // "SCHED_FIFO <priority>", or "SCHED_OTHER (SCHED_FIFO refused: <why>)": for reports.
   const std::string& description() const { return description_; }
 
  private:
