@@ -20,17 +20,6 @@ using namespace std::chrono_literals;
 
 constexpr size_t kLen = 4096;
 
-// Polls `pred` every millisecond for up to `wait`.
-template <typename Pred>
-bool Eventually(Pred pred, std::chrono::milliseconds wait) {
-  const auto until = std::chrono::steady_clock::now() + wait;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() >= until) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
-
 TEST(AckAfterPathDown, AcknowledgementIsRepeatedOnAWorkingPath) {
   std::string why;
   auto peer = FakePeer::Start(2, &why);

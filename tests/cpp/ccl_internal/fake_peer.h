@@ -49,6 +49,17 @@ class GuardedBuffer final {
   bool trap_ = false;
 };
 
+// Polls `pred` every millisecond for up to `wait`; whether it became true.
+template <typename Pred>
+bool Eventually(Pred pred, std::chrono::milliseconds wait) {
+  const auto until = std::chrono::steady_clock::now() + wait;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
 class FakePeer final {
  public:
   static constexpr uint64_t kCommId = 0x5eedf00dull;

@@ -20,16 +20,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-template <typename Pred>
-bool Eventually(Pred pred, std::chrono::milliseconds wait) {
-  const auto until = std::chrono::steady_clock::now() + wait;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() >= until) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
-
 TEST(SiblingDoubt, APathOnTheRailOfOneFoundDownTakesNoDataUntilItAnswers) {
   std::string why;
   auto peer = FakePeer::Start(2, &why, /*rails=*/2);  // 0: r0c0, 1: r0c1, 2: r1c0, 3: r1c1
