@@ -6,6 +6,8 @@
 #include "runner/exec/rail_sampler.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -13,6 +15,7 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "injector/realtime_scope.h"
 #include "net_test_util.h"
 #include "reports/run_files.h"
 
@@ -185,6 +188,33 @@ TEST(RailSampler, MissingPortsAreErrorsAndRdmaCountersAreRead) {
   const std::string csv = reports::RailsCsv(RailsTableOf(s, s.t_ns[0]));
   EXPECT_NE(csv.find("h0_r0_rdma_tx_gbps"), std::string::npos);
   EXPECT_NE(csv.find(",,"), std::string::npos);
+}
+
+// The sampling thread runs SCHED_FIFO below the fault timing's priority where the process may
+// (root), so ordinary load does not push its ticks off the grid and it never delays a fault.
+TEST(RailSampler, SamplesAtARealtimePriorityBelowTheFaultTiming) {
+  {
+    const sched_param p{RealtimeScope::kSamplerPriority};
+    if (sched_setscheduler(0, SCHED_FIFO, &p) != 0) GTEST_SKIP() << "SCHED_FIFO not permitted";
+    const sched_param normal{};
+    sched_setscheduler(0, SCHED_OTHER, &normal);
+  }
+  RailSamplerOptions so;
+  so.period_ns = 5'000'000;
+  auto sampler = RailSampler::Start({{{0, 0, std::nullopt, false}, "", "lo", std::nullopt}}, so);
+  ASSERT_TRUE(sampler.ok()) << sampler.status().ToString();
+  int fifo_at = -1;
+  for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
+    const pid_t tid = std::stoi(t.path().filename().string());
+    sched_param p{};
+    if ((sched_getscheduler(tid) & ~SCHED_RESET_ON_FORK) == SCHED_FIFO &&
+        sched_getparam(tid, &p) == 0) {
+      fifo_at = p.sched_priority;
+    }
+  }
+  (*sampler)->Stop();
+  EXPECT_EQ(fifo_at, RealtimeScope::kSamplerPriority) << "no sampling thread at SCHED_FIFO";
+  EXPECT_LT(RealtimeScope::kSamplerPriority, RealtimeScope::kPriority);
 }
 
 TEST(RailSampler, RejectsBadOptions) {
