@@ -357,10 +357,6 @@ void SpaceParser::CheckFit(const YAML::Node& root, const FaultSpace& s) {
   }
   // The first fault of a run always fits: the longest of every kind, started last.
   for (const auto& k : s.kinds) {
-    if (k.WholeNic() && !s.base.topology.per_rank_nics()) {
-      Error(k.loc, "kind nic_down takes every port of one rank's NIC: it needs nics: per_rank",
-            "give the topology nics: per_rank, or use link_down");
-    }
     if (k.type == "conn_corrupt" && s.base.topology.hosts < 2) {
       Error(k.loc,
             "kind conn_corrupt corrupts a frame to a rank on another host: the topology has 1",

@@ -31,9 +31,10 @@ struct RealRange {
 
 // The fault kinds a space may name (the registry's names, and nic_down). Each kind's
 // parameters are drawn from the ranges beside it; `duration` is the hold of a kind with `for`.
-// nic_down (only with `nics: per_rank`): every port of one rank's NIC down at once for
-// `duration`, written into the run's file as one link_down per rail with the same start and
-// length (the NIC dies and comes back; a rank left without ports relays through a neighbour).
+// nic_down: every port of one NIC down at once for `duration` (with `nics: per_rank` one rank's
+// NIC, whose rank relays through a neighbour; on shared NICs the host's, which loses every
+// path at one instant), written into the run's file as one link_down per rail with the same
+// start and length (the NIC dies and comes back).
 inline constexpr const char* kSpaceKinds[] = {"link_down", "link_flap",  "blackhole",
                                               "port_drop", "conn_reset", "conn_corrupt",
                                               "loss",      "bandwidth",  "nic_down"};

@@ -196,7 +196,7 @@ bool FitsSpace(const FaultSpace& space, const std::vector<GenFault>& faults) {
     if (f.host < 0 || f.host >= topo.hosts || f.rail < 0 || f.rail >= topo.rails) return false;
     if (f.rank < 0 || f.rank >= topo.ranks_per_host) return false;
     if (f.rank != 0 && (!topo.per_rank_nics() || f.OneShot())) return false;
-    if (f.WholeNic() && (!topo.per_rank_nics() || f.rail != 0)) return false;
+    if (f.WholeNic() && f.rail != 0) return false;
     for (size_t j = 0; j < i; ++j) {
       if (Overlap(f, faults[j])) return false;
     }
@@ -263,11 +263,13 @@ std::string RenderScenario(const FaultSpace& space, const RunFaults& run, const 
     o << "faults:\n";
     for (const auto& f : run.faults) {
       if (f.WholeNic()) {
-        // The NIC as its ports: one link_down per rail, at once, for as long.
+        // The NIC as its ports (a rank's own, or the host's shared one): one link_down per
+        // rail, at once, for as long.
         for (int r = 0; r < t.rails; ++r) {
           o << "  - {id: " << f.id << "r" << r << ", at: " << Ms(f.at_ns)
-            << ", type: link_down, target: {host: " << f.host << ", rank: " << f.rank
-            << ", rail: " << r << ", side: " << LinkSideString(f.side) << "}, for: " << Ms(f.for_ns)
+            << ", type: link_down, target: {host: " << f.host;
+          if (t.per_rank_nics()) o << ", rank: " << f.rank;
+          o << ", rail: " << r << ", side: " << LinkSideString(f.side) << "}, for: " << Ms(f.for_ns)
             << "}\n";
         }
         continue;

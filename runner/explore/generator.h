@@ -40,7 +40,8 @@ struct GenFault {
   // Acts once on a connection, no side, nothing to revert (conn_reset, conn_corrupt), as
   // KindSpec::OneShot.
   bool OneShot() const { return type == "conn_reset" || type == "conn_corrupt"; }
-  // Every port of the target rank's NIC (nic_down), as KindSpec::WholeNic.
+  // Every port of the target NIC (nic_down: a rank's own with nics: per_rank, else the
+  // host's shared one), as KindSpec::WholeNic.
   bool WholeNic() const { return type == "nic_down"; }
   // How long it holds: `for`, a flap's schedule; 0 for a one-shot; kForever for port_drop.
   int64_t LengthNs() const;

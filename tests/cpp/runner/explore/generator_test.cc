@@ -195,11 +195,51 @@ TEST(Generator, NicDownIsEveryPortOfOneRank) {
   b.rank = 1;
   EXPECT_TRUE(FitsSpace(two, {a, b}));
   EXPECT_FALSE(FitsSpace(s, {a, b}));
-  // A rank the topology does not have, a nic_down on a shared-NIC space.
+  // A rank the topology does not have.
   b.rank = 2;
   EXPECT_FALSE(FitsSpace(s, {b}));
-  EXPECT_FALSE(FitsSpace(Load("links.yaml"), {a}));
   EXPECT_EQ(Describe(a), "a nic_down h0 k0 host at 1100ms for 800ms");
+}
+
+// On shared NICs a nic_down is the host's NIC: every rail of the host at one instant, written
+// without a rank (the port is the host's), and it overlaps any fault on any of its rails.
+TEST(Generator, NicDownOnSharedNicsIsEveryRailOfTheHost) {
+  FaultSpace s = Load("both_rails.yaml");
+  ASSERT_FALSE(s.base.topology.per_rank_nics());
+  ASSERT_EQ(s.base.topology.rails, 2);
+  GenFault a{.id = "a", .type = "nic_down", .at_ns = 1'100'000'000, .for_ns = 500'000'000};
+  a.host = 1;
+  EXPECT_TRUE(FitsSpace(s, {a}));
+  GenFault b{.id = "b", .type = "link_down", .at_ns = 1'300'000'000, .for_ns = 300'000'000};
+  b.host = 1;
+  b.rail = 1;
+  EXPECT_FALSE(FitsSpace(s, {a, b}));
+  b.host = 0;
+  EXPECT_TRUE(FitsSpace(s, {a, b}));
+  GenFault on_rail = a;
+  on_rail.rail = 1;  // a whole NIC is drawn on rail 0 only
+  EXPECT_FALSE(FitsSpace(s, {on_rail}));
+  RunFaults run;
+  run.scenario_seed = 7;
+  run.faults = {a};
+  const std::string text = RenderScenario(s, run, {2026, 0, ""});
+  EXPECT_EQ(text.find("rank:"), std::string::npos) << text;
+  const ParseOutcome p = ParseScenario(text, "gen.yaml");
+  ASSERT_TRUE(p.ok()) << text << "\n" << (p.diagnostics.empty() ? "" : p.diagnostics[0].ToString());
+  ASSERT_EQ(p.scenario->faults.size(), 2u) << text;
+  for (int rail = 0; rail < 2; ++rail) {
+    const FaultSpec& f = p.scenario->faults[static_cast<size_t>(rail)];
+    EXPECT_EQ(f.id, "ar" + std::to_string(rail));
+    EXPECT_EQ(f.kind, "link_down");
+    EXPECT_EQ(f.target.host, 1);
+    EXPECT_EQ(f.target.rail, rail);
+    EXPECT_FALSE(f.target.rank.has_value()) << text;
+    EXPECT_FALSE(f.target.port);
+    EXPECT_EQ(f.target.side, LinkSide::kHost);
+    EXPECT_EQ(f.at_ns, a.at_ns);
+    ASSERT_TRUE(f.LatestEndNs().has_value());
+    EXPECT_EQ(*f.LatestEndNs(), a.EndNs());
+  }
 }
 
 TEST(Generator, FitsSpaceRefusesOverlapOnOneLink) {
