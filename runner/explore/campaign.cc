@@ -12,14 +12,18 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
+#include <sstream>
 #include <thread>
 
 #include "base/log.h"
+#include "base/sha256.h"
 #include "reports/exit_code.h"
 #include "reports/write_reports.h"
 #include "runner/exec/run.h"
+#include "runner/exec/site_common.h"
 #include "runner/explore/campaign_report.h"
 #include "runner/explore/fault_space.h"
 #include "runner/explore/generator.h"
@@ -146,7 +150,14 @@ class Campaign final {
   }
   std::string Header(const std::vector<GenFault>& minimal, int failed, int runs) const;
 
+  // Copies the rank program into OUT/bin, which every run then uses (worker_), and records
+  // its source and sha256. A campaign runs for minutes to hours: a build that replaces the
+  // original meanwhile would otherwise mix two versions of the code under test in one
+  // campaign, unseen (it happened: a rebuild during one changed the worker between runs).
+  Status PinWorker();
+
   const CampaignOptions& o_;
+  std::string worker_;  // the pinned rank program (PinWorker)
   FaultSpace space_;
   fs::path out_;
   CampaignRecord rec_;
@@ -174,8 +185,36 @@ RunOptions Campaign::OptionsFor(const fs::path& file, const fs::path& dir) const
   ro.scenario_path = file.string();
   ro.out_dir = dir.string();
   ro.ccl = o_.ccl;
-  ro.worker_path = o_.worker_path;
+  ro.worker_path = worker_.empty() ? o_.worker_path : worker_;
   return ro;
+}
+
+Status Campaign::PinWorker() {
+  const CclName ccl = o_.ccl.value_or(space_.base.ccl);
+  const std::string program(workload::adapters::CclTraitsOf(ccl).rank_program);
+  const fs::path src =
+      o_.worker_path.empty() ? fs::path(ExeDir()) / program : fs::path(o_.worker_path);
+  if (access(src.c_str(), X_OK) != 0) {
+    return Status(Code::kNotFound,
+                  "worker binary " + src.string() + " not found (build " + program + ")");
+  }
+  std::error_code ec;
+  // Absolute: the ranks are started from other directories (an --out given relative).
+  const fs::path dst = fs::absolute(out_ / "bin" / src.filename()).lexically_normal();
+  fs::create_directories(dst.parent_path(), ec);
+  if (!ec) fs::copy_file(src, dst, fs::copy_options::overwrite_existing, ec);
+  if (ec) {
+    return Status(Code::kInternal,
+                  "cannot copy " + src.string() + " to " + dst.string() + ": " + ec.message());
+  }
+  std::ifstream in(dst, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  if (!in) return Status(Code::kInternal, "cannot read " + dst.string());
+  rec_.worker_source = fs::absolute(src).lexically_normal().string();
+  rec_.worker_sha256 = Sha256Hex(bytes.str());
+  worker_ = dst.string();
+  return Status::Ok();
 }
 
 Judged Campaign::RunFile(const fs::path& file, const fs::path& dir) {
@@ -334,6 +373,7 @@ std::string Campaign::Header(const std::vector<GenFault>& minimal, int failed, i
        std::to_string(rec_.shrink->from_index) + ", shrunk to " + std::to_string(minimal.size()) +
        " fault(s)\n";
   h += "#   ccl: " + rec_.ccl + "; versions: " + rec_.version + "\n";
+  h += "#   worker: sha256 " + rec_.worker_sha256 + " (a copy of " + rec_.worker_source + ")\n";
   h += "#   failed " + std::to_string(failed) + " of " + std::to_string(runs) +
        " run(s) (confirmed when " + std::to_string(rec_.confirm_k) + " of " +
        std::to_string(rec_.confirm_n) + " fail)\n";
@@ -453,6 +493,13 @@ int Campaign::Run() {
     FL_ERROR("explore", "cannot create %s: %s", out_.c_str(), ec.message().c_str());
     return kBadInput;
   }
+  if (Status st = PinWorker(); !st.ok()) {
+    FL_ERROR("explore", "%s", st.ToString().c_str());
+    return st.code() == Code::kNotFound ? kBadInput : kHarness;
+  }
+  std::printf("faultline explore: every run uses %s (sha256 %s), a copy of %s\n", worker_.c_str(),
+              rec_.worker_sha256.c_str(), rec_.worker_source.c_str());
+  std::fflush(stdout);
   if (o_.replay) return RunReplay(*o_.replay);
   if (o_.sweep) {
     SweepSpec sweep;

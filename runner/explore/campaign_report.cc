@@ -164,6 +164,9 @@ nlohmann::json CampaignJson(const CampaignRecord& c) {
           {"space", {{"file", c.space_file}, {"sha256", c.space_sha256}, {"name", c.space_name}}},
           {"ccl", c.ccl},
           {"version", c.version},
+          {"worker", c.worker_sha256.empty() ? nlohmann::json()
+                                             : nlohmann::json{{"source", c.worker_source},
+                                                              {"sha256", c.worker_sha256}}},
           {"seed", c.seed},
           {"confirm", {{"k", c.confirm_k}, {"n", c.confirm_n}}},
           {"jobs", c.jobs},
@@ -192,6 +195,11 @@ std::string CampaignHtml(const CampaignRecord& c) {
     << " run(s) in " << Num(c.seconds) << " s"
     << (c.jobs > 1 ? ", up to " + std::to_string(c.jobs) + " at once" : std::string())
     << ", stopped: " << HtmlEscape(c.stop_reason) << ", exit code " << c.exit_code << ".</p>\n";
+  if (!c.worker_sha256.empty()) {
+    o << "<p>Every run's ranks ran <code>" << HtmlEscape(c.worker_source)
+      << "</code> as copied at the start (sha256 <code>" << HtmlEscape(c.worker_sha256)
+      << "</code>).</p>\n";
+  }
   if (c.sweep) {
     std::vector<SweepPoint> pts;
     for (const auto& r : c.runs) {

@@ -55,6 +55,10 @@ struct CampaignRecord {
   std::string space_name;
   std::string ccl;
   std::string version;  // faultline's and the ccl's, as the first run reported them
+  // The rank program every run used: the campaign's own copy (OUT/bin) of `worker_source`,
+  // made at its start, and that copy's sha256 (empty: none was pinned).
+  std::string worker_source;
+  std::string worker_sha256;
   uint64_t seed = 0;
   int confirm_k = 2;
   int confirm_n = 3;

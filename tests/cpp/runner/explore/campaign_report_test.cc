@@ -101,6 +101,23 @@ TEST(CampaignReport, RunsOverTimeDrawEachRunFromItsStartForItsLength) {
   EXPECT_EQ(CampaignJson(c)["jobs"], 2);
 }
 
+// The rank program the runs used (the campaign's copy): its source and sha256 in the JSON
+// and on the page; null where none was pinned.
+TEST(CampaignReport, RecordsTheWorkerEveryRunUsed) {
+  CampaignRecord c = Sample();
+  EXPECT_TRUE(CampaignJson(c)["worker"].is_null());
+  c.worker_source = "/b/bin/faultline-worker";
+  c.worker_sha256 = std::string(64, 'a');
+  const nlohmann::json w = CampaignJson(c)["worker"];
+  EXPECT_EQ(w["source"], "/b/bin/faultline-worker");
+  EXPECT_EQ(w["sha256"], std::string(64, 'a'));
+  const std::string h = CampaignHtml(c);
+  EXPECT_NE(h.find("<code>/b/bin/faultline-worker</code> as copied at the start (sha256 <code>" +
+                   std::string(64, 'a') + "</code>)"),
+            std::string::npos)
+      << h;
+}
+
 TEST(CampaignReport, AnUnconfirmedFailureIsSkippedNotFailed) {
   CampaignRecord c = Sample();
   c.shrink.reset();
