@@ -147,7 +147,7 @@ Status Run::LaunchRanks() {
       [this](int g, int k) { return LoadRankLog(g, k); }, &g_stop, &harness_errors_);
   // The library's rank program (its traits row: faultline-worker, or one of its own).
   const std::string program(workload::adapters::CclTraitsOf(sc_.ccl).rank_program);
-  const std::string worker = o_.worker_path.empty() ? ExeDir() + "/" + program : o_.worker_path;
+  const std::string worker = RankProgramPath(sc_.ccl, o_.worker_path);
   worker_exe_ = worker;
   if (sc_.workload.kind != WorkloadKind::kTorchDdp && access(worker.c_str(), X_OK) != 0) {
     return Status(Code::kNotFound,
@@ -410,6 +410,11 @@ int Run::Execute() {
 }
 
 }  // namespace
+
+std::string RankProgramPath(CclName ccl, const std::string& worker_path) {
+  if (!worker_path.empty()) return worker_path;
+  return ExeDir() + "/" + std::string(workload::adapters::CclTraitsOf(ccl).rank_program);
+}
 
 bool RunInterrupted() { return g_stop; }
 

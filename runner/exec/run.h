@@ -54,6 +54,10 @@ struct RunOptions {
   bool twin_reused = false;
 };
 
+// The rank program a run of `ccl` starts: `worker_path` when given, otherwise the library's
+// (its traits' rank_program) beside this executable.
+std::string RankProgramPath(CclName ccl, const std::string& worker_path);
+
 // Why the local launcher cannot run `scenario`, or nullopt when it can: an inventory topology
 // names real hosts, which it does not reach (its hosts are namespaces on this machine); they
 // run with --launcher slurm. The exception is an inventory whose every host is this machine

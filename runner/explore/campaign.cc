@@ -23,7 +23,6 @@
 #include "reports/exit_code.h"
 #include "reports/write_reports.h"
 #include "runner/exec/run.h"
-#include "runner/exec/site_common.h"
 #include "runner/explore/campaign_report.h"
 #include "runner/explore/fault_space.h"
 #include "runner/explore/generator.h"
@@ -185,18 +184,17 @@ RunOptions Campaign::OptionsFor(const fs::path& file, const fs::path& dir) const
   ro.scenario_path = file.string();
   ro.out_dir = dir.string();
   ro.ccl = o_.ccl;
-  ro.worker_path = worker_.empty() ? o_.worker_path : worker_;
+  ro.worker_path = worker_;  // pinned by Run before any run
   return ro;
 }
 
 Status Campaign::PinWorker() {
   const CclName ccl = o_.ccl.value_or(space_.base.ccl);
-  const std::string program(workload::adapters::CclTraitsOf(ccl).rank_program);
-  const fs::path src =
-      o_.worker_path.empty() ? fs::path(ExeDir()) / program : fs::path(o_.worker_path);
+  const fs::path src = RankProgramPath(ccl, o_.worker_path);
   if (access(src.c_str(), X_OK) != 0) {
     return Status(Code::kNotFound,
-                  "worker binary " + src.string() + " not found (build " + program + ")");
+                  "worker binary " + src.string() + " not found (build " +
+                      std::string(workload::adapters::CclTraitsOf(ccl).rank_program) + ")");
   }
   std::error_code ec;
   // Absolute: the ranks are started from other directories (an --out given relative).
