@@ -74,11 +74,11 @@ PathRate::SampleResult PathRate::Sample(TimePoint now, bool usable, bool suspect
   return r;
 }
 
-void PathRate::Restart() {
+void PathRate::Restart(bool keep_rate) {
   outstanding_ = 0;
   busy_since_ = {};
   busy_ = {};
-  rate_ = 0;
+  if (!keep_rate) rate_ = 0;
   sample_start_ = {};
 }
 
