@@ -146,6 +146,28 @@ TEST(PathHealthTest, PathReadmittedDuringItsHoldDownIsDampedAgainWhenItFlapsAgai
   EXPECT_TRUE(h.Readmit(again + milliseconds(400), /*only_path=*/false));
 }
 
+// The peer reset a connection to replace it (its socket backed off through an outage): the
+// down that reset counted is taken back, and the path is held only as long as its outage
+// earned. Only the latest down can be taken back.
+TEST(PathHealthTest, TheLatestDownCanBeTakenBack) {
+  const auto p = TestParams();
+  PathHealth h;
+  const auto t = Clock::time_point{} + std::chrono::seconds(100);
+  h.RecordDown(t, p);  // the port went down: held 100 ms
+  const auto reset = t + milliseconds(1500);
+  h.RecordDown(reset, p);  // the peer's reset as the port returns: 200 ms more
+  ASSERT_TRUE(h.Held(reset + milliseconds(150)));
+  EXPECT_FALSE(h.WithdrawDown(t));  // not the latest
+  EXPECT_TRUE(h.WithdrawDown(reset));
+  EXPECT_EQ(h.downs_in_window(), 1u);
+  EXPECT_EQ(h.hold_until(), t + milliseconds(100));
+  EXPECT_FALSE(h.Held(reset + milliseconds(1)));
+  EXPECT_FALSE(h.WithdrawDown(reset));  // once
+  // A later real down is damped as the second one.
+  h.RecordDown(t + milliseconds(2000), p);
+  EXPECT_EQ(h.hold_until(), t + milliseconds(2000) + milliseconds(200));
+}
+
 TEST(PathHealthTest, OnlyTheLatestProbeCountsAsAnswered) {
   PathHealth h;
   const auto t = Clock::time_point{} + std::chrono::seconds(5);

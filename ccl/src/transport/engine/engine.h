@@ -215,6 +215,9 @@ class Engine final : public Transport, public FaultTarget {
     bool reconnect = false;
     Clock::time_point next_connect{};
     Clock::time_point last_dial{};  // the last time it was connected afresh (Redial)
+    // When its connection failed under a live peer and that counted as a down (epoch: not
+    // since it was last installed): the peer's new connection soon after takes it back.
+    Clock::time_point failed_down_at{};
     RelayState relay_state;
     // Fault hook: damage the next data frame written here; frames damaged so far, and when.
     std::optional<FramePart> corrupt_next;
@@ -375,6 +378,11 @@ class Engine final : public Transport, public FaultTarget {
   // Counts a down of conns_[ci] for flap damping (PathHealth::RecordDown) and publishes the
   // damping of its peer and rail for Stats().
   void RecordDown(int ci, Clock::time_point now);
+  // Takes back the down of conns_[ci] counted at `at` (PathHealth::WithdrawDown) and publishes
+  // the damping again; false if it was not the latest.
+  bool WithdrawDown(int ci, Clock::time_point at);
+  // Publishes the damping of conns_[ci]'s peer and rail for Stats().
+  void PublishDowns(int ci);
   // Whether no path to conns_[ci]'s peer other than conns_[ci] works (alive and not suspect).
   bool OnlyPath(int ci) const;
   // The last working path to `peer` went out of use: its suspect paths whose links are up are

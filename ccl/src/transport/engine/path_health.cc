@@ -58,6 +58,7 @@ Clock::duration PathHealth::OvertakenTimeout(const Params& p, double tick_lag_ms
 void PathHealth::RecordDown(TimePoint now, const Params& p) {
   while (!downs_.empty() && now - downs_.front() > p.flap_window) downs_.pop_front();
   downs_.push_back(now);
+  hold_before_latest_ = hold_until_;
   auto hold = p.holddown;
   for (size_t i = 1; i < downs_.size() && hold < p.holddown_max; ++i) hold *= 2;
   hold = std::min(hold, p.holddown_max);
@@ -67,6 +68,13 @@ void PathHealth::RecordDown(TimePoint now, const Params& p) {
   // The hold-down taken in seconds instead of milliseconds: 100 s after one down.
   hold_until_ = std::max(hold_until_, now + std::chrono::seconds(hold.count()));
 #endif
+}
+
+bool PathHealth::WithdrawDown(TimePoint at) {
+  if (downs_.empty() || downs_.back() != at) return false;
+  downs_.pop_back();
+  hold_until_ = hold_before_latest_;
+  return true;
 }
 
 uint64_t PathHealth::ProbeSent(TimePoint now) {

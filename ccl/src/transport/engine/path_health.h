@@ -56,6 +56,10 @@ class PathHealth final {
   // Counts a down transition at `now` for damping: the hold-down becomes holddown x
   // 2^(n-1) for n downs within the flap window, at most holddown_max, and never shrinks.
   void RecordDown(TimePoint now, const Params& p);
+  // Takes back the down counted at `at`, if it is the latest one: the hold-down returns to what
+  // it was before it. False (nothing changes) if another down came after it or it has left the
+  // window.
+  bool WithdrawDown(TimePoint at);
 
   // Whether the hold-down earned by its downs still keeps this path out of use at `now`.
   bool Held(TimePoint now) const { return now < hold_until_; }
@@ -97,6 +101,7 @@ class PathHealth final {
   uint64_t ping_nonce_ = 0;
   std::deque<TimePoint> downs_;
   TimePoint hold_until_{};
+  TimePoint hold_before_latest_{};  // hold_until_ before the latest down (WithdrawDown)
   TimePoint last_progress_{};
   TimePoint ping_outstanding_since_{};
   double srtt_ms_ = 0;

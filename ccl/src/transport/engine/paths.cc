@@ -74,8 +74,18 @@ void Engine::SendPing(int ci, Clock::time_point now) {
 }
 
 void Engine::RecordDown(int ci, Clock::time_point now) {
-  Conn& c = conns_[ci];
-  c.health.RecordDown(now, health_params_);
+  conns_[ci].health.RecordDown(now, health_params_);
+  PublishDowns(ci);
+}
+
+bool Engine::WithdrawDown(int ci, Clock::time_point at) {
+  if (!conns_[ci].health.WithdrawDown(at)) return false;
+  PublishDowns(ci);
+  return true;
+}
+
+void Engine::PublishDowns(int ci) {
+  const Conn& c = conns_[ci];
   if (c.relay || c.rail < 0 || c.rail >= num_rails_) return;
   // The channel of this peer and rail with the most downs in the window speaks for the pair.
   const PathHealth* worst = &c.health;
@@ -226,7 +236,11 @@ void Engine::ConnFailed(int ci, const std::string& reason, bool peer_closed) {
     // the peer to connect afresh as the link comes back, is the same down: it does not count
     // again for damping. (Counted once the link's settle time had ended, it made every outage
     // two downs: a port down 700 ms every 2 s was held out for good after its third.)
-    if (!c.health.suspect || c.health.up_since_down) RecordDown(ci, now);
+    c.failed_down_at = {};
+    if (!c.health.suspect || c.health.up_since_down) {
+      RecordDown(ci, now);
+      c.failed_down_at = now;
+    }
     c.health.up_since_down = false;
     c.reconnect = rank_ > peer;
     c.next_connect = now;

@@ -112,6 +112,23 @@ void Engine::OnHello(SetupEvent ev) {
   if (conns_[slot].alive)
     ConnFailed(slot, "replaced by a new connection from rank " + std::to_string(peer));
   if (fail_handled_) return;
+  // A connection the peer reset (or replaces now) just before connecting afresh broke because
+  // the peer chose to replace it, e.g. its socket backed off through an outage the peer saw
+  // end: that is not a flap of the path. Its down is taken back for damping; the outage that
+  // led to it counted where it was seen (the link, the silence). Counted, it held a path that
+  // had already come back out of use for another hold-down (seen in about half the runs of
+  // a 1.5 s port outage: this end took the path back on the old connection, the peer
+  // redialled 30 ms later, and one rail's traffic went on the other for 225 ms more).
+  Conn& c = conns_[slot];
+  const auto now = Clock::now();
+  if (c.failed_down_at != Clock::time_point{} && now - c.failed_down_at <= kConnectTimeout &&
+      WithdrawDown(slot, c.failed_down_at)) {
+    LOG_INFO(tag_,
+             "%s: rank %d connected afresh; its reset of the old connection is not "
+             "counted as a down",
+             Label(c).c_str(), peer);
+  }
+  c.failed_down_at = {};
   backend_->CancelDial(slot);
   Install(slot, std::move(ev.link), ev.conn_port);
 }
