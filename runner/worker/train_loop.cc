@@ -297,18 +297,22 @@ int TrainLoop::WriteCheckpoint() {
   c.seed = o_.seed;
   c.excluded = rank_.excluded();
   c.params = params_;
-  auto written = train::WriteCheckpoint(o_.checkpoint_dir, o_.rank, c);
-  rec.end_ns = NowNs();
+  // Logged the moment the file has its name (the next incarnation may resume from it from
+  // then on): the line's write time runs to there; the policies' estimate of a checkpoint's
+  // cost takes the whole write, the directory's fsync after it included.
+  bool logged = false;
+  auto written = train::WriteCheckpoint(o_.checkpoint_dir, o_.rank, c, [&](uint64_t bytes) {
+    rec.end_ns = NowNs();
+    rec.bytes = bytes;
+    logged = rank_.log().Write(WorkerCheckpointLine(rec));
+  });
   if (!written.ok()) {
     return rank_.EndWith(kWorkerExitInternal, "checkpoint of step " + std::to_string(step_) + ": " +
                                                   written.status().ToString());
   }
-  rec.bytes = *written;
+  if (!logged) return rank_.InternalFailure("cannot write the log");
   last_ckpt_step_ = step_;
-  last_ckpt_write_ns_ = rec.end_ns - rec.start_ns;
-  if (!rank_.log().Write(WorkerCheckpointLine(rec))) {
-    return rank_.InternalFailure("cannot write the log");
-  }
+  last_ckpt_write_ns_ = NowNs() - rec.start_ns;
   return kWorkerExitOk;
 }
 

@@ -193,7 +193,8 @@ std::string PrevCheckpointPath(const std::string& dir, int rank) {
   return dir + "/rank-" + std::to_string(rank) + ".prev.ckpt";
 }
 
-Result<uint64_t> WriteCheckpoint(const std::string& dir, int rank, const Checkpoint& c) {
+Result<uint64_t> WriteCheckpoint(const std::string& dir, int rank, const Checkpoint& c,
+                                 const std::function<void(uint64_t)>& on_visible) {
   const std::string path = CheckpointPath(dir, rank);
   const std::string prev = PrevCheckpointPath(dir, rank);
   const std::string tmp = path + ".tmp";
@@ -225,6 +226,7 @@ Result<uint64_t> WriteCheckpoint(const std::string& dir, int rank, const Checkpo
     unlink(tmp.c_str());
     return err;
   }
+  if (on_visible) on_visible(bytes.size());
   st = FsyncPath(dir, O_RDONLY | O_DIRECTORY);
   if (!st.ok()) return st;
   return static_cast<uint64_t>(bytes.size());

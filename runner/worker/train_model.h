@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -69,7 +70,13 @@ std::string PrevCheckpointPath(const std::string& dir, int rank);
 // Writes `c` as this rank's newest checkpoint, atomically: the newest so far becomes the
 // previous one, the new file is written to a temporary name, fsynced, renamed over the newest
 // and the directory fsynced. Returns the file's size. Errors name the path.
-Result<uint64_t> WriteCheckpoint(const std::string& dir, int rank, const Checkpoint& c);
+// `on_visible` (if set) is called with the size as soon as the file has its newest name, before
+// the directory's fsync: what a process killed from then on leaves for the next incarnation
+// to resume from, so a record of the checkpoint written there is never missing for one
+// (a rank killed during the directory's fsync, tens of ms on a busy disk, left a checkpoint
+// its log did not have).
+Result<uint64_t> WriteCheckpoint(const std::string& dir, int rank, const Checkpoint& c,
+                                 const std::function<void(uint64_t)>& on_visible = {});
 // Reads and checks the file at `path` (kNotFound when there is none).
 Result<Checkpoint> ReadCheckpoint(const std::string& path, uint64_t params, uint64_t seed);
 

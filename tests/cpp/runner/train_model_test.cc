@@ -131,6 +131,29 @@ TEST_F(CheckpointTest, RoundTripKeepsThePreviousOne) {
   EXPECT_EQ(ReadCheckpoint(CheckpointPath(dir_, 0), 100, 7).status().code(), Code::kNotFound);
 }
 
+// The caller hears of a checkpoint as soon as a process killed from then on would resume from
+// it: the file already has its newest name and reads back, the previous one kept beside it.
+TEST_F(CheckpointTest, ItIsReportedOnceItHasItsNameAndReadsBack) {
+  ASSERT_TRUE(WriteCheckpoint(dir_, 1, Sample(5)).ok());
+  int calls = 0;
+  auto w = WriteCheckpoint(dir_, 1, Sample(10), [&](uint64_t bytes) {
+    ++calls;
+    EXPECT_EQ(bytes, std::filesystem::file_size(CheckpointPath(dir_, 1)));
+    auto seen = ReadCheckpoint(CheckpointPath(dir_, 1), 100, 7);
+    ASSERT_TRUE(seen.ok()) << seen.status().ToString();
+    EXPECT_EQ(seen->steps, 10);
+    auto prev = ReadCheckpoint(PrevCheckpointPath(dir_, 1), 100, 7);
+    ASSERT_TRUE(prev.ok()) << prev.status().ToString();
+    EXPECT_EQ(prev->steps, 5);
+  });
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_EQ(calls, 1);
+  // Nothing is reported for a checkpoint that could not be written.
+  auto bad = WriteCheckpoint(dir_ + "/missing", 0, Sample(1), [&](uint64_t) { ++calls; });
+  EXPECT_FALSE(bad.ok());
+  EXPECT_EQ(calls, 1);
+}
+
 TEST_F(CheckpointTest, BadFilesAreClearErrors) {
   ASSERT_TRUE(WriteCheckpoint(dir_, 0, Sample(5)).ok());
   const std::string path = CheckpointPath(dir_, 0);
