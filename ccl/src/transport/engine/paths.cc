@@ -570,6 +570,8 @@ void Engine::CheckTimers() {
     }
     if (failed_) return;
     if (!resend.empty()) {
+      LOG_DEBUG(tag_, "rank %d: resending %zu chunks from %lu on, left on suspect paths", peer,
+                resend.size(), static_cast<unsigned long>(resend.front()));
       st_retx_ += resend.size();
       Requeue(p, std::move(resend));
       Kick(peer);

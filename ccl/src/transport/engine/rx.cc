@@ -499,6 +499,9 @@ void Engine::OnDataDone(int ci) {
 #endif
   st_accepted_[c.peer]++;
   st_rx_cum_[c.peer] = p.cum;
+  LOG_DEBUG(tag_, "chunk %lu (collective #%lu) in on %s; acknowledging up to %lu",
+            static_cast<unsigned long>(seq), static_cast<unsigned long>(h.coll_seq),
+            Label(c).c_str(), static_cast<unsigned long>(p.cum));
   // A chunk of a collective this rank has not begun yet is kept but not acknowledged.
   if (!begun_ || h.coll_seq > cur_seq_) p.held.emplace(seq, h.coll_seq);
   p.ack_dirty = true;
@@ -534,6 +537,11 @@ void Engine::HandleAck(int peer, uint64_t cum, uint64_t delivered, int from_ci) 
     }
   }
   const bool more = upto > p.delivered;
+  if (more || (!p.unacked.empty() && p.unacked.begin()->first < cum)) {
+    LOG_DEBUG(tag_, "acknowledged by rank %d on %s: up to %lu (delivered %lu)", peer,
+              from_ci >= 0 ? Label(conns_[from_ci]).c_str() : "?", static_cast<unsigned long>(cum),
+              static_cast<unsigned long>(upto));
+  }
   p.delivered = upto;
   st_tx_acked_[peer] = upto;
   // Room in the windows of the paths that delivered: they may take more.

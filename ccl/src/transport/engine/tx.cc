@@ -130,6 +130,11 @@ bool Engine::PullData(int ci) {
     // The last chunk of a message taken for a relay is counted as sent but never written.
     if (c.relay && ch.offset + ch.len >= ch.op->len) continue;
 #endif
+    LOG_DEBUG(tag_,
+              "chunk %lu (collective #%lu, %u bytes) out on %s, copy %zu, %lu bytes "
+              "outstanding there",
+              static_cast<unsigned long>(seq), static_cast<unsigned long>(ch.hdr.coll_seq), ch.len,
+              Label(c).c_str(), ch.copies.size(), static_cast<unsigned long>(c.rate.outstanding()));
     TxItem item;
     item.hdr = ch.hdr;
     item.payload = ch.op->buf + ch.offset;
