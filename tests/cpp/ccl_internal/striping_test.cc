@@ -100,39 +100,6 @@ TEST(PathRateTest, ShortBusyTimeOrSuspectPathMeasuresNothing) {
   EXPECT_EQ(r.outstanding(), 0u);
 }
 
-// A connection made again on the same port (after an outage) keeps the rate measured before:
-// the token bucket's burst after the idle outage, unsaturated, moves it by the average's
-// weight instead of replacing it (it read a 250 Mbps rail at 1234 Mbps). Until that period
-// measures it, earliest finish does not compare it (the other paths read higher after carrying
-// the outage's traffic). A relay's fresh connection starts unmeasured.
-TEST(PathRateTest, ConnectionMadeAgainKeepsItsRateAsTheEstimate) {
-  PathRate r;
-  r.Sample(kT0, true, false);
-  r.Add(100, kT0);
-  r.MarkSaturated();
-  r.Delivered(2000000);
-  r.Remove(100, kT0 + milliseconds(100));
-  r.Sample(kT0 + milliseconds(100), true, false);
-  ASSERT_NEAR(r.rate(), 20e6, 1);
-  r.Add(100, kT0 + milliseconds(150));  // outstanding when the connection broke
-  r.Restart(/*keep_rate=*/true);
-  EXPECT_EQ(r.outstanding(), 0u);
-  EXPECT_NEAR(r.rate(), 20e6, 1);
-  EXPECT_EQ(r.Window(Millis(20), 1000), 400000u);
-  EXPECT_DOUBLE_EQ(r.finish_rate(), 0);
-  const auto t = kT0 + milliseconds(1000);
-  r.Sample(t, true, false);  // the new connection's first period starts
-  r.Add(100, t);
-  r.Delivered(10000000);  // 100 MB/s in a burst, not saturated
-  r.Remove(100, t + milliseconds(100));
-  EXPECT_TRUE(r.Sample(t + milliseconds(100), true, false).updated);
-  EXPECT_NEAR(r.rate(), 0.7 * 20e6 + 0.3 * 100e6, 1);
-  EXPECT_DOUBLE_EQ(r.finish_rate(), r.rate());
-  r.Restart(/*keep_rate=*/false);
-  EXPECT_DOUBLE_EQ(r.rate(), 0);
-  EXPECT_EQ(r.Window(Millis(20), 1000), UINT64_MAX);
-}
-
 // Bursts under the 20 ms a measurement needs (a fast link between compute phases) add up
 // across periods instead of being dropped: three 8 ms bursts of 1 MB measure 125 MB/s.
 TEST(PathRateTest, ShortBurstsAddUpToAMeasurement) {

@@ -60,7 +60,6 @@ PathRate::SampleResult PathRate::Sample(TimePoint now, bool usable, bool suspect
     const double w = sample < rate_ / 2 || sample > rate_ * 2 ? 0.5 : kWeight;
     rate_ = rate_ <= 0 ? sample : (1 - w) * rate_ + w * sample;
     r.updated = true;
-    stale_ = false;
   } else if (sample > rate_) {
     // Not saturated: the path carried at least this much. Followed as a saturated sample is,
     // not taken outright: a token bucket lets a burst through at the port's own speed after
@@ -70,18 +69,16 @@ PathRate::SampleResult PathRate::Sample(TimePoint now, bool usable, bool suspect
     // its equal neighbour's 44 %, after a failback).
     rate_ = rate_ <= 0 ? sample : (1 - kWeight) * rate_ + kWeight * sample;
     r.updated = true;
-    stale_ = false;
   }
   restart();
   return r;
 }
 
-void PathRate::Restart(bool keep_rate) {
+void PathRate::Restart() {
   outstanding_ = 0;
   busy_since_ = {};
   busy_ = {};
-  if (!keep_rate) rate_ = 0;
-  stale_ = rate_ > 0;
+  rate_ = 0;
   sample_start_ = {};
 }
 

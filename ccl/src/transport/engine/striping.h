@@ -52,24 +52,12 @@ class PathRate final {
   // one restarts its sampling); `suspect`: a saturated period of a suspect path measures
   // nothing.
   SampleResult Sample(TimePoint now, bool usable, bool suspect);
-  // A fresh connection: nothing outstanding. With `keep_rate` (the same port and rail, connected
-  // again after an outage), the rate measured before stays as the estimate the next periods
-  // correct and bounds the window: without it, the window is unlimited and the first period,
-  // unsaturated, is taken outright, and a token bucket's burst after the idle outage reads at
-  // the port's speed (measured: a 250 Mbps rail at 1234 Mbps after a failback, 79 % of the
-  // striping for half a second). Until a period measures it, the kept rate is not compared
-  // with the other paths' (finish_rate): the others carried the outage's traffic and read
-  // higher meanwhile, and compared, the path would leave them every chunk until its next probe
-  // a second later (seen: a port down 700 ms every 2 s took no data for 290 ms to 1 s after
-  // it came back). Without `keep_rate` (a relay, over whatever path it found): no rate yet.
-  void Restart(bool keep_rate = false);
+  // A fresh connection: nothing outstanding, no rate yet.
+  void Restart();
 
   uint64_t outstanding() const { return outstanding_; }
   TimePoint busy_since() const { return busy_since_; }
   double rate() const { return rate_; }  // bytes per second; 0 until measured
-  // The rate earliest-finish compares (LeaveToFaster): 0 (not compared) until measured since
-  // the last Restart.
-  double finish_rate() const { return stale_ ? 0 : rate_; }
 
  private:
   uint64_t outstanding_ = 0;
@@ -79,7 +67,6 @@ class PathRate final {
   TimePoint busy_since_{};  // outstanding > 0 since (epoch: idle)
   Clock::duration busy_{};  // busy time within the current sample
   bool saturated_ = false;
-  bool stale_ = false;  // rate_ kept through a Restart, not measured since
   double rate_ = 0;
 };
 

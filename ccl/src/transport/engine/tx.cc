@@ -159,13 +159,13 @@ bool Engine::LeaveChunk(int ci) {
   for (int cj : peers_[c.peer].conns) {
     const Conn& o = conns_[cj];
     if (cj == ci || !o.alive || o.relay || o.health.suspect) continue;
-    others.push_back({o.rate.finish_rate(), o.rate.outstanding()});
+    others.push_back({o.rate.rate(), o.rate.outstanding()});
   }
   // left_since is cleared when the path's rate is measured again (SampleRates), not when it
   // takes a chunk: a path that leaves most chunks and takes one now and then carries too
   // little to be measured, and would otherwise never be probed (measured: a rail kept at 19 %
   // for 3 s after its fresh connection read low once).
-  if (!LeaveToFaster({c.rate.finish_rate(), c.rate.outstanding()}, others, options_.chunk_bytes)) {
+  if (!LeaveToFaster({c.rate.rate(), c.rate.outstanding()}, others, options_.chunk_bytes)) {
     return false;
   }
   if (c.left_since == Clock::time_point{}) c.left_since = now;
