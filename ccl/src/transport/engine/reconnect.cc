@@ -168,6 +168,7 @@ void Engine::Install(int ci, std::unique_ptr<Link> link, uint16_t conn_port) {
   c.ctrl.clear();
   c.health.Restart(now);
   c.rate.Restart();
+  c.failed_down_at = {};
   c.doubtful = false;
   // In use again once it answers a probe after its hold-down, like any path that came back.
   // Up since its down only then: a fresh connection replaced again before it answered (two
