@@ -213,6 +213,9 @@ std::string FaultTable(const nlohmann::json& r) {
     out += observed.is_structured() ? "<td class=\"observed\">" + HtmlText(observed.dump()) + "</td>"
                                     : Cell(observed);
     out += "</tr>";
+    if (const std::string played = FormatCycles(f); !played.empty()) {
+      out += "<tr class=\"cycles\"><td></td><td colspan=\"6\">" + HtmlText(played) + "</td></tr>";
+    }
     if (f.contains("error") && !f["error"].is_null()) {
       out += "<tr><td></td><td colspan=\"6\" class=\"fail\">error: " + HtmlText(Str(f, "error")) +
              "</td></tr>";

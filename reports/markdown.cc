@@ -122,6 +122,11 @@ std::string MarkdownSummary(const RunData& run) {
       }
       out += "\n";
     }
+    for (const auto& f : r.at("faults")) {
+      if (const std::string played = FormatCycles(f); !played.empty()) {
+        out += "\n" + MarkdownCell(Str(f, "id")) + ": " + MarkdownCell(played) + "\n";
+      }
+    }
   }
 
   out += "\n### Overall metrics\n\n| metric | value |\n|---|---:|\n";

@@ -1,5 +1,6 @@
 #include "reports/text.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -144,6 +145,56 @@ std::string FormatTarget(const nlohmann::json& target) {
       out += " " + k + " " + FormatValue(v);
     }
   }
+  return out;
+}
+
+std::string FormatCycles(const nlohmann::json& fault) {
+  if (!fault.is_object() || !fault.contains("cycles") || !fault["cycles"].is_array() ||
+      fault["cycles"].empty()) {
+    return "";
+  }
+  const nlohmann::json& cycles = fault["cycles"];
+  auto at = [](const nlohmann::json& c, const char* key) {
+    return c.is_object() ? NumberOf(c.value(key, nlohmann::json())) : std::nullopt;
+  };
+  std::vector<double> downs, ups, late;
+  size_t not_applied = 0, healed = 0;
+  for (size_t i = 0; i < cycles.size(); ++i) {
+    const nlohmann::json& c = cycles[i];
+    const auto down = at(c, "down_s"), up = at(c, "up_s");
+    const auto down_at = at(c, "down_scheduled_s"), up_at = at(c, "up_scheduled_s");
+    if (!down) ++not_applied;
+    if (down && !up) ++healed;
+    if (down && up) downs.push_back((*up - *down) * 1e3);
+    if (up && i + 1 < cycles.size()) {
+      if (const auto next = at(cycles[i + 1], "down_s")) ups.push_back((*next - *up) * 1e3);
+    }
+    if (down && down_at) late.push_back((*down - *down_at) * 1e3);
+    if (up && up_at) late.push_back((*up - *up_at) * 1e3);
+  }
+  auto spread = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    const double median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    return FormatNumber(median, 1) + " ms (" + FormatNumber(v.front(), 1) + " to " +
+           FormatNumber(v.back(), 1) + ")";
+  };
+  std::string out =
+      std::to_string(cycles.size()) + (cycles.size() == 1 ? " cycle" : " cycles") + " played";
+  std::vector<std::string> parts;
+  if (!downs.empty()) parts.push_back("down " + spread(downs));
+  if (!ups.empty()) parts.push_back("up " + spread(ups));
+  if (!parts.empty()) {
+    out += ": " + parts[0];
+    for (size_t i = 1; i < parts.size(); ++i) out += ", " + parts[i];
+    out += ", median (min to max)";
+  }
+  if (!late.empty()) {
+    out += "; the latest transition " +
+           FormatNumber(*std::max_element(late.begin(), late.end()), 1) + " ms after its time";
+  }
+  if (not_applied > 0) out += "; " + std::to_string(not_applied) + " down(s) not applied";
+  if (healed > 0) out += "; " + std::to_string(healed) + " up(s) left to the final heal";
   return out;
 }
 

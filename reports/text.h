@@ -40,6 +40,12 @@ std::string FormatLimit(const nlohmann::json& limit);
 // A fault target {"host":1,"rail":0,"side":"switch","rank":3} -> "host 1 rail 0 (switch) rank 3".
 std::string FormatTarget(const nlohmann::json& target);
 
+// A report.json fault's `cycles` (link_flap) as played: "60 cycles played: down 270 ms (266 to
+// 281), up 140 ms (131 to 152), medians (min to max); the latest transition 1.2 ms after its
+// time". What could not be measured is said so (a down never applied, an up the heal did). ""
+// for a fault without cycles.
+std::string FormatCycles(const nlohmann::json& fault);
+
 // The number in `v` when it is one.
 std::optional<double> NumberOf(const nlohmann::json& v);
 

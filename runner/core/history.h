@@ -111,6 +111,17 @@ struct FaultRecord {
   std::optional<int64_t> observed_ns;  // when the effect was read back from the kernel
   nlohmann::json observed;             // the readings (Fault::Observe), null when none
   std::string error;                   // the injector's error, if any
+  // A fault played along its own schedule (link_flap): each cycle's down and up on the
+  // runner's clock as applied, beside the times the timeline gave them, so that a report shows
+  // the flap that was played (a loaded host may run transitions late, or back to back). Empty
+  // for every other fault.
+  struct Cycle {
+    std::optional<int64_t> down_scheduled_ns;  // absent: the run ended before its time came
+    std::optional<int64_t> down_ns;            // absent: this cycle's down was not applied
+    std::optional<int64_t> up_scheduled_ns;    // absent: the run ended before its time came
+    std::optional<int64_t> up_ns;  // absent: not brought up by its own action (the heal did)
+  };
+  std::vector<Cycle> cycles;
 };
 
 // How one rank's process ended.

@@ -133,6 +133,16 @@ nlohmann::json BuildReportJson(const ReportInputs& in) {
                         {"observed_s", SecondsSince(h.run_start_ns, f.observed_ns)},
                         {"observed", f.observed}};
     if (!f.error.empty()) j["error"] = f.error;
+    if (!f.cycles.empty()) {
+      nlohmann::json cycles = nlohmann::json::array();
+      for (const FaultRecord::Cycle& c : f.cycles) {
+        cycles.push_back({{"down_scheduled_s", SecondsSince(h.run_start_ns, c.down_scheduled_ns)},
+                          {"down_s", SecondsSince(h.run_start_ns, c.down_ns)},
+                          {"up_scheduled_s", SecondsSince(h.run_start_ns, c.up_scheduled_ns)},
+                          {"up_s", SecondsSince(h.run_start_ns, c.up_ns)}});
+      }
+      j["cycles"] = std::move(cycles);
+    }
     faults.push_back(std::move(j));
   }
   nlohmann::json per_fault = nlohmann::json::array();

@@ -30,6 +30,12 @@ void FaultExecutor::Do(const TimelineAction& a, int64_t when, const RankRefs& ra
   if (it == faults_.end()) return;
   State& f = *it;
   FaultRecord& rec = f.record;
+  FaultRecord::Cycle* cycle = nullptr;
+  if (faults::DescriptorOf(a.kind).hold == faults::Hold::kSchedule && a.cycle >= 0) {
+    if (rec.cycles.size() <= static_cast<size_t>(a.cycle)) rec.cycles.resize(a.cycle + 1);
+    cycle = &rec.cycles[a.cycle];
+    (a.type == ActionType::kApply ? cycle->down_scheduled_ns : cycle->up_scheduled_ns) = when;
+  }
   if (a.type == ActionType::kApply) {
     if (rec.error.rfind("not applied", 0) == 0) rec.error.clear();
     auto params = site_->ResolveTarget(a, ranks);
@@ -42,6 +48,7 @@ void FaultExecutor::Do(const TimelineAction& a, int64_t when, const RankRefs& ra
     if (r.attempted && faults::DescriptorOf(a.kind).kills_rank) {
       if (auto g = a.target.GlobalRank(sc_.topology)) killed_[*g] = true;
     }
+    if (cycle != nullptr && r.applied) cycle->down_ns = r.applied_ns;
     if (!rec.applied_ns && r.applied) {
       rec.applied_ns = r.applied_ns;
       rec.observed_ns = r.observed_ns;
@@ -59,6 +66,7 @@ void FaultExecutor::Do(const TimelineAction& a, int64_t when, const RankRefs& ra
   if (RevertedEarly(f)) return;
   AppliedFault::RevertResult r = c->second->Revert(when);
   if (r.reverted_ns) rec.reverted_ns = r.reverted_ns;
+  if (cycle != nullptr && r.reverted_ns) cycle->up_ns = r.reverted_ns;
   for (const std::string& e : r.errors) {
     if (rec.error.empty()) rec.error = e;
   }

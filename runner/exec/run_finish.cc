@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "reports/finish_run.h"
 #include "reports/run_files.h"
+#include "reports/text.h"
 #include "reports/verdict.h"
 #include "reports/write_reports.h"
 #include "runner/core/checks.h"
@@ -241,6 +242,10 @@ int FinishRun(FinishInputs& in_) {
                 Opt(v.recovery_ms, "ms").c_str(),
                 v.degraded_ratio ? Fmt("%.3f", *v.degraded_ratio).c_str() : "-");
     if (!f.error.empty()) std::printf("           error: %s\n", f.error.c_str());
+    if (i < report["faults"].size()) {
+      const std::string played = reports::FormatCycles(report["faults"][i]);
+      if (!played.empty()) std::printf("           %s\n", played.c_str());
+    }
   }
   std::printf("  outcome: %s (%s)\n", OutcomeName(m.outcome), m.outcome_reason.c_str());
   for (const auto& c : checks) {

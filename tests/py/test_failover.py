@@ -120,6 +120,18 @@ def downs_counted(out_dir, rank, path, after=0.0):
 def test_each_outage_of_a_port_that_keeps_failing_counts_once(fl):  # noqa: F811
     rep = run_and_check(fl, "link_down_every_2s_rail0.yaml")
     applied = rep["faults"][0]["applied_s"]
+    # The flap as the runner played it (report.json's cycles): five downs of 700 ms, each
+    # followed by 1.3 s up. A runner held off the CPU plays transitions late, back to back; the
+    # checks below then judge another scenario than the file's.
+    cycles = rep["faults"][0]["cycles"]
+    assert len(cycles) == 5 and all(c["down_s"] is not None and c["up_s"] is not None
+                                    for c in cycles), cycles
+    for c, nxt in zip(cycles, cycles[1:] + [None]):
+        assert abs(c["down_s"] - c["down_scheduled_s"]) < 0.1, c
+        assert abs(c["up_s"] - c["up_scheduled_s"]) < 0.1, c
+        assert abs(c["up_s"] - c["down_s"] - 0.7) < 0.1, c
+        if nxt:
+            assert abs(nxt["down_s"] - c["up_s"] - 1.3) < 0.1, (c, nxt)
     # Host 0's rank sees its own port go down five times, 2 s apart. Each path_up says how
     # many downs damping counted within its 5 s window: one per outage is at most 3 here. The
     # code that also counted the reset of the connection it had asked the peer to replace

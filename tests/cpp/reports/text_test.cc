@@ -45,6 +45,43 @@ TEST(FormatLimit, ObjectsAndScalars) {
   EXPECT_EQ(FormatLimit("survived"), "survived");
 }
 
+TEST(FormatCycles, SaysHowTheFlapWasPlayed) {
+  // Three cycles: downs of 50, 60 and 52 ms, ups of 40 and 45 ms; the latest transition is the
+  // second cycle's up, 10.5 ms after its time.
+  const nlohmann::json fault = {
+      {"id", "flap"},
+      {"cycles",
+       {{{"down_scheduled_s", 1.0}, {"down_s", 1.0005}, {"up_scheduled_s", 1.05}, {"up_s", 1.0505}},
+        {{"down_scheduled_s", 1.09},
+         {"down_s", 1.0905},
+         {"up_scheduled_s", 1.14},
+         {"up_s", 1.1505}},
+        {{"down_scheduled_s", 1.19},
+         {"down_s", 1.1955},
+         {"up_scheduled_s", 1.24},
+         {"up_s", 1.2475}}}}};
+  EXPECT_EQ(FormatCycles(fault),
+            "3 cycles played: down 52 ms (50 to 60), up 42.5 ms (40 to 45), median (min to max); "
+            "the latest transition 10.5 ms after its time");
+}
+
+TEST(FormatCycles, SaysWhatWasNotPlayed) {
+  const nlohmann::json fault = {{"cycles",
+                                 {{{"down_scheduled_s", 1.0},
+                                   {"down_s", nullptr},
+                                   {"up_scheduled_s", 1.05},
+                                   {"up_s", nullptr}},
+                                  {{"down_scheduled_s", 1.09},
+                                   {"down_s", 1.09},
+                                   {"up_scheduled_s", nullptr},
+                                   {"up_s", nullptr}}}}};
+  EXPECT_EQ(FormatCycles(fault),
+            "2 cycles played; the latest transition 0 ms after its time; 1 down(s) not applied; "
+            "1 up(s) left to the final heal");
+  EXPECT_EQ(FormatCycles({{"id", "f1"}, {"applied_s", 1.0}}), "");
+  EXPECT_EQ(FormatCycles({{"cycles", nlohmann::json::array()}}), "");
+}
+
 TEST(FormatTarget, NamesEveryField) {
   EXPECT_EQ(FormatTarget({{"host", 1}, {"rail", 0}, {"side", "switch"}}), "host 1 rail 0 (switch)");
   EXPECT_EQ(FormatTarget({{"host", 0}, {"rank", 3}}), "host 0 rank 3");

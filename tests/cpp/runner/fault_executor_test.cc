@@ -56,12 +56,51 @@ TEST(FaultExecutor, AppliesAndRevertsEachCycleAtItsTime) {
   EXPECT_EQ(r[0].observed_ns, 2 * kS + 3);
   EXPECT_EQ(r[0].reverted_ns, 2 * kS + 700 * kMs + 2);  // the last cycle's
   EXPECT_EQ(r[0].error, "");
+  // Each cycle as played, beside its scheduled times (the fake site applies 1 ns and reverts
+  // 2 ns after the time it is given).
+  ASSERT_EQ(r[0].cycles.size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    const FaultRecord::Cycle& cy = r[0].cycles[i];
+    const int64_t down_at = 2 * kS + i * 500 * kMs;
+    EXPECT_EQ(cy.down_scheduled_ns, down_at) << "cycle " << i;
+    EXPECT_EQ(cy.down_ns, down_at + 1) << "cycle " << i;
+    EXPECT_EQ(cy.up_scheduled_ns, down_at + 200 * kMs) << "cycle " << i;
+    EXPECT_EQ(cy.up_ns, down_at + 200 * kMs + 2) << "cycle " << i;
+  }
   // Nothing left to heal; the fault service is stopped.
   std::vector<std::string> errors;
   ex.HealAll(&errors);
   EXPECT_EQ(c.log.back(), "stop");
   EXPECT_EQ(c.log.size(), 5u);
   EXPECT_TRUE(errors.empty());
+}
+
+TEST(FaultExecutor, AFlapCutShortRecordsTheCyclesWhoseTimeCame) {
+  Scenario sc = WithFaults(
+      "  - {id: f1, at: 2s, type: link_flap, target: {host: 1, rail: 0}, down: 200ms, up: 300ms, "
+      "count: 3}\n"
+      "  - {id: f2, at: 1s, type: link_down, target: {host: 0, rail: 1}, for: 100ms}\n");
+  Calls c;
+  FakeSite site(&c);
+  FaultExecutor ex(sc, &site);
+  std::vector<std::string> hooks(2);
+  std::vector<int> handles(2);
+  ex.Schedule(0);
+  // The ranks end 2.6 s in: the second cycle's down came, its up did not; the heal brings the
+  // port up.
+  for (const TimelineAction& a : BuildTimeline(sc, sc.seed).actions) {
+    if (a.at_ns < 2 * kS + 600 * kMs) ex.Do(a, a.at_ns, RankRefs{&hooks, &handles});
+  }
+  std::vector<std::string> errors;
+  ex.HealAll(&errors);
+  std::vector<FaultRecord> r = ex.records();
+  ASSERT_EQ(r.size(), 2u);
+  ASSERT_EQ(r[0].cycles.size(), 2u);
+  EXPECT_EQ(r[0].cycles[0].up_ns, 2 * kS + 200 * kMs + 2);
+  EXPECT_EQ(r[0].cycles[1].down_ns, 2 * kS + 500 * kMs + 1);
+  EXPECT_FALSE(r[0].cycles[1].up_scheduled_ns);
+  EXPECT_FALSE(r[0].cycles[1].up_ns);  // the heal's, not the cycle's
+  EXPECT_TRUE(r[1].cycles.empty()) << "a link_down is not played in cycles";
 }
 
 TEST(FaultExecutor, HealRevertsWhatIsStillApplied) {
