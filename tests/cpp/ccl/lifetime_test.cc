@@ -173,7 +173,11 @@ TEST_P(FaultLifetimeTest, BuffersUntouchedOnceWaitReturns) {
   constexpr int kRanks = 3;
   CommLaunch launch;
   launch.size = kRanks;
-  launch.op_timeout = Millis(4000);
+  // Far above the collective's length (under TSan, with every chunk of rank 1 sent twice, 3 to
+  // 4 s in CI): a deadline near it times the collective out on one rank after another rank
+  // completed it, and that rank's next collective then fails with the first one's abort (a
+  // CI failure; 1 of 3 runs here with the deadline at 3 s). Deadlines have tests of their own.
+  launch.op_timeout = Millis(20000);
   launch.wall_limit = std::chrono::seconds(60);
   launch.configure = [fault](CommOptions& o) {
     o.chunk_bytes = 64 * 1024;
