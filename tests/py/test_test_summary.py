@@ -65,3 +65,19 @@ def test_a_failure_without_a_gtest_line_gives_the_output_s_last_lines(tmp_path):
     assert r.returncode == 1, r.stdout + r.stderr
     failed = r.stdout[r.stdout.index("Failed:"):]
     assert "the daemon never answered" in failed
+
+
+def test_a_failure_element_that_only_says_failed_still_gives_the_output(tmp_path):
+    # What other CMake versions write: <failure message="Failed"/> beside the output.
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "sanitize-tsan-1.xml").write_text(
+        '<?xml version="1.0" encoding="UTF-8"?>\n<testsuite tests="1" failures="1">\n'
+        '<testcase name="lifetime" classname="lifetime" time="6.69" status="fail">\n'
+        '<failure message="Failed"/>\n<system-out>' + NOISE + GTEST_FAIL +
+        '</system-out>\n</testcase>\n</testsuite>\n')
+    (results / "legs.tsv").write_text("tsan\t1\t74\t\n")
+    r = summary(results)
+    failed = r.stdout[r.stdout.index("Failed:"):]
+    assert "lifetime_test.cc:236: Failure" in failed
+    assert "killed by signal 11 (SIGSEGV)" in failed
