@@ -88,15 +88,25 @@ std::string Facts(const RunData& run) {
 std::string Throughput(const RunData& run) {
   std::string out = "<section id=\"throughput\"><h2>Bus bandwidth over time</h2>";
   out += BusbwPlotSvg(run);
-  out += "<div class=\"legend\">"
-         "<span><i class=\"swatch\" style=\"background:#1a4f8b\"></i>busbw per collective</span>"
-         "<span><i class=\"swatch\" style=\"background:#666\"></i>baseline (dashed)</span>"
-         "<span><i class=\"swatch\" style=\"background:#f29d38;opacity:.5\"></i>fault applied &#8594; reverted</span>"
-         "<span><i class=\"swatch\" style=\"background:#1f6fd1\"></i>D detection</span>"
-         "<span><i class=\"swatch\" style=\"background:#d17a00\"></i>P first path</span>"
-         "<span><i class=\"swatch\" style=\"background:#8e3fc0\"></i>F failover (full "
-         "convergence)</span>"
-         "<span><i class=\"swatch\" style=\"background:#1b8a3a\"></i>R recovery</span></div>";
+  out +=
+      "<div class=\"legend\">"
+      "<span><i class=\"swatch\" style=\"background:#1a4f8b\"></i>busbw per collective</span>"
+      "<span><i class=\"swatch\" style=\"background:#666\"></i>baseline (dashed)</span>"
+      "<span><i class=\"swatch\" style=\"background:#f29d38;opacity:.5\"></i>fault applied &#8594; "
+      "reverted</span>";
+  bool cycles = false;
+  for (const auto& f : run.report.at("faults")) cycles |= !FormatCycles(f).empty();
+  if (cycles) {
+    out +=
+        "<span><i class=\"swatch\" style=\"background:#e07b00;opacity:.6\"></i>a flap's "
+        "downs, as played</span>";
+  }
+  out +=
+      "<span><i class=\"swatch\" style=\"background:#1f6fd1\"></i>D detection</span>"
+      "<span><i class=\"swatch\" style=\"background:#d17a00\"></i>P first path</span>"
+      "<span><i class=\"swatch\" style=\"background:#8e3fc0\"></i>F failover (full "
+      "convergence)</span>"
+      "<span><i class=\"swatch\" style=\"background:#1b8a3a\"></i>R recovery</span></div>";
   size_t not_applied = 0;
   for (const auto& f : run.report.at("faults")) {
     if (f.is_object() && !f.value("applied_s", nlohmann::json()).is_number()) ++not_applied;

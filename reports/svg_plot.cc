@@ -23,6 +23,8 @@ struct Band {
   std::optional<int> rail;
   double from = 0;
   std::optional<double> to;  // absent: not reverted
+  // A fault played in cycles (link_flap): each down as applied, to its up (absent: the heal's).
+  std::vector<std::pair<double, std::optional<double>>> downs;
 };
 
 struct Marker {
@@ -48,6 +50,14 @@ std::vector<Band> Bands(const nlohmann::json& report) {
     }
     b.from = *applied;
     b.to = NumberOf(f.value("reverted_s", nlohmann::json()));
+    if (f.contains("cycles") && f["cycles"].is_array()) {
+      for (const auto& c : f["cycles"]) {
+        if (!c.is_object()) continue;
+        if (auto down = NumberOf(c.value("down_s", nlohmann::json()))) {
+          b.downs.emplace_back(*down, NumberOf(c.value("up_s", nlohmann::json())));
+        }
+      }
+    }
     out.push_back(std::move(b));
   }
   return out;
@@ -138,6 +148,24 @@ int MarkerRow(const std::string& kind) {
   return 0;
 }
 
+// A fault played in cycles: one strip per down (class fault-down) inside its band, from the
+// down to its up (to the band's end where the heal brought it up).
+std::string DownStrips(const Band& b, const Scale& s, double y, double height,
+                       const char* opacity) {
+  std::string out;
+  const double end = b.to.value_or(s.x1);
+  for (const auto& [down, up] : b.downs) {
+    const double x0 = s.X(down), x1 = s.X(up.value_or(end));
+    out += "<rect class=\"fault-down\" data-fault=\"" + XmlEscape(b.id) + "\" x=\"" + N(x0) +
+           "\" y=\"" + N(y) + "\" width=\"" + N(std::max(x1 - x0, 1.0)) + "\" height=\"" +
+           N(height) + "\" fill=\"#e07b00\" fill-opacity=\"" + opacity + "\"><title>" +
+           XmlText(b.id + " down " + FormatNumber(down) + " s, " +
+                   (up ? "up " + FormatNumber(*up) + " s" : "up at the heal")) +
+           "</title></rect>";
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string BusbwPlotSvg(const RunData& run) {
@@ -187,6 +215,7 @@ std::string BusbwPlotSvg(const RunData& run) {
            XmlText(b.id + ": " + b.type + " " + b.target + ", applied " + FormatNumber(b.from) +
                    " s, " + (b.to ? "reverted " + FormatNumber(*b.to) + " s" : "not reverted")) +
            "</title></rect>";
+    out += DownStrips(b, s, py1, py0 - py1, "0.35");
     out += "<text class=\"fault-label\" x=\"" + N(x0 + 3) + "\" y=\"" + N(py1 - 6) + "\">" +
            XmlText(b.id + (b.to ? "" : " (not reverted)")) + "</text>";
   }
@@ -431,6 +460,7 @@ std::string RailThroughputSvg(const RunData& run, int host) {
            "\"><title>" +
            XmlText(b.id + ": " + b.type + " " + b.target + (here ? "" : " (another host)")) +
            "</title></rect>";
+    out += DownStrips(b, s, py1, py0 - py1, here ? "0.35" : "0.14");
   }
   for (const auto& c : rails.columns) {
     if (c.host != host) continue;

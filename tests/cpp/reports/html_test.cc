@@ -36,6 +36,7 @@ TEST(HtmlReport, VerdictFirstThenSectionsInOrder) {
   // The failed expectation is named in the verdict with its value and limit.
   EXPECT_NE(html.find("stall_ms: measured 812.25, limit max 500"), std::string::npos);
   EXPECT_EQ(html.find("<section id=\"notes\">"), std::string::npos);
+  EXPECT_EQ(html.find("a flap's downs"), std::string::npos);  // no flap in this run
 }
 
 TEST(HtmlReport, PassingRunSaysPass) {
@@ -101,6 +102,45 @@ TEST(BusbwPlot, BandAndMarkersSitAtTheirTimes) {
   const double px_per_s = band_w / 1.0;
   EXPECT_NEAR(detect_x, band_x + 0.0125 * px_per_s, 0.05);
   EXPECT_NEAR(recover_x, band_x + 0.6 * px_per_s, 0.05);
+}
+
+TEST(BusbwPlot, AFlapShowsEachDownAsPlayedInsideItsBand) {
+  nlohmann::json report = testing::Report();
+  nlohmann::json& f1 = report["faults"][0];  // applied 2.0 s, reverted 3.0 s
+  f1["type"] = "link_flap";
+  f1["cycles"] = {
+      {{"down_scheduled_s", 2.0}, {"down_s", 2.0}, {"up_scheduled_s", 2.2}, {"up_s", 2.2}},
+      {{"down_scheduled_s", 2.5}, {"down_s", nullptr}, {"up_scheduled_s", 2.7}, {"up_s", nullptr}},
+      {{"down_scheduled_s", 2.8}, {"down_s", 2.85}, {"up_scheduled_s", 3.0}, {"up_s", nullptr}}};
+  RunData run = testing::Run(report);
+  auto table = ParseRailsCsv(testing::RailsCsv());
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  run.rails = std::move(*table);
+  const std::string html = HtmlReport(run);
+  for (const char* id : {"busbw-plot", "rail-throughput-h0", "rail-throughput-h1"}) {
+    const std::string svg = SvgById(html, id);
+    auto root = ParseXml(svg);
+    ASSERT_TRUE(root) << id;
+    const testing::XmlNode* band = nullptr;
+    std::vector<const testing::XmlNode*> downs;
+    for (const auto* r : root->All("rect")) {
+      if (r->Attr("class") == "fault-band" && r->Attr("data-fault") == "f1") band = r;
+      if (r->Attr("class") == "fault-down") downs.push_back(r);
+    }
+    ASSERT_NE(band, nullptr) << id;
+    // The two downs that were applied; the one that was not is not drawn.
+    ASSERT_EQ(downs.size(), 2u) << id;
+    const double bx = std::stod(band->Attr("x")), px_per_s = std::stod(band->Attr("width"));
+    EXPECT_NEAR(std::stod(downs[0]->Attr("x")), bx, 0.05) << id;
+    EXPECT_NEAR(std::stod(downs[0]->Attr("width")), 0.2 * px_per_s, 0.05) << id;
+    // The last down was brought up by the heal: its strip runs to the band's end (3.0 s).
+    EXPECT_NEAR(std::stod(downs[1]->Attr("x")), bx + 0.85 * px_per_s, 0.05) << id;
+    EXPECT_NEAR(std::stod(downs[1]->Attr("width")), 0.15 * px_per_s, 0.05) << id;
+    EXPECT_NE(svg.find("f1 down 2.85 s, up at the heal"), std::string::npos) << id;
+  }
+  EXPECT_NE(html.find("a flap's downs, as played"), std::string::npos);  // the legend
+  EXPECT_NE(html.find("3 cycles played: down 200 ms (200 to 200)"), std::string::npos);
+  EXPECT_NE(html.find("1 down(s) not applied; 1 up(s) left to the final heal"), std::string::npos);
 }
 
 TEST(BusbwPlot, NoCollectivesSaysSo) {

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 #include "exec_test_util.h"
 #include "reports/verdict.h"
 
@@ -24,13 +26,15 @@ Scenario WithFaults(const std::string& faults) {
       faults);
 }
 
-// Runs the scenario's timeline through the executor, t0 = 0.
-void Drive(FaultExecutor& ex, const Scenario& sc) {
+// Runs the scenario's timeline through the executor, t0 = 0: the actions before `until` (the
+// ranks ended then; a later action's time never comes).
+void Drive(FaultExecutor& ex, const Scenario& sc, int64_t until = INT64_MAX) {
   std::vector<std::string> hooks(sc.topology.world_size());
   std::vector<int> handles(sc.topology.world_size());
   ex.Schedule(0);
-  for (const TimelineAction& a : BuildTimeline(sc, sc.seed).actions)
-    ex.Do(a, a.at_ns, RankRefs{&hooks, &handles});
+  for (const TimelineAction& a : BuildTimeline(sc, sc.seed).actions) {
+    if (a.at_ns < until) ex.Do(a, a.at_ns, RankRefs{&hooks, &handles});
+  }
 }
 
 constexpr int64_t kS = 1'000'000'000;
@@ -83,14 +87,9 @@ TEST(FaultExecutor, AFlapCutShortRecordsTheCyclesWhoseTimeCame) {
   Calls c;
   FakeSite site(&c);
   FaultExecutor ex(sc, &site);
-  std::vector<std::string> hooks(2);
-  std::vector<int> handles(2);
-  ex.Schedule(0);
   // The ranks end 2.6 s in: the second cycle's down came, its up did not; the heal brings the
   // port up.
-  for (const TimelineAction& a : BuildTimeline(sc, sc.seed).actions) {
-    if (a.at_ns < 2 * kS + 600 * kMs) ex.Do(a, a.at_ns, RankRefs{&hooks, &handles});
-  }
+  Drive(ex, sc, 2 * kS + 600 * kMs);
   std::vector<std::string> errors;
   ex.HealAll(&errors);
   std::vector<FaultRecord> r = ex.records();
@@ -141,12 +140,7 @@ TEST(FaultExecutor, ErrorsAreRecordedAndTheFaultStaysUnappliedUntilItsTime) {
   c.apply_error = "observed late";
   FakeSite site(&c);
   FaultExecutor ex(sc, &site);
-  std::vector<std::string> hooks(2);
-  std::vector<int> handles(2);
-  ex.Schedule(0);
-  for (const TimelineAction& a : BuildTimeline(sc, sc.seed).actions) {
-    if (a.at_ns < 10 * kS) ex.Do(a, a.at_ns, RankRefs{&hooks, &handles});
-  }
+  Drive(ex, sc, 10 * kS);
   std::vector<FaultRecord> r = ex.records();
   EXPECT_EQ(r[0].error, "INVALID_ARGUMENT: no such host");
   EXPECT_FALSE(r[0].applied_ns);
