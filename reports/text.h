@@ -41,7 +41,7 @@ std::string FormatLimit(const nlohmann::json& limit);
 std::string FormatTarget(const nlohmann::json& target);
 
 // A report.json fault's `cycles` (link_flap) as played: "60 cycles played: down 270 ms (266 to
-// 281), up 140 ms (131 to 152), medians (min to max); the latest transition 1.2 ms after its
+// 281), up 140 ms (131 to 152), median (min to max); the latest transition 1.2 ms after its
 // time". What could not be measured is said so (a down never applied, an up the heal did). ""
 // for a fault without cycles.
 std::string FormatCycles(const nlohmann::json& fault);
