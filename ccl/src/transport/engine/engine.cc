@@ -178,12 +178,16 @@ Status Engine::Start() {
 }
 
 void Engine::Post(std::function<void()> fn) {
+  bool first;
   {
     std::lock_guard<std::mutex> lock(cmd_mu_);
+    first = cmds_.empty();
     cmds_.push_back(std::move(fn));
   }
+  // Only the first command of a batch wakes the progress thread: it takes the whole queue at
+  // once (RunCommands), so a receive and a send posted together cost one wake-up, not two.
   uint64_t one = 1;
-  if (wake_.valid()) (void)!write(wake_.get(), &one, sizeof(one));
+  if (first && wake_.valid()) (void)!write(wake_.get(), &one, sizeof(one));
 }
 
 Status Engine::RunOnProgress(std::function<Status()> fn) {
@@ -281,8 +285,10 @@ OpPtr Engine::Recv(int peer, const MsgKey& key, const Signature& sig, void* buf,
 Status Engine::Wait(const OpPtr& op, Clock::time_point deadline) {
   std::unique_lock<std::mutex> lock(mu_);
   auto dead = [&] { return !error_.ok() && op->key.coll_seq >= fail_from_; };
+  op->waited = true;
   cv_.wait_until(lock, deadline,
                  [&] { return op->done.load(std::memory_order_acquire) || dead(); });
+  op->waited = false;
   if (op->done.load(std::memory_order_acquire)) return op->status;
   if (dead()) {
     // The caller may free the operation's buffers once this returns: wait until the progress
@@ -463,6 +469,7 @@ void Engine::Loop() {
       CheckTimers();
       next_tick = now + kTick;
     }
+    FlushWakeups();
     if (stopping_) {
       // Orderly close: once a connection's BYE is out, half-close it and drain until the peer
       // closes too, so that no side ever closes with unread data (which would send a reset).
@@ -480,6 +487,7 @@ void Engine::Loop() {
     }
   }
   // Nothing runs the posted commands any more, and no buffer is touched again.
+  wake_due_ = false;
   std::lock_guard<std::mutex> lock(mu_);
   released_from_ = 0;
   cv_.notify_all();
@@ -515,9 +523,28 @@ void Engine::UnwatchLink(Conn& c, bool reset) {
 void Engine::Complete(const OpPtr& op, Status st) {
   if (op->finished) return;
   op->finished = true;
-  std::lock_guard<std::mutex> lock(mu_);
-  op->status = std::move(st);
-  op->done.store(true, std::memory_order_release);
+  bool wake;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    op->status = std::move(st);
+    op->done.store(true, std::memory_order_release);
+    wake = op->waited;
+  }
+  if (!wake) return;
+  // Woken only if a thread waits on this very op, and after the lock is released, so that it
+  // does not wake only to block on the mutex. On the progress thread the wake-up waits for the
+  // end of the loop's pass (FlushWakeups), after the acknowledgements: a woken caller that
+  // takes this core first would otherwise hold back the acknowledgement its peer waits for.
+  if (progress_id_.load() == std::this_thread::get_id()) {
+    wake_due_ = true;
+  } else {
+    cv_.notify_all();
+  }
+}
+
+void Engine::FlushWakeups() {
+  if (!wake_due_) return;
+  wake_due_ = false;
   cv_.notify_all();
 }
 

@@ -298,6 +298,8 @@ class Engine final : public Transport, public FaultTarget {
     return id != std::thread::id() && id != std::this_thread::get_id();
   }
   void Complete(const OpPtr& op, Status st);
+  // Wakes the threads waiting on ops that completed during this pass of the loop.
+  void FlushWakeups();
   // `lost`: the rank whose loss is the cause (this rank gave up on it, or a peer's abort named
   // it), -1 for none; the first one is kept (LostPeer) and passed on in the abort frames.
   void FailLocked(const Status& why, uint64_t coll_seq, int lost = -1);
@@ -490,6 +492,7 @@ class Engine final : public Transport, public FaultTarget {
 
   mutable std::mutex mu_;  // guards error_ and op completion
   std::condition_variable cv_;
+  bool wake_due_ = false;  // progress thread only: a waited op completed in this pass
   Status error_;
   int lost_peer_ = -1;  // guarded by mu_
   std::atomic<bool> failed_{false};
