@@ -96,6 +96,10 @@ class Engine final : public Transport, public FaultTarget {
   void Shutdown() override;
   // The rank whose loss failed the communicator (see FailLocked), or -1.
   int LostPeer() const;
+  // Runs `fn` on the progress thread, between the loop's reads and its acknowledgements, and
+  // waits for its Status (bounded: 5 s). The fault hook's requests run so; a test also holds
+  // the progress thread with it, to order what the engine reads and writes.
+  Status RunOnProgress(std::function<Status()> fn);
 
   // FaultTarget (the fault hook): conn_corrupt damages the next data frame to `peer` on one
   // connection of `rail` (payload: its checksum; header: the header's checksum).
@@ -185,7 +189,10 @@ class Engine final : public Transport, public FaultTarget {
     int rail = 0;
     int channel = 0;
     bool alive = true;
-    bool blocked = false;  // waiting for EPOLLOUT
+    bool blocked = false;  // waiting for EPOLLOUT (or for good, once a write failed)
+    // A write found the peer's end gone (Flush): what it sent before is read first.
+    Clock::time_point write_failed_at{};
+    std::string write_error;
     bool half_closed = false;
     bool relay = false;     // the relay slot of its peer
     uint16_t conn_port = 0;  // the connecting end's port: names this connection in notices
@@ -280,6 +287,9 @@ class Engine final : public Transport, public FaultTarget {
   // The progress thread's timer period: CheckTimers runs at most this often, and a thread that
   // did not get to run for 5 ticks does not judge silence (it may be its own).
   static constexpr auto kTick = std::chrono::milliseconds(10);
+  // How long a connection whose write found the peer's end gone waits for its read side to
+  // end it (the rest of what the peer sent, then the end of the stream): Flush, CheckTimers.
+  static constexpr auto kWriteFailedGrace = std::chrono::milliseconds(100);
   // The rail field of a relay connection's hello (its path is rail num_rails, channel 0).
   static constexpr uint32_t kRelayHelloRail = 0xFFFF;
 
@@ -287,8 +297,6 @@ class Engine final : public Transport, public FaultTarget {
   void Loop();
   void RunCommands();
   void Post(std::function<void()> fn);
-  // Runs `fn` on the progress thread and waits for its Status (bounded).
-  Status RunOnProgress(std::function<Status()> fn);
   // Waits (holding `lock` on mu_) until the progress thread has released the buffers of every
   // operation of collective `coll_seq` and later. Returns at once on the progress thread.
   void AwaitReleased(std::unique_lock<std::mutex>& lock, uint64_t coll_seq);

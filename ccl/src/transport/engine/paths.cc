@@ -208,6 +208,7 @@ void Engine::ConnFailed(int ci, const std::string& reason, bool peer_closed) {
   }
   c.alive = false;
   c.blocked = false;
+  c.write_failed_at = {};
   const int peer = c.peer;
   Peer& p = peers_[peer];
   // A connection that failed under this live process is reset, not closed: an orderly close
@@ -269,6 +270,7 @@ size_t Engine::DropQuietly(int ci, bool reset) {
   if (!c.alive) return 0;
   c.alive = false;
   c.blocked = false;
+  c.write_failed_at = {};
   UnwatchLink(c, reset);
   const int64_t nack = LoseRxCopy(ci);
   c.rx.Reset();
@@ -429,6 +431,15 @@ void Engine::CheckTimers() {
     tick_lag_ms_ = std::max(lag, tick_lag_ms_ * 0.98);  // halves in about 35 ticks
   }
   last_check_ = now;
+  for (size_t ci = 0; ci < conns_.size(); ++ci) {
+    // A write found the peer's end gone and no end of the stream was read since (Flush).
+    Conn& c = conns_[ci];
+    if (c.alive && c.write_failed_at != Clock::time_point{} &&
+        now - c.write_failed_at > kWriteFailedGrace) {
+      ConnFailed(static_cast<int>(ci), c.write_error);
+      if (failed_) return;
+    }
+  }
   for (int r = 0; r < static_cast<int>(rail_settle_at_.size()); ++r) {
     if (rail_settle_at_[r] == Clock::time_point{} || now < rail_settle_at_[r]) continue;
     rail_settle_at_[r] = {};

@@ -161,6 +161,7 @@ void Engine::Install(int ci, std::unique_ptr<Link> link, uint16_t conn_port) {
   c.link = std::move(link);
   c.alive = true;
   c.blocked = false;
+  c.write_failed_at = {};
   c.half_closed = false;
   c.reconnect = false;
   c.rx.Reset();

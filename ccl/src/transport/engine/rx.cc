@@ -105,6 +105,10 @@ void Engine::OnReadable(int ci) {
         bool any = false;
         for (int cj : p.conns) any |= conns_[cj].alive;
         if (!any) PeerGone(c.peer, "rank " + std::to_string(c.peer) + " closed its communicator");
+      } else if (c.write_failed_at != Clock::time_point{}) {
+        // A write had found this end gone (Flush): the end of the stream is that failure's,
+        // read after what the peer sent before it, and judged as it would have been then.
+        ConnFailed(ci, c.write_error);
       } else {
         ConnFailed(ci, "connection closed by " + Label(c), true);
       }

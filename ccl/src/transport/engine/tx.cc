@@ -244,6 +244,21 @@ size_t Engine::Flush(int ci, size_t max_new_chunks) {
         WatchLink(ci, true);
         return pulled;
       }
+      if ((errno == EPIPE || errno == ECONNRESET) && !c.relay) {
+        // The peer's end is gone: closed after its last words, or reset. What it wrote before
+        // (its last acknowledgement, its BYE) may wait unread in this socket, and failing the
+        // connection now would throw it away: the chunks it acknowledged would wait for a
+        // rank that has ended, until the job gives it up as lost. Nothing more is written
+        // here; the read side, which epoll reports once the peer's end is gone, reads what is
+        // left and ends the connection with what it finds (CheckTimers ends it otherwise).
+        if (c.write_failed_at == Clock::time_point{}) {
+          c.write_failed_at = Clock::now();
+          c.write_error = c.link->error_text();
+        }
+        c.blocked = true;
+        WatchLink(ci, false);
+        return pulled;
+      }
       ConnFailed(ci, c.link->error_text());
       return pulled;
     }
