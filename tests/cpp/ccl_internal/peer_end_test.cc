@@ -59,7 +59,9 @@ TEST(PeerEnd, ItsLastWordsAreReadWhenAWriteFindsItsEndGone) {
   ASSERT_TRUE(peer->SendMessage(0, {0, 5}, sig, theirs.data(), kLen, kLen, &seq));
   auto second =
       std::async(std::launch::async, [&] { return engine.RunOnProgress(Hold(&held2, &release2)); });
-  std::this_thread::sleep_for(50ms);  // the second hold is posted
+  // The second hold is posted by now (were it late, the pass would write its acknowledgement
+  // before the peer goes, and the test would pass without testing anything; never fail).
+  std::this_thread::sleep_for(200ms);
   release1 = true;
   ASSERT_TRUE(Eventually([&] { return held2.load(); }, 2s));
   EXPECT_TRUE(recv->done.load()) << "pass 2 did not read the chunk before the hold";
