@@ -72,10 +72,10 @@ struct Op {
   // Progress-thread bookkeeping.
   size_t chunks_left = 0;
   bool finished = false;
-  // A thread sleeps in Wait on this op (guarded by the engine's wait mutex): only then does
+  // Threads sleeping in Wait on this op (guarded by the engine's wait mutex): only then does
   // its completion wake anyone, so a send acknowledged while the caller waits on a receive
   // costs no context switch.
-  bool waited = false;
+  int waiters = 0;
   // Completion, published with release semantics once `status` is final.
   std::atomic<bool> done{false};
   Status status;

@@ -285,10 +285,10 @@ OpPtr Engine::Recv(int peer, const MsgKey& key, const Signature& sig, void* buf,
 Status Engine::Wait(const OpPtr& op, Clock::time_point deadline) {
   std::unique_lock<std::mutex> lock(mu_);
   auto dead = [&] { return !error_.ok() && op->key.coll_seq >= fail_from_; };
-  op->waited = true;
+  ++op->waiters;
   cv_.wait_until(lock, deadline,
                  [&] { return op->done.load(std::memory_order_acquire) || dead(); });
-  op->waited = false;
+  --op->waiters;
   if (op->done.load(std::memory_order_acquire)) return op->status;
   if (dead()) {
     // The caller may free the operation's buffers once this returns: wait until the progress
@@ -528,7 +528,7 @@ void Engine::Complete(const OpPtr& op, Status st) {
     std::lock_guard<std::mutex> lock(mu_);
     op->status = std::move(st);
     op->done.store(true, std::memory_order_release);
-    wake = op->waited;
+    wake = op->waiters > 0;
   }
   if (!wake) return;
   // Woken only if a thread waits on this very op, and after the lock is released, so that it
