@@ -80,52 +80,80 @@ void FillTyped(const CheckSpec& o, const SizeLayout& l, int rank, void* send) {
   }
 }
 
-template <typename C>
-uint64_t CountWrongTyped(const CheckSpec& o, const SizeLayout& l, int rank, const void* recv) {
-  using S = typename C::Storage;
+// Calls fn(index, want) for every element of a receive buffer (l.recv_elems of them) with the
+// value the collective must leave there on `rank`: the one statement of the expected results,
+// for checking on the fly (CountWrong) and for filling a reference copy (FillExpected).
+template <typename C, typename Fn>
+void ForEachExpected(const CheckSpec& o, const SizeLayout& l, int rank, Fn&& fn) {
   using A = typename C::Arith;
-  const S* in = static_cast<const S*>(recv);
   const int n = o.ranks;
   const size_t count = l.count;
-  const bool red = IsReduction(o.coll);
-  uint64_t wrong = 0;
   auto value = [&](int r, size_t i) {
     return C::Encode(static_cast<A>(InputValue(o.seed, o.coll, o.redop, r, i)));
   };
   switch (o.coll) {
     case Coll::kAllReduce:
-      for (size_t i = 0; i < count; ++i) {
-        wrong += !Matches<C>(o.redop, red, in[i], Reduced<C>(o.seed, o.coll, o.redop, n, i));
-      }
+      for (size_t i = 0; i < count; ++i) fn(i, Reduced<C>(o.seed, o.coll, o.redop, n, i));
       break;
     case Coll::kReduceScatter:
       for (size_t i = 0; i < count; ++i) {
         const size_t src = static_cast<size_t>(rank) * count + i;
-        wrong += !Matches<C>(o.redop, red, in[i], Reduced<C>(o.seed, o.coll, o.redop, n, src));
+        fn(i, Reduced<C>(o.seed, o.coll, o.redop, n, src));
       }
       break;
     case Coll::kAllGather:
       for (int j = 0; j < n; ++j) {
-        for (size_t i = 0; i < count; ++i) {
-          wrong += !Matches<C>(o.redop, red, in[j * count + i], value(j, i));
-        }
+        for (size_t i = 0; i < count; ++i) fn(j * count + i, value(j, i));
       }
       break;
     case Coll::kBroadcast:
-      for (size_t i = 0; i < count; ++i)
-        wrong += !Matches<C>(o.redop, red, in[i], value(o.root, i));
+      for (size_t i = 0; i < count; ++i) fn(i, value(o.root, i));
       break;
     case Coll::kAllToAll:
       for (int j = 0; j < n; ++j) {
         for (size_t i = 0; i < count; ++i) {
           const size_t src = static_cast<size_t>(rank) * count + i;
-          wrong += !Matches<C>(o.redop, red, in[j * count + i], value(j, src));
+          fn(j * count + i, value(j, src));
         }
       }
       break;
   }
+}
+
+template <typename C>
+uint64_t CountWrongTyped(const CheckSpec& o, const SizeLayout& l, int rank, const void* recv) {
+  using S = typename C::Storage;
+  const S* in = static_cast<const S*>(recv);
+  const bool red = IsReduction(o.coll);
+  uint64_t wrong = 0;
+  ForEachExpected<C>(o, l, rank,
+                     [&](size_t i, S want) { wrong += !Matches<C>(o.redop, red, in[i], want); });
   return wrong;
 }
+
+template <typename C>
+struct FillExpectedFn {
+  static int Run(const CheckSpec& o, const SizeLayout& l, int rank, void* expected) {
+    using S = typename C::Storage;
+    S* out = static_cast<S*>(expected);
+    ForEachExpected<C>(o, l, rank, [&](size_t i, S want) { out[i] = want; });
+    return 0;
+  }
+};
+
+template <typename C>
+struct CountAgainstFn {
+  static uint64_t Run(const CheckSpec& o, const SizeLayout& l, const void* expected,
+                      const void* recv) {
+    using S = typename C::Storage;
+    const S* want = static_cast<const S*>(expected);
+    const S* in = static_cast<const S*>(recv);
+    const bool red = IsReduction(o.coll);
+    uint64_t wrong = 0;
+    for (size_t i = 0; i < l.recv_elems; ++i) wrong += !Matches<C>(o.redop, red, in[i], want[i]);
+    return wrong;
+  }
+};
 
 template <typename C>
 struct FillFn {
@@ -149,6 +177,19 @@ void FillInput(const CheckSpec& o, const SizeLayout& l, int rank, void* send) {
 
 uint64_t CountWrong(const CheckSpec& o, const SizeLayout& l, int rank, const void* recv) {
   return DispatchType<CountWrongFn>(o.dtype, o, l, rank, recv);
+}
+
+void FillExpected(const CheckSpec& o, const SizeLayout& l, int rank, void* expected) {
+  DispatchType<FillExpectedFn>(o.dtype, o, l, rank, expected);
+}
+
+uint64_t CountWrongAgainst(const CheckSpec& o, const SizeLayout& l, const void* expected,
+                           const void* recv) {
+  // Bit for bit the reference is a match everywhere (an expected value is never NaN): the
+  // common case costs one pass over both buffers. Otherwise each element is judged as
+  // CountWrong judges it (avg's tolerance, -0 == +0).
+  if (std::memcmp(expected, recv, l.recv_elems * DTypeSize(o.dtype)) == 0) return 0;
+  return DispatchType<CountAgainstFn>(o.dtype, o, l, expected, recv);
 }
 
 void PoisonOutput(const CheckSpec& o, const SizeLayout& l, void* recv) {

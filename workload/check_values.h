@@ -29,6 +29,13 @@ void FillInput(const CheckSpec& o, const SizeLayout& l, int rank, void* send);
 // result. Poison the buffer before the collective (PoisonOutput) so that an element the
 // collective never wrote counts as wrong.
 uint64_t CountWrong(const CheckSpec& o, const SizeLayout& l, int rank, const void* recv);
+// Writes the known result of `rank` (l.recv_elems elements) into `expected`: a reference copy
+// for a workload that checks the same collective many times (CountWrongAgainst).
+void FillExpected(const CheckSpec& o, const SizeLayout& l, int rank, void* expected);
+// CountWrong against a reference copy from FillExpected (same spec, layout and rank): the same
+// count, at the cost of comparing two buffers instead of recomputing every value.
+uint64_t CountWrongAgainst(const CheckSpec& o, const SizeLayout& l, const void* expected,
+                           const void* recv);
 // Fills `recv` with a pattern that is never a result (NaN in floating types, all ones else).
 void PoisonOutput(const CheckSpec& o, const SizeLayout& l, void* recv);
 

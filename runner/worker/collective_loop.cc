@@ -107,7 +107,7 @@ int CollectiveLoop::Loop() {
       return rank_.Fail("collective " + std::to_string(op.index) + ": " + st.ToString(), op.end_ns);
     }
     if (o_.check) {
-      op.wrong = workload::CountWrong(spec_, layout_, rank_.group_rank(), args_.recv);
+      op.wrong = CountWrong();
     }
     if (!rank_.log().Write(WorkerOpLine(op))) return rank_.InternalFailure("cannot write the log");
     ++next_index_;
@@ -138,6 +138,7 @@ int CollectiveLoop::ShrinkAfter(const std::string& what, int64_t failed_ns, cons
   // until the end, as the library promised never to touch them again.
   spec_.ranks = rank_.group_size();
   layout_ = workload::LayoutFor(o_.op, o_.dtype, rank_.group_size(), o_.bytes);
+  expected_.clear();  // the new group's result differs
   const size_t ts = workload::DTypeSize(o_.dtype);
   const int buffers = rank_.NewBuffers(layout_.send_elems * ts, layout_.recv_elems * ts);
   if (buffers != kWorkerExitOk) return buffers;
@@ -148,6 +149,21 @@ int CollectiveLoop::ShrinkAfter(const std::string& what, int64_t failed_ns, cons
   const Status st = rank_.Prepare(args_);
   if (!st.ok()) return rank_.Fail("prepare after the shrink: " + st.ToString(), NowNs());
   return kWorkerExitOk;
+}
+
+uint64_t CollectiveLoop::CountWrong() {
+  // Up to this size a rank keeps a reference copy of its result; beyond it every value is
+  // recomputed at each check (slow, but no second buffer of that size).
+  constexpr size_t kMaxReferenceBytes = size_t{256} << 20;
+  const size_t bytes = layout_.recv_elems * workload::DTypeSize(o_.dtype);
+  if (bytes > kMaxReferenceBytes) {
+    return workload::CountWrong(spec_, layout_, rank_.group_rank(), args_.recv);
+  }
+  if (expected_.empty()) {
+    expected_.resize(bytes);
+    workload::FillExpected(spec_, layout_, rank_.group_rank(), expected_.data());
+  }
+  return workload::CountWrongAgainst(spec_, layout_, expected_.data(), args_.recv);
 }
 
 // One-element allreduce (max) of `done`: every rank learns whether any rank's time is up.

@@ -2,6 +2,7 @@
 // accept exactly the right results (a check that never fails checks nothing); and that the
 // harness's busbw is the workload's one rule (workload::BusBwFactor).
 #include "perf_common.h"
+#include "workload/check_values.h"
 
 #include <gtest/gtest.h>
 
@@ -102,6 +103,12 @@ TEST_P(CheckValuesTest, AcceptRightResultsAndCountWrongOnes) {
   std::tie(o.coll, o.dtype, o.redop, o.ranks) = GetParam();
   o.root = o.ranks - 1;
   const SizeLayout l = LayoutFor(o.coll, o.dtype, o.ranks, 3000);
+  workload::CheckSpec spec;
+  spec.coll = o.coll;
+  spec.dtype = o.dtype;
+  spec.redop = o.redop;
+  spec.root = o.root;
+  spec.ranks = o.ranks;
   std::vector<std::vector<char>> out = DispatchType<Simulate>(o.dtype, o, l);
   const size_t ts = DTypeSize(o.dtype);
   for (int rank = 0; rank < o.ranks; ++rank) {
@@ -112,10 +119,28 @@ TEST_P(CheckValuesTest, AcceptRightResultsAndCountWrongOnes) {
     const uint64_t first_last_equal =
         std::memcmp(out[rank].data(), out[rank].data() + (l.recv_elems - 1) * ts, ts) == 0;
     EXPECT_EQ(CountWrong(o, l, rank, bad.data()), 2u - first_last_equal) << "rank " << rank;
+    // The reference copy a long-running workload compares with holds the same results and
+    // counts the same wrong elements (avg of floating types may differ from the simulation in
+    // its last bit: judged within the tolerance, not bit for bit).
+    std::vector<char> ref(l.recv_elems * ts);
+    workload::FillExpected(spec, l, rank, ref.data());
+    const bool floating = o.dtype == DType::kF32 || o.dtype == DType::kF64 ||
+                          o.dtype == DType::kF16 || o.dtype == DType::kBF16;
+    if (o.redop != RedOp::kAvg || !floating) {
+      EXPECT_EQ(std::memcmp(ref.data(), out[rank].data(), ref.size()), 0) << "rank " << rank;
+    }
+    EXPECT_EQ(CountWrong(o, l, rank, ref.data()), 0u) << "rank " << rank;
+    EXPECT_EQ(workload::CountWrongAgainst(spec, l, ref.data(), out[rank].data()), 0u)
+        << "rank " << rank;
+    EXPECT_EQ(workload::CountWrongAgainst(spec, l, ref.data(), bad.data()), 2u - first_last_equal)
+        << "rank " << rank;
   }
   // A rank's result is not another rank's.
   if (o.coll == Coll::kReduceScatter || o.coll == Coll::kAllToAll) {
     EXPECT_GT(CountWrong(o, l, 0, out[1].data()), l.recv_elems / 4);
+    std::vector<char> ref0(l.recv_elems * DTypeSize(o.dtype));
+    workload::FillExpected(spec, l, 0, ref0.data());
+    EXPECT_GT(workload::CountWrongAgainst(spec, l, ref0.data(), out[1].data()), l.recv_elems / 4);
   }
 }
 
