@@ -688,7 +688,6 @@ std::vector<size_t> SizeSweep(size_t min_bytes, size_t max_bytes, double factor)
   return sizes;
 }
 
-namespace {
 workload::CheckSpec SpecOf(const PerfOptions& o) {
   workload::CheckSpec spec;
   spec.coll = o.coll;
@@ -698,7 +697,6 @@ workload::CheckSpec SpecOf(const PerfOptions& o) {
   spec.ranks = o.ranks;
   return spec;
 }
-}  // namespace
 
 void FillInput(const PerfOptions& o, const SizeLayout& l, int rank, void* send) {
   workload::FillInput(SpecOf(o), l, rank, send);

@@ -86,6 +86,8 @@ struct PerfOptions {
 // Sizes from min to max, multiplying by factor (> 1); always includes min, never exceeds max.
 std::vector<size_t> SizeSweep(size_t min_bytes, size_t max_bytes, double factor);
 
+// What the check values of these options depend on (workload/check_values.h).
+workload::CheckSpec SpecOf(const PerfOptions& o);
 // Fills `send` of `rank` with the check values of this collective and size.
 void FillInput(const PerfOptions& o, const SizeLayout& l, int rank, void* send);
 // Counts the elements of `recv` on `rank` that differ from the known result.

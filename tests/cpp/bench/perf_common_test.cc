@@ -103,12 +103,7 @@ TEST_P(CheckValuesTest, AcceptRightResultsAndCountWrongOnes) {
   std::tie(o.coll, o.dtype, o.redop, o.ranks) = GetParam();
   o.root = o.ranks - 1;
   const SizeLayout l = LayoutFor(o.coll, o.dtype, o.ranks, 3000);
-  workload::CheckSpec spec;
-  spec.coll = o.coll;
-  spec.dtype = o.dtype;
-  spec.redop = o.redop;
-  spec.root = o.root;
-  spec.ranks = o.ranks;
+  const workload::CheckSpec spec = SpecOf(o);
   std::vector<std::vector<char>> out = DispatchType<Simulate>(o.dtype, o, l);
   const size_t ts = DTypeSize(o.dtype);
   for (int rank = 0; rank < o.ranks; ++rank) {
