@@ -545,21 +545,31 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
     }
     MetricValues& v = fm.values;
 
-    // Where no collective ended after the fault (none completed or failed: window_end is the
-    // last end of any rank's collective), the gap runs to the first error a rank reported
-    // after it (e.g. from the ranks' stop agreement, which is no measured collective) or, with
-    // none, to the end of the run (ranks that hung until the runner's watchdog, or died
-    // without a word): a stall measured up to when the job gave up or was ended, not none.
-    // (Then the one gap past a runs from the last end before it to that instant.)
+    // Where no collective ended after the fault, or the job gave up after its last collective
+    // ended with the fault still in force (window_end is the last end of any rank's
+    // collective; the one in flight at the fault may end just after it), the gap runs from
+    // that end to the first error a rank reported after it (e.g. from the ranks' stop
+    // agreement, which is no measured collective) or, with none, to the end of the run (ranks
+    // that hung until the runner's watchdog, or died without a word): a stall measured up to
+    // when the job gave up or was ended, not none.
+    // The job gave up: the runner's watchdog ended it, or a rank reported its first error
+    // (a collective, the stop agreement, its own watchdog) after the last collective ended. A
+    // rank that died without a word, or a library's teardown that hung (the rank exits
+    // without an error), is not taken for one: the workload may have been done.
+    bool gave_up = h.watchdog_fired;
+    for (const RankEnd& r : h.ranks) {
+      gave_up = gave_up || (r.first_error_ns && *r.first_error_ns >= window_end);
+    }
     int64_t stall_to = window_end, stall_e = e;
-    if (window_end <= a && h.run_end_ns > a) {
-      stall_to = h.run_end_ns;
+    if ((window_end <= a || (gave_up && e >= window_end)) && h.run_end_ns > a) {
+      const int64_t after = std::max(a, window_end);
+      stall_to = std::max(h.run_end_ns, after);
       for (const RankEnd& r : h.ranks) {
-        if (r.first_error_ns && *r.first_error_ns > a) {
+        if (r.first_error_ns && *r.first_error_ns >= after) {
           stall_to = std::min(stall_to, *r.first_error_ns);
         }
       }
-      stall_e = stall_to;
+      stall_e = std::max(stall_e, stall_to);
     }
     v.stall_ms = stall_of(longest_gap(h.run_start_ns, stall_to, a, stall_e));
 
