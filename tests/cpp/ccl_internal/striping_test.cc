@@ -79,6 +79,55 @@ TEST(PathRateTest, SharpSlowdownIsFollowedWithWeightOneHalf) {
   EXPECT_NEAR(r.rate(), 0.5 * 1e8 + 0.5 * 1e7, 1);
 }
 
+// A backlog marks a period saturated without a block: a path whose window and socket buffer
+// take a whole message (a fresh connection's rate read from a token bucket's burst, far above
+// the shaped rate) never blocks, but with more than a chunk outstanding on average over its
+// busy time it was carrying all it could, and its rate comes down to what it delivered. With
+// less outstanding (a chunk at a time, the algorithm setting the pace) it does not.
+TEST(PathRateTest, BacklogOverTheBusyTimeMeasuresTheRate) {
+  constexpr uint64_t kChunk = 256 * 1024;
+  auto believed_fast = [] {
+    PathRate r;
+    r.Sample(kT0, true, false, kChunk);
+    r.Add(1, kT0);
+    r.MarkSaturated();
+    r.Delivered(10000000);
+    r.Remove(1, kT0 + milliseconds(100));
+    r.Sample(kT0 + milliseconds(100), true, false, kChunk);  // 100 MB/s
+    return r;
+  };
+  PathRate r = believed_fast();
+  ASSERT_NEAR(r.rate(), 1e8, 1);
+  // Four chunks dealt at once, delivered one by one over 100 ms at 10 MB/s: 2.5 chunks
+  // outstanding on average, never blocked.
+  const auto t = kT0 + milliseconds(100);
+  r.Add(4 * kChunk, t);
+  for (int i = 1; i <= 4; ++i) {
+    r.Delivered(kChunk);
+    r.Remove(kChunk, t + milliseconds(25 * i) - std::chrono::microseconds(1));
+  }
+  EXPECT_TRUE(r.Sample(kT0 + milliseconds(200), true, false, kChunk).updated);
+  const double delivered = 4.0 * kChunk / 0.1;
+  EXPECT_NEAR(r.rate(), 0.5 * 1e8 + 0.5 * delivered, 1e3);
+  // The same delivery with one chunk at a time outstanding: only "at least this much".
+  PathRate q = believed_fast();
+  for (int i = 0; i < 4; ++i) {
+    q.Add(kChunk, t + milliseconds(25 * i));
+    q.Delivered(kChunk);
+    q.Remove(kChunk, t + milliseconds(25 * (i + 1)) - std::chrono::microseconds(1));
+  }
+  EXPECT_FALSE(q.Sample(kT0 + milliseconds(200), true, false, kChunk).updated);
+  EXPECT_NEAR(q.rate(), 1e8, 1);
+  // Without a backlog bound (the default) the four-chunk period says nothing either.
+  PathRate u = believed_fast();
+  u.Add(4 * kChunk, t);
+  for (int i = 1; i <= 4; ++i) {
+    u.Delivered(kChunk);
+    u.Remove(kChunk, t + milliseconds(25 * i) - std::chrono::microseconds(1));
+  }
+  EXPECT_FALSE(u.Sample(kT0 + milliseconds(200), true, false).updated);
+}
+
 TEST(PathRateTest, ShortBusyTimeOrSuspectPathMeasuresNothing) {
   PathRate r;
   r.Sample(kT0, true, false);

@@ -5,12 +5,22 @@
 
 namespace ftccl::transport::engine {
 
+void PathRate::Accrue(TimePoint now) {
+  if (outstanding_ > 0 && accrued_at_ != TimePoint{} && now > accrued_at_) {
+    backlog_ += static_cast<double>(outstanding_) *
+                std::chrono::duration<double>(now - accrued_at_).count();
+  }
+  accrued_at_ = now;
+}
+
 void PathRate::Add(uint64_t bytes, TimePoint now) {
+  Accrue(now);
   if (outstanding_ == 0) busy_since_ = now;
   outstanding_ += bytes;
 }
 
 void PathRate::Remove(uint64_t bytes, TimePoint now) {
+  Accrue(now);
   outstanding_ -= std::min(outstanding_, bytes);
   if (outstanding_ == 0 && busy_since_ != TimePoint{}) {
     busy_ += now - busy_since_;
@@ -24,7 +34,8 @@ uint64_t PathRate::Window(Millis path_queue, uint64_t chunk_bytes) const {
   return std::max<uint64_t>(2 * chunk_bytes, static_cast<uint64_t>(w));
 }
 
-PathRate::SampleResult PathRate::Sample(TimePoint now, bool usable, bool suspect) {
+PathRate::SampleResult PathRate::Sample(TimePoint now, bool usable, bool suspect,
+                                        uint64_t backlog_bytes) {
   // An average slow enough not to follow every burst: a tenfold slowdown shows within about
   // 200 ms.
   constexpr double kWeight = 0.3;
@@ -37,10 +48,13 @@ PathRate::SampleResult PathRate::Sample(TimePoint now, bool usable, bool suspect
   if (sample_start_ == TimePoint{} || !usable) {
     restart();
     busy_ = {};
+    backlog_ = 0;
+    accrued_at_ = now;
     return r;
   }
   if (now - sample_start_ < kPeriod) return r;
   r.period_over = true;
+  Accrue(now);
   if (busy_since_ != TimePoint{}) {
     busy_ += now - busy_since_;
     busy_since_ = now;
@@ -54,8 +68,13 @@ PathRate::SampleResult PathRate::Sample(TimePoint now, bool usable, bool suspect
     return r;
   }
   busy_ = {};
+  // A backlog over the busy time: more than a chunk outstanding on average (by a byte at
+  // least: one chunk at a time, exactly, is no backlog), so the path, not the round trip of
+  // each chunk's acknowledgement, set the pace.
+  const bool backlog = backlog_ / secs > static_cast<double>(backlog_bytes) + 1.0;
+  backlog_ = 0;
   const double sample = static_cast<double>(credited_ - sample_bytes_) / secs;
-  if (saturated_ && !suspect) {
+  if ((saturated_ || backlog) && !suspect) {
     // A sharp change (a throttled path, a healed one) is followed faster.
     const double w = sample < rate_ / 2 || sample > rate_ * 2 ? 0.5 : kWeight;
     rate_ = rate_ <= 0 ? sample : (1 - w) * rate_ + w * sample;
@@ -78,6 +97,8 @@ void PathRate::Restart() {
   outstanding_ = 0;
   busy_since_ = {};
   busy_ = {};
+  backlog_ = 0;
+  accrued_at_ = {};
   rate_ = 0;
   sample_start_ = {};
 }

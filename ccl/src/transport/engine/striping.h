@@ -5,9 +5,13 @@
 // outstanding (idle time, the algorithm waiting for a peer, says nothing about the path); a
 // period with under 20 ms of busy time carries its bytes and busy time over to the next. A
 // period in which the path had more to carry than it took (it blocked, or hit its window) is
-// *saturated* and measures its capacity; any other only shows that it can carry at least as
-// much, and moves a lower rate up by the same average (never down). A path holds at most `path_queue` worth of data at its measured rate (its window), so
-// a slow path takes less and the others take the rest.
+// *saturated* and measures its capacity; so is one whose busy time held a backlog (on average
+// more than `backlog_bytes` outstanding, a chunk: more than one chunk's round trip at a time,
+// so the path, not the algorithm or an acknowledgement, set the pace), which a path whose
+// window and socket buffer take a whole message never reaches by blocking. Any other period
+// only shows that it can carry at least as much, and moves a lower rate up by the same average
+// (never down). A path holds at most `path_queue` worth of data at its measured rate (its
+// window), so a slow path takes less and the others take the rest.
 //
 // Shares and LargestShift turn the rates of a peer's paths into the striping announced in a
 // `rebalanced` event (a shift of kRebalanceNews of the traffic or more).
@@ -50,8 +54,10 @@ class PathRate final {
   };
   // Closes the sampling period if it is over at `now`. `usable`: the path is alive (a dead
   // one restarts its sampling); `suspect`: a saturated period of a suspect path measures
-  // nothing.
-  SampleResult Sample(TimePoint now, bool usable, bool suspect);
+  // nothing; `backlog_bytes`: the mean outstanding over the busy time above which a period
+  // is saturated (UINT64_MAX: only a block or the window marks one).
+  SampleResult Sample(TimePoint now, bool usable, bool suspect,
+                      uint64_t backlog_bytes = UINT64_MAX);
   // A fresh connection: nothing outstanding, no rate yet.
   void Restart();
 
@@ -60,8 +66,13 @@ class PathRate final {
   double rate() const { return rate_; }  // bytes per second; 0 until measured
 
  private:
+  // Adds outstanding x time since the last change to backlog_.
+  void Accrue(TimePoint now);
+
   uint64_t outstanding_ = 0;
   uint64_t credited_ = 0;
+  double backlog_ = 0;      // outstanding bytes x seconds over the current busy time
+  TimePoint accrued_at_{};  // when backlog_ was last brought up to date
   uint64_t sample_bytes_ = 0;
   TimePoint sample_start_{};
   TimePoint busy_since_{};  // outstanding > 0 since (epoch: idle)

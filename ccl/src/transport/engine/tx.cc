@@ -423,7 +423,7 @@ void Engine::SampleRates(int peer, Clock::time_point now) {
   bool updated = false;
   for (int ci : p.conns) {
     Conn& c = conns_[ci];
-    const auto r = c.rate.Sample(now, c.alive, c.health.suspect);
+    const auto r = c.rate.Sample(now, c.alive, c.health.suspect, options_.chunk_bytes);
     if (r.period_over) c.health.DecayGap();  // halves in about a third of a second
     if (r.updated) c.left_since = {};        // measured: the probe clock starts again (LeaveChunk)
     updated |= r.updated;
