@@ -519,6 +519,15 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
               [](const OpRecord* x, const OpRecord* y) { return x->start_ns < y->start_ns; });
   }
 
+  // The job gave up after its last collective: the runner's watchdog ended it, or a rank
+  // reported its first error (a collective, the stop agreement, its own watchdog) after the
+  // last collective ended. A rank that died without a word, or a library's teardown that hung
+  // (the rank exits without an error), is not taken for one: the workload may have been done.
+  bool gave_up = h.watchdog_fired;
+  for (const RankEnd& r : h.ranks) {
+    gave_up = gave_up || (r.first_error_ns && *r.first_error_ns >= window_end);
+  }
+
   bool all_recovered = true;
   bool all_converged = true;
   bool any_applied = false;
@@ -552,14 +561,6 @@ RunMetrics ComputeMetrics(const History& h, const MetricsOptions& o) {
     // agreement, which is no measured collective) or, with none, to the end of the run (ranks
     // that hung until the runner's watchdog, or died without a word): a stall measured up to
     // when the job gave up or was ended, not none.
-    // The job gave up: the runner's watchdog ended it, or a rank reported its first error
-    // (a collective, the stop agreement, its own watchdog) after the last collective ended. A
-    // rank that died without a word, or a library's teardown that hung (the rank exits
-    // without an error), is not taken for one: the workload may have been done.
-    bool gave_up = h.watchdog_fired;
-    for (const RankEnd& r : h.ranks) {
-      gave_up = gave_up || (r.first_error_ns && *r.first_error_ns >= window_end);
-    }
     int64_t stall_to = window_end, stall_e = e;
     if ((window_end <= a || (gave_up && e >= window_end)) && h.run_end_ns > a) {
       const int64_t after = std::max(a, window_end);

@@ -91,6 +91,21 @@ def run_where_the_port_carried_traffic(e, scenario, host, rail, before, names, w
                          f"the library's traffic before the fault: {missed}")
 
 
+def assert_port_drop_goes_unreported(e, scenario, before, names, what, library):
+    """The port_drop findings (host 1's rail 0 port gone for good, rail 1 up): in a run whose
+    dropped port carried traffic before the fault, the run reads hung as its `reproduce:`
+    pins, the only errors are the adapter's 4 s deadline on both ranks, and nothing of the run
+    is left. Each rail's mean rate before and after the fault goes with a failed assertion."""
+    p, r = run_where_the_port_carried_traffic(e, scenario, 1, 0, before, names, what)
+    f = r["faults"][0]
+    lanes = (rail_means(e.out, 0.5, f["applied_s"]), rail_means(e.out, f["applied_s"], 99))
+    assert p.returncode == 0, (r["outcome"], r.get("reproduce"), lanes, p.stdout[-3000:])
+    assert r["outcome"] == "hung" and r["reproduce"]["reproduced"] is True, (r["reproduce"], lanes)
+    assert f["type"] == "port_drop", f
+    assert_only_the_deadline_spoke(e.out, f, [0, 1], library, 4000, 3)
+    assert_nothing_of_the_run_left(e, r["environment"]["run_id"], before, names, what)
+
+
 def rail_means(out, from_s, to_s):
     """Each rails.csv column's mean rate (Gbit/s) over [from_s, to_s]: what an assertion
     prints so that a run's lanes are known when it fails."""

@@ -19,8 +19,8 @@ import pytest
 from test_run import BUILD, FAULTLINE, ROOT, assert_correct, fl, namespaces_possible  # noqa: F401
 from test_run import wait_until
 from mpi_peer_util import (USED_GBPS, assert_nothing_of_the_run_left,
-                            assert_only_the_deadline_spoke, gbit_sent, processes,
-                            rail_means, run_where_the_port_carried_traffic)
+                            assert_only_the_deadline_spoke, assert_port_drop_goes_unreported,
+                            gbit_sent, processes)
 
 PEERS = os.path.join(ROOT, "scenarios", "peers")
 FINDINGS = os.path.join(ROOT, "scenarios", "findings", "mpich")
@@ -243,14 +243,5 @@ def test_finding_port_drop_unreported(fl):
     adapter's deadline ends both ranks' collective, the run reads hung, as pinned (bench/peers
     found it), and nothing is left. In a run whose lanes put no traffic through that port
     (UCX picks them per run) the fault misses UCX altogether: such a run is run again."""
-    before_procs = hydra_processes()
-    p, r = run_where_the_port_carried_traffic(
-        fl, os.path.join(FINDINGS, "port_drop_unreported.yaml"), 1, 0, before_procs, HYDRA,
-        "MPICH")
-    f = r["faults"][0]
-    lanes = (rail_means(fl.out, 0.5, f["applied_s"]), rail_means(fl.out, f["applied_s"], 99))
-    assert p.returncode == 0, (r["outcome"], r.get("reproduce"), lanes, p.stdout[-3000:])
-    assert r["outcome"] == "hung" and r["reproduce"]["reproduced"] is True, (r["reproduce"], lanes)
-    assert f["type"] == "port_drop" and f["applied_s"] is not None, f
-    assert_only_the_deadline_spoke(fl.out, f, [0, 1], "mpich", 4000, 3)
-    assert_no_mpich_left(fl, r["environment"]["run_id"], before_procs)
+    assert_port_drop_goes_unreported(fl, os.path.join(FINDINGS, "port_drop_unreported.yaml"),
+                                     hydra_processes(), HYDRA, "MPICH", "mpich")

@@ -404,13 +404,21 @@ TEST(Metrics, AHangWithNothingEndedAfterTheFaultStallsToTheRunsEnd) {
 }
 
 TEST(Metrics, AHangAfterTheCollectiveInFlightAtTheFaultStallsToTheFirstError) {
-  // The tenth collective (90, 100) is in flight at a fault at 95 and ends after it; then
-  // nothing more completes and both ranks report an error at 3000 from their stop agreement
-  // (no measured collective). The stall runs from 100 to 3000, minus the 10 ms median: the
-  // collective that ended 5 ms after the fault does not make the hang a stall of none.
-  HistoryBuilder b;
-  b.Ops(10, 0, 10).End(5000);
-  b.Fault("f1", "port_drop", 0, 95, std::nullopt);
+  // Ten 10 ms collectives, the last (90, 100) in flight at a fault at 95 and ending after it;
+  // nothing completes after them, and the run ends at 5000.
+  auto hang = [](const char* kind, std::optional<int64_t> reverted) {
+    HistoryBuilder b;
+    b.Ops(10, 0, 10).End(5000);
+    b.Fault("f1", kind, 0, 95, reverted);
+    return b;
+  };
+  auto stall = [](HistoryBuilder& b) {
+    return *ComputeMetrics(b.h(), Opts()).per_fault[0].values.stall_ms;
+  };
+  // Both ranks report an error at 3000 from their stop agreement (no measured collective).
+  // The stall runs from 100 to 3000, minus the 10 ms median: the collective that ended 5 ms
+  // after the fault does not make the hang a stall of none.
+  HistoryBuilder b = hang("port_drop", std::nullopt);
   for (int g = 0; g < 2; ++g) {
     b.h().ranks[g].exit = RankExit::kError;
     b.h().ranks[g].first_error_ns = 3000 * kMs;
@@ -419,27 +427,21 @@ TEST(Metrics, AHangAfterTheCollectiveInFlightAtTheFaultStallsToTheFirstError) {
   EXPECT_DOUBLE_EQ(*m.per_fault[0].values.stall_ms, 2890);
   EXPECT_DOUBLE_EQ(*m.overall.stall_ms, 2890);
   // The same when the runner's watchdog ended ranks that never said a word.
-  HistoryBuilder c;
-  c.Ops(10, 0, 10).End(5000);
-  c.Fault("f1", "port_drop", 0, 95, std::nullopt);
+  HistoryBuilder c = hang("port_drop", std::nullopt);
   c.h().watchdog_fired = true;
-  EXPECT_DOUBLE_EQ(*ComputeMetrics(c.h(), Opts()).per_fault[0].values.stall_ms, 4890);
+  EXPECT_DOUBLE_EQ(stall(c), 4890);
   // A fault reverted at 97, before the last collective ended, is not charged with a hang
   // that began after it was over.
-  HistoryBuilder d;
-  d.Ops(10, 0, 10).End(5000);
-  d.Fault("f1", "link_down", 0, 95, 97);
+  HistoryBuilder d = hang("link_down", 97);
   d.h().watchdog_fired = true;
-  EXPECT_DOUBLE_EQ(*ComputeMetrics(d.h(), Opts()).per_fault[0].values.stall_ms, 0);
+  EXPECT_DOUBLE_EQ(stall(d), 0);
   // A run whose ranks all completed keeps its teardown out of the stall; so does one whose
   // rank died without a word after the last collective (its workload may have been done).
-  HistoryBuilder f;
-  f.Ops(10, 0, 10).End(5000);
-  f.Fault("f1", "port_drop", 0, 95, std::nullopt);
-  EXPECT_DOUBLE_EQ(*ComputeMetrics(f.h(), Opts()).per_fault[0].values.stall_ms, 0);
+  HistoryBuilder f = hang("port_drop", std::nullopt);
+  EXPECT_DOUBLE_EQ(stall(f), 0);
   f.h().ranks[1].exit = RankExit::kCrashed;
   f.h().ranks[1].end_ns = 4000 * kMs;
-  EXPECT_DOUBLE_EQ(*ComputeMetrics(f.h(), Opts()).per_fault[0].values.stall_ms, 0);
+  EXPECT_DOUBLE_EQ(stall(f), 0);
 }
 
 TEST(Metrics, PeerWithoutEventsHasNullEventMetrics) {
