@@ -55,9 +55,10 @@ def test_first_and_full_with_never(tmp_path):
     # ftccl: first 2, 3 -> p50 2.0, p99 3.0; full 10, 20, 50 -> p50 20.0, p99 50.0.
     # progress 40, 60, 50 -> p50 50.0, p99 60.0; full from two path-event faults, one progress.
     # Stall in baseline collective times: 5 and 10 ms over 10 ms, then 5 ms: 0.5, 1.0, 0.5.
-    # (the cells before the last eight: stall/op p50, p99, worst abort)
-    assert "stall/op" in head, lines[0]
-    assert rows["ftccl"][-11:-8] == ["0.50", "1.00", "-"], rows["ftccl"]
+    # (the cells before the last eight: stall/op p50, p99, floor p50, p99, worst abort; no
+    # fault-free twins were run, so no floor)
+    assert "stall/op" in head and "floor" in head, lines[0]
+    assert rows["ftccl"][-13:-8] == ["0.50", "1.00", "-", "-", "-"], rows["ftccl"]
     assert rows["ftccl"][-8:] == ["2.0", "3.0", "20.0", "50.0", "3/0", "50.0", "60.0",
                                   "events:2,progress:1"], rows["ftccl"]
     # Gloo: no first-path figure; full 300, never, 500 -> p50 500.0, p99 never; progress the
@@ -76,3 +77,44 @@ def test_out_that_cannot_be_made_is_bad_input(tmp_path):
     assert p.returncode == 2, p.stdout + p.stderr
     assert "--out" in p.stderr and "Not a directory" in p.stderr, p.stderr
     assert "Traceback" not in p.stderr, p.stderr
+
+
+def write_run(d, report, ends):
+    d.mkdir(parents=True)
+    (d / "report.json").write_text(json.dumps(report))
+    (d / "timeseries.csv").write_text("index,start_s,end_s,duration_ms,bytes,busbw_gbps\n" + "".join(
+        f"{i},{t - 0.005:.6f},{t:.6f},5.0,1048576,1.0\n" for i, t in enumerate(ends)))
+
+
+def test_floor_reads_the_same_windows_in_the_fault_free_twin(tmp_path):
+    # Completions every 10 ms over 4 s, baseline collective 10 ms. The faulted runs have an
+    # 80 ms gap from 1.50 s inside their fault's window [1.5, 2.0]: stall 70 ms, 7 collectives.
+    # The twin has a 30 ms gap from 1.70 s (inside that window: floor (30 - 10) / 10 = 2.0) and
+    # a 60 ms gap from 3.0 s, outside it, which must not count.
+    tick = [round(0.01 * i, 2) for i in range(1, 401)]
+    faulted = [t for t in tick if not 1.50 < t < 1.58]
+    twin = [t for t in tick if not 1.70 < t < 1.73 and not 3.00 < t < 3.06]
+    scenario = {"file": "/src/scenarios/acceptance/link_flap.yaml", "name": "accept-link-flap[hosts=2]",
+                "seed": 1}
+    for i, reported in enumerate([70.0, 99.0]):  # the second run's report disagrees with its
+        r = run_report("ftccl", [(1.0, 2.0, False, 3.0, "path_events")])  # completions
+        r["scenario"] = scenario
+        r["window"] = {"baseline_op_ms": 10.0, "start_s": 0.0, "end_s": 4.0}
+        r["faults"][0].update(applied_s=1.5, reverted_s=2.0)
+        r["per_fault"][0]["stall_ms"] = reported
+        write_run(tmp_path / "ftccl" / "link_flap" / f"run{i}", r, faulted)
+    t = {"schema": "faultline.report/v2", "outcome": "survived", "faults": [], "per_fault": [],
+         "scenario": {"file": "x", "name": "fault-free-1[hosts=2]", "seed": 1},
+         "window": {"baseline_op_ms": 10.0, "start_s": 0.0, "end_s": 4.0}}
+    write_run(tmp_path / "floor" / "ftccl" / "fault-free-1" / "run0", t, twin)
+    (tmp_path / "floor" / "twins.json").write_text(
+        json.dumps({"link_flap.yaml": "fault-free-1"}))
+    p = subprocess.run([sys.executable, SCRIPT, "--table", str(tmp_path), "--ccl", "ftccl"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    lines = p.stdout.splitlines()
+    row = next(l.split() for l in lines if l.startswith("link_flap"))
+    # stall/op 7.0 and 9.9 -> p50 7.00, p99 9.90; the floor 2.0 for both faults.
+    assert row[-13:-9] == ["7.00", "9.90", "2.00", "2.00"], lines
+    assert any(l.startswith("rule check: 1 of 2 faults") for l in lines), lines
+    assert any("run1" in l and "99.000" in l and "70.000" in l for l in lines), lines
