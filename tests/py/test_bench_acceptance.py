@@ -118,3 +118,28 @@ def test_floor_reads_the_same_windows_in_the_fault_free_twin(tmp_path):
     assert row[-13:-9] == ["7.00", "9.90", "2.00", "2.00"], lines
     assert any(l.startswith("rule check: 1 of 2 faults") for l in lines), lines
     assert any("run1" in l and "99.000" in l and "70.000" in l for l in lines), lines
+
+
+def test_render_puts_the_floor_beside_issue_43s_bar(tmp_path):
+    # From a summary JSON alone: nearest-rank p50 / p99 of each kind's stall/op, and of the
+    # floor, with its max; a kind outside the bar's list (loss) gets no row in that table.
+    doc = {"schema": "faultline.bench.acceptance/v1",
+           "meta": {"command": "bench/acceptance -n 3", "started_utc": "x", "git_commit": "c",
+                    "nproc": 2, "load_start": [1, 1, 1], "load_end": [2, 2, 2], "label": None},
+           "folder": "scenarios/acceptance", "seeds": 3, "only": ["hosts=2"], "ccls": ["ftccl"],
+           "floor": True, "exit": 0, "head": ["fault kind", "ccl"], "rows": [],
+           "rule_check": {"faults": 4, "agree": 4, "disagree": []}, "misses": [],
+           "raw": [{"kind": "link_flap", "ccl": "ftccl", "stall_per_op": [1.0, 3.0, 2.0],
+                    "floor_per_op": [0.5, 2.5, 1.5, 4.0]},
+                   {"kind": "loss", "ccl": "ftccl", "stall_per_op": [50.0],
+                    "floor_per_op": [1.0]}]}
+    p = tmp_path / "a.json"
+    p.write_text(json.dumps(doc))
+    r = subprocess.run([sys.executable, SCRIPT, "--render", str(p)], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "Rule check: 4 of 4" in r.stdout
+    [row] = [l for l in r.stdout.splitlines() if l.startswith("| link_flap")]
+    assert [c.strip() for c in row.strip("|").split("|")][1:] == [
+        "3", "2.00", "3.00", "1.50", "4.00", "4.00"], row
+    assert not any(l.startswith("| loss") for l in r.stdout.splitlines()), r.stdout
