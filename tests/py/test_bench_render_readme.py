@@ -101,6 +101,38 @@ def test_compare_allreduce_renders_medians_of_per_round_ratios(tmp_path):
     assert "2 (bare first)" in r.stdout
 
 
+def test_compare_allreduce_shows_which_part_of_the_overhead_is_the_crc(tmp_path):
+    # Per round: ftccl / no-CRC and no-CRC / bare, then their medians. Round 2 has ftccl at
+    # 0.9 of no-CRC and no-CRC at 1.0 of bare: the overhead is the checksum's.
+    def rnd(order, f, n, b):
+        return {"order": order, "ftccl": perf(*f), "ftccl_nocrc": perf(*n),
+                "ftccl_bare": perf(*b), "gloo": perf(1.0, 1.0), "ceiling_gbps": 2.0}
+    rounds = [rnd(["ftccl", "ftccl_bare", "ftccl_nocrc", "gloo"], (0.8, 1.25), (0.9, 1.0),
+                  (1.0, 1.0)),
+              rnd(["ftccl_bare", "ftccl_nocrc", "ftccl", "gloo"], (0.9, 1.1), (1.0, 1.0),
+                  (1.0, 1.0)),
+              rnd(["ftccl_nocrc", "ftccl", "ftccl_bare", "gloo"], (1.0, 1.0), (1.0, 1.0),
+                  (1.25, 0.8))]
+    doc = {"schema": "faultline.bench.compare-allreduce/v1",
+           "meta": {"command": "bench/compare-allreduce -k 3", "started_utc": "x",
+                    "git_commit": "c", "nproc": 2, "load_start": [1, 1, 1],
+                    "load_end": [2, 2, 2], "label": None},
+           "params": {"size": "64M", "ranks": 4, "rails": 2, "iters": 10, "warmup": 3},
+           "rounds": rounds, "scaling": {}}
+    p = tmp_path / "c.json"
+    p.write_text(json.dumps(doc))
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "compare-allreduce"),
+                        "--render", str(p)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    medians = [l for l in r.stdout.splitlines() if l.startswith("| **median** |")]
+    assert len(medians) == 2, r.stdout
+    cells = [c.strip() for c in medians[1].strip("|").split("|")]
+    # no CRC busbw (0.9, 1, 1), ftccl / no CRC (0.89, 0.9, 1.0), no CRC / bare (0.9, 1, 0.8),
+    # the CPU's
+    assert cells[1:] == ["1.000", "0.900", "0.900", "1.000", "1.100", "1.000"], medians[1]
+    assert "3 (no CRC first)" in r.stdout and "2 (bare first)" in r.stdout
+
+
 def ftccl_perf():
     exe = os.path.join(BUILD, "bin", "ftccl-perf")
     if not os.access(exe, os.X_OK):
