@@ -56,9 +56,12 @@ struct Op {
   Signature sig;
   uint8_t* buf = nullptr;
   size_t len = 0;
-  // Payload CRC32C of every chunk, computed by the posting thread so that the progress thread
-  // (which owns all socket I/O) does not spend its time on it.
+  // Payload CRC32C of every chunk: reused from the frames a forwarded receive was checked
+  // against, or computed when the chunk is first handed to a path (chunk_crc_pending), just
+  // before the kernel copies the same bytes into the socket, so that they are read from memory
+  // once.
   std::vector<uint32_t> chunk_crcs;
+  std::vector<bool> chunk_crc_pending;
   size_t chunk_bytes = 0;
   // A receive: the payload CRC32C of every chunk accepted into `buf`, as checked on arrival,
   // so that forwarding the same bytes (Transport::Forward) does not read them again. Written

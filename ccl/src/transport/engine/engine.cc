@@ -241,21 +241,16 @@ OpPtr Engine::MakeSend(int peer, const MsgKey& key, const Signature& sig, const 
               [](const Op::RxChunk* a, const Op::RxChunk* b) { return a->offset < b->offset; });
   }
   size_t next = 0;  // into `from`
-  uint64_t computed = 0, reused = 0;
+  uint64_t reused = 0;
   for (size_t off = 0; off < len; off += op->chunk_bytes) {
     const size_t n = std::min(op->chunk_bytes, len - off);
     while (next < from.size() && from[next]->offset < off) ++next;
-    if (next < from.size() && from[next]->offset == off && from[next]->len == n) {
-      op->chunk_crcs.push_back(from[next]->crc);
-      reused += n;
-    } else if (!options_.bench_payload_crc) {
-      op->chunk_crcs.push_back(0);  // benchmark-only: the receiver checks nothing either
-    } else {
-      op->chunk_crcs.push_back(Crc32c(op->buf + off, n));
-      computed += n;
-    }
+    const bool reuse = next < from.size() && from[next]->offset == off && from[next]->len == n;
+    op->chunk_crcs.push_back(reuse ? from[next]->crc : 0);
+    // Benchmark-only without the payload CRC: the receiver checks nothing either.
+    op->chunk_crc_pending.push_back(!reuse && options_.bench_payload_crc);
+    if (reuse) reused += n;
   }
-  st_tx_crc_bytes_.fetch_add(computed, std::memory_order_relaxed);
   st_tx_crc_reused_bytes_.fetch_add(reused, std::memory_order_relaxed);
   Post([this, op] { PostSend(op); });
   return op;

@@ -241,6 +241,9 @@ class Engine final : public Transport, public FaultTarget {
     int conn = -1;
     int tx_count = 0;
     bool in_ready = false;
+    // The payload's CRC is still to be computed: at the chunk's first hand-off to a path, just
+    // before the kernel copies those bytes (MakeSend).
+    bool crc_pending = false;
     bool delivered = false;  // acknowledged as received: reached the peer, not resent
     int counted = -1;        // the connection whose outstanding bytes include this chunk
     // Every live connection a copy of this chunk was handed to, `conn` included. The receiver

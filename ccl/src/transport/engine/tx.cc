@@ -43,8 +43,9 @@ void Engine::PostSend(const OpPtr& op) {
     c.hdr.offset = c.offset;
     c.hdr.msg_len = op->len;
     c.hdr.length = c.len;
-    c.hdr.payload_crc = c.len ? op->chunk_crcs[i] : 0;
-    c.hdr.header_crc = wire::HeaderCrc(c.hdr);
+    c.crc_pending = c.len && op->chunk_crc_pending[i];
+    c.hdr.payload_crc = c.len && !c.crc_pending ? op->chunk_crcs[i] : 0;
+    c.hdr.header_crc = wire::HeaderCrc(c.hdr);  // again when the payload's CRC is known
     c.in_ready = true;
     p.unacked.emplace(seq, std::move(c));
     p.ready.push_back(seq);
@@ -116,6 +117,13 @@ bool Engine::PullData(int ci) {
       }
     }
     TxChunk& ch = it->second;
+    if (ch.crc_pending) {
+      // First hand-off: the CRC pass brings the bytes into the cache the kernel copies from.
+      ch.hdr.payload_crc = Crc32c(ch.op->buf + ch.offset, ch.len);
+      ch.hdr.header_crc = wire::HeaderCrc(ch.hdr);
+      ch.crc_pending = false;
+      st_tx_crc_bytes_.fetch_add(ch.len, std::memory_order_relaxed);
+    }
     ch.in_ready = false;
     ch.conn = ci;
     if (std::find(ch.copies.begin(), ch.copies.end(), ci) == ch.copies.end()) {
