@@ -10,6 +10,9 @@ import pytest
 
 from test_run import fl, namespaces_possible, scenario  # noqa: F401
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FINDINGS = os.path.join(ROOT, "scenarios", "findings")
+
 
 def ccl_events(out_dir):
     with open(os.path.join(out_dir, "events.jsonl")) as f:
@@ -225,6 +228,27 @@ def test_damped_rail_is_taken_back_when_the_other_rail_goes_down(fl, scenario): 
     # timeout (the reaction time above is the finer check).
     stall = next(f for f in rep["per_fault"] if f["id"] == "other")["stall_ms"]
     assert stall is not None and stall <= 700, rep["per_fault"]
+
+
+def test_a_path_back_in_use_repeats_the_notice_of_a_path_still_down(fl):  # noqa: F811
+    # scenarios/findings/ftccl/path_down_notice_waits_on_a_dead_path.yaml: rail 1 blackholed,
+    # then host 0's rail 0 down on the host side while host 0's rank has no working path; its
+    # notice of rail 0's down waited in a dead path's queue. Host 1's rank must stop using rail
+    # 0 while rail 0 is still down, soon after rail 1 is back in use at host 0's rank. Before the
+    # fix it moved its chunks only on the notice that arrived with rail 0's link, in about
+    # half the runs (the others judged rail 0 by themselves).
+    r = fl.run(os.path.join(FINDINGS, "ftccl", "path_down_notice_waits_on_a_dead_path.yaml"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = fl.report()
+    assert rep["outcome"] == "survived" and rep["correctness"]["wrong"] == 0
+    down = next(f for f in rep["faults"] if f["id"] == "down")
+    back = path_events(fl.out, "path_up", rank=0, path=1, after=down["applied_s"])
+    assert back, "host 0's rank never took rail 1 back"
+    left = path_events(fl.out, "path_down", rank=1, path=0, after=down["applied_s"])
+    assert left and left[0]["t_s"] < down["reverted_s"], (back[0], left[:1], down)
+    # Within 100 ms of the path's return (the notice goes out with it: under 0.1 ms apart in 6
+    # idle runs; the margin is for a loaded machine).
+    assert left[0]["t_s"] - back[0]["t_s"] <= 0.1, (back[0], left[0])
 
 
 def test_throttled_rail_gets_a_smaller_share(fl):  # noqa: F811
