@@ -68,6 +68,19 @@ def perf(busbw, cpu):
             "knobs": {}}
 
 
+def render_compare_allreduce(tmp_path, rounds, meta):
+    """bench/compare-allreduce --render of a summary with these rounds; the finished process."""
+    doc = {"schema": "faultline.bench.compare-allreduce/v1", "meta": meta,
+           "params": {"size": "64M", "ranks": 4, "rails": 2, "iters": 10, "warmup": 3},
+           "rounds": rounds, "scaling": {}}
+    p = tmp_path / "c.json"
+    p.write_text(json.dumps(doc))
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "compare-allreduce"),
+                        "--render", str(p)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return r
+
+
 def test_compare_allreduce_renders_medians_of_per_round_ratios(tmp_path):
     # Ratios are taken per round, then their median: ftccl / ceiling is 0.5, 0.5, 0.55 by
     # round, median 0.50, where the ratio of the medians (1.1 / 2.0) would read 0.55.
@@ -79,17 +92,10 @@ def test_compare_allreduce_renders_medians_of_per_round_ratios(tmp_path):
         {"order": ["ftccl", "ftccl_bare", "gloo"], "ftccl": perf(1.1, 1.0),
          "ftccl_bare": perf(1.0, 1.0), "gloo": perf(1.0, 1.0), "ceiling_gbps": 2.0},
     ]
-    doc = {"schema": "faultline.bench.compare-allreduce/v1",
-           "meta": {"command": "bench/compare-allreduce -k 3", "started_utc": "2026-01-01 00:00 UTC",
-                    "git_commit": "abc1234", "nproc": 2, "load_start": [3.5, 3, 3],
-                    "load_end": [4.25, 4, 4], "label": "synthetic"},
-           "params": {"size": "64M", "ranks": 4, "rails": 2, "iters": 10, "warmup": 3},
-           "rounds": rounds, "scaling": {}}
-    p = tmp_path / "c.json"
-    p.write_text(json.dumps(doc))
-    r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "compare-allreduce"),
-                        "--render", str(p)], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    r = render_compare_allreduce(tmp_path, rounds, {
+        "command": "bench/compare-allreduce -k 3", "started_utc": "2026-01-01 00:00 UTC",
+        "git_commit": "abc1234", "nproc": 2, "load_start": [3.5, 3, 3],
+        "load_end": [4.25, 4, 4], "label": "synthetic"})
     assert "load average 3.50 at start, 4.25 at end" in r.stdout
     assert "commit abc1234 on 2 cores" in r.stdout and "(synthetic)" in r.stdout
     [median] = [l for l in r.stdout.splitlines() if l.startswith("| **median** |")]
@@ -113,17 +119,9 @@ def test_compare_allreduce_shows_which_part_of_the_overhead_is_the_crc(tmp_path)
                   (1.0, 1.0)),
               rnd(["ftccl_nocrc", "ftccl", "ftccl_bare", "gloo"], (1.0, 1.0), (1.0, 1.0),
                   (1.25, 0.8))]
-    doc = {"schema": "faultline.bench.compare-allreduce/v1",
-           "meta": {"command": "bench/compare-allreduce -k 3", "started_utc": "x",
-                    "git_commit": "c", "nproc": 2, "load_start": [1, 1, 1],
-                    "load_end": [2, 2, 2], "label": None},
-           "params": {"size": "64M", "ranks": 4, "rails": 2, "iters": 10, "warmup": 3},
-           "rounds": rounds, "scaling": {}}
-    p = tmp_path / "c.json"
-    p.write_text(json.dumps(doc))
-    r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "compare-allreduce"),
-                        "--render", str(p)], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    r = render_compare_allreduce(tmp_path, rounds, {
+        "command": "bench/compare-allreduce -k 3", "started_utc": "x", "git_commit": "c",
+        "nproc": 2, "load_start": [1, 1, 1], "load_end": [2, 2, 2], "label": None})
     medians = [l for l in r.stdout.splitlines() if l.startswith("| **median** |")]
     assert len(medians) == 2, r.stdout
     cells = [c.strip() for c in medians[1].strip("|").split("|")]
