@@ -214,6 +214,10 @@ class Engine final : public Transport, public FaultTarget {
     // shows progress (a probe sent at once is answered, or its chunks acknowledged) or is
     // found suspect in its own time.
     bool doubtful = false;
+    // This end's notice of the path's down went out while no path to the peer worked, so it
+    // sits in a suspect connection's queue, maybe this one's: the first path back in use
+    // repeats it (OnPong). Cleared then, and when this connection is up again or replaced.
+    bool down_notice_stuck = false;
     // Transmit: control frames first, then data pulled from the peer's ready queue.
     std::deque<TxItem> ctrl;
     std::optional<TxItem> cur;
@@ -242,7 +246,7 @@ class Engine final : public Transport, public FaultTarget {
     int tx_count = 0;
     bool in_ready = false;
     // The payload's CRC is still to be computed: at the chunk's first hand-off to a path, just
-    // before the kernel copies those bytes (MakeSend).
+    // before the kernel copies those bytes (set by PostSend, done by PullData).
     bool crc_pending = false;
     bool delivered = false;  // acknowledged as received: reached the peer, not resent
     int counted = -1;        // the connection whose outstanding bytes include this chunk
@@ -384,6 +388,8 @@ class Engine final : public Transport, public FaultTarget {
   // paths.cc
   void CheckTimers();
   // Takes a path out of use: its unacknowledged chunks move to the others, it is probed.
+  // Tells the peer over a path that works that this end of the path is down.
+  void NoticeDown(int ci);
   void MarkDown(int ci, Clock::time_point now, const std::string& reason);
   // After `ci` went down: probe the other working paths on its rail to ranks of its peer's
   // host, and give them no new data until they answer (Conn::doubtful).
@@ -520,8 +526,9 @@ class Engine final : public Transport, public FaultTarget {
   // Statistics (written by the progress thread).
   std::atomic<uint64_t> st_frames_sent_{0}, st_frames_recv_{0}, st_retx_{0}, st_crc_{0},
       st_dups_{0}, st_ooo_{0}, st_acks_{0}, st_nacks_{0}, st_staged_{0};
-  // Written by the posting threads: payload bytes whose send CRC was computed, and those whose
-  // CRC a forward took from the frame they arrived in.
+  // Payload bytes whose send CRC was computed (by the progress thread, at a chunk's first
+  // hand-off), and those whose CRC a forward took from the frame they arrived in (by the
+  // posting threads).
   std::atomic<uint64_t> st_tx_crc_bytes_{0}, st_tx_crc_reused_bytes_{0};
   std::unique_ptr<std::atomic<uint64_t>[]> st_rail_bytes_;
   std::unique_ptr<std::atomic<double>[]> st_peer_rate_;  // by rank (CommStats)

@@ -106,6 +106,18 @@ void Engine::PublishDowns(int ci) {
   st_hold_until_ns_[slot] = ns(worst->hold_until());
 }
 
+void Engine::NoticeDown(int ci) {
+  Conn& c = conns_[ci];
+  bool working = false;
+  for (int cj : peers_[c.peer].conns) {
+    working |= cj != ci && conns_[cj].alive && !conns_[cj].health.suspect;
+  }
+  // With no path working it goes to a suspect connection's queue (PickConn's last resort),
+  // which may hold it until that path returns: the first path back in use repeats it.
+  c.down_notice_stuck = !working;
+  EnqueueCtrl(c.peer, PathNotice(wire::FrameType::kPathDown, c));
+}
+
 void Engine::MarkDown(int ci, Clock::time_point now, const std::string& reason) {
   Conn& c = conns_[ci];
   Peer& p = peers_[c.peer];
@@ -118,7 +130,7 @@ void Engine::MarkDown(int ci, Clock::time_point now, const std::string& reason) 
       RecordDown(ci, now);
       // The peer may have taken the path back already (it saw our answers): tell it, or it
       // keeps sending into the dead path until its own suspicion timeout.
-      EnqueueCtrl(c.peer, PathNotice(wire::FrameType::kPathDown, c));
+      NoticeDown(ci);
       Kick(c.peer);
     }
     return;
@@ -148,7 +160,7 @@ void Engine::MarkDown(int ci, Clock::time_point now, const std::string& reason) 
   SendPing(ci, now);
   // Tell the peer over a path that works, so it stops sending into this one at once instead
   // of waiting for its own timeout.
-  EnqueueCtrl(c.peer, PathNotice(wire::FrameType::kPathDown, c));
+  NoticeDown(ci);
   // Our last acknowledgement may sit in this path's socket, lost until the link returns: the
   // peer cannot resend chunks it knows were delivered and would wait for it. Acknowledge
   // again over a path that works (acknowledgements are cumulative: a repeat is harmless).

@@ -171,6 +171,7 @@ void Engine::Install(int ci, std::unique_ptr<Link> link, uint16_t conn_port) {
   c.rate.Restart();
   c.failed_down_at = {};
   c.doubtful = false;
+  c.down_notice_stuck = false;  // about the connection this one replaces
   // In use again once it answers a probe after its hold-down, like any path that came back.
   // Up since its down only then: a fresh connection replaced again before it answered (two
   // redials crossing as a link returns) is the same outage for damping.

@@ -287,18 +287,21 @@ void Engine::OnPong(int ci) {
   // last resort) and may sit in its socket: the peer would wait for it with nothing to resend.
   // Repeat it over the path that works now (acknowledgements are cumulative).
   peers_[c.peer].ack_dirty = true;
-  // So may the notice of another path's down, queued then on a suspect path (even the one it
-  // is about), where it waits until that path's link returns. Meanwhile the peer keeps its
-  // chunks on its end of the dead path: its socket had them acknowledged before the down, so
-  // it never suspects the path itself (found by a campaign: a blackhole of one rail, then the
-  // other rail's host-side link down; the peer moved its chunks only when the link returned,
-  // 700 ms after the blackholed rail was back in use). Repeat the notice of each path still
-  // down at this end and not heard from since, over the path that works now. One that has
-  // answered since its down is left out: the peer may be taking it back, and a notice there
-  // would count as another down for its damping.
+  // So may this end's notice of another path's down, queued then on a suspect connection
+  // (even the one it is about), where it waits until that path's link returns. Meanwhile the
+  // peer keeps its chunks on its end of the dead path: its socket had them acknowledged before
+  // the down, so it never suspects the path itself (found by a campaign: a blackhole of one
+  // rail, then the other rail's host-side link down; the peer moved its chunks only when the
+  // link returned, 700 ms after the blackholed rail was back in use). Repeat each such notice
+  // once, over the path that works now. Only those: a notice about a path the peer has taken
+  // back meanwhile would move its chunks off a working path and count as another down.
+  c.down_notice_stuck = false;
   for (int cj : peers_[c.peer].conns) {
-    const Conn& o = conns_[cj];
-    if (cj != ci && !o.relay && o.alive && o.health.suspect && !o.health.up_since_down) {
+    Conn& o = conns_[cj];
+    if (!o.down_notice_stuck) continue;
+    o.down_notice_stuck = false;
+    // One that answered since its down is left out: the peer may be taking it back.
+    if (o.alive && o.health.suspect && !o.health.up_since_down) {
       EnqueueCtrl(c.peer, PathNotice(wire::FrameType::kPathDown, o));
     }
   }
