@@ -242,6 +242,7 @@ def test_finding_port_drop_unreported(fl):
     while rail 1 stays up; MPICH neither goes on over rail 1 nor reports an error, the
     adapter's deadline ends both ranks' collective, the run reads hung, as pinned (bench/peers
     found it), and nothing is left. In a run whose lanes put no traffic through that port
-    (UCX picks them per run) the fault misses UCX altogether: such a run is run again."""
+    (UCX picks them per run) the fault misses UCX: such a run is run again, with
+    the fault on the rail that carried its traffic."""
     assert_port_drop_goes_unreported(fl, os.path.join(FINDINGS, "port_drop_unreported.yaml"),
                                      hydra_processes(), HYDRA, "MPICH", "mpich")
