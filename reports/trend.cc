@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <optional>
 #include <regex>
 
 #include "reports/compare.h"
@@ -96,51 +97,82 @@ double Median(std::vector<double> values) {
   return (a + b) / 2;
 }
 
-MetricTrend JudgeSeries(const std::vector<double>& values, bool higher_is_worse,
-                        const TrendOptions& o) {
-  MetricTrend out;
-  out.higher_is_worse = higher_is_worse;
-  if (values.size() < o.min_before + 1) return out;
+namespace {
+
+// |a - b|, with never (+infinity) at distance 0 from never and infinitely far from a number.
+double Distance(double a, double b) {
+  if (std::isinf(a) || std::isinf(b)) return std::isinf(a) && std::isinf(b) ? 0 : kInf;
+  return std::fabs(a - b);
+}
+
+// The rule at night t (trend.h), when it finds a change there.
+struct Change {
+  bool worse = false;
+  double m = 0, noise = 0, threshold = 0, after = 0;
+};
+
+std::optional<Change> ChangeAt(const std::vector<double>& values, size_t t, bool higher_is_worse,
+                               const TrendOptions& o) {
   // Worse is positive: d > 0 means the value moved in the worse direction.
   auto worse_by = [&](double x, double m) {
     if (std::isinf(x) && std::isinf(m)) return 0.0;
     return higher_is_worse ? x - m : m - x;
   };
+  const std::vector<double> before(values.begin(), values.begin() + static_cast<long>(t));
+  const double m = Median(before);
+  if (std::isinf(m)) return std::nullopt;  // a never baseline is not judged
+  std::vector<double> dev;
+  for (double x : before) dev.push_back(std::isinf(x) ? kInf : std::fabs(x - m));
+  const double noise = kMadToSigma * Median(dev);
+  const double base = std::max(o.k * noise, o.min_rel * std::fabs(m));
+  // A change must also leave what the baseline itself showed on that side.
+  double worse_span = 0, better_span = 0;
+  for (double x : before) {
+    const double d = worse_by(x, m);
+    worse_span = std::max(worse_span, d);
+    better_span = std::max(better_span, -d);
+  }
+  const double after =
+      Median(std::vector<double>(values.begin() + static_cast<long>(t), values.end()));
+  const double first = worse_by(values[t], m);
+  const double rest = worse_by(after, m);
+  const double worse_threshold = std::max(base, worse_span);
+  const double better_threshold = std::max(base, better_span);
+  const bool worse = first > worse_threshold && rest > worse_threshold;
+  const bool better = first < -better_threshold && rest < -better_threshold;
+  if (!worse && !better) return std::nullopt;
+  return Change{worse, m, noise, worse ? worse_threshold : better_threshold, after};
+}
+
+}  // namespace
+
+MetricTrend JudgeSeries(const std::vector<double>& values, bool higher_is_worse,
+                        const TrendOptions& o) {
+  MetricTrend out;
+  out.higher_is_worse = higher_is_worse;
+  if (values.size() < o.min_before + 1) return out;
   for (size_t t = o.min_before; t < values.size(); ++t) {
-    const std::vector<double> before(values.begin(), values.begin() + static_cast<long>(t));
-    const double m = Median(before);
-    if (std::isinf(m)) continue;  // a never baseline is not judged
-    std::vector<double> dev;
-    for (double x : before) dev.push_back(std::isinf(x) ? kInf : std::fabs(x - m));
-    const double noise = kMadToSigma * Median(dev);
-    const double base = std::max(o.k * noise, o.min_rel * std::fabs(m));
-    // A change must also leave what the baseline itself showed on that side.
-    double worse_span = 0, better_span = 0;
-    for (double x : before) {
-      const double d = worse_by(x, m);
-      worse_span = std::max(worse_span, d);
-      better_span = std::max(better_span, -d);
+    std::optional<Change> c = ChangeAt(values, t, higher_is_worse, o);
+    if (!c) continue;
+    // A night that leaves the baseline but stays nearer it than the level after it is the
+    // change's forerunner (an outlier just before a step), not its first night, while the next
+    // night finds the same change.
+    while (t + 1 < values.size() && Distance(values[t], c->after) > Distance(values[t], c->m)) {
+      std::optional<Change> next = ChangeAt(values, t + 1, higher_is_worse, o);
+      if (!next || next->worse != c->worse) break;
+      ++t;
+      c = next;
     }
-    const double after = Median(std::vector<double>(values.begin() + static_cast<long>(t),
-                                                    values.end()));
-    const double first = worse_by(values[t], m);
-    const double rest = worse_by(after, m);
-    const double worse_threshold = std::max(base, worse_span);
-    const double better_threshold = std::max(base, better_span);
-    const bool worse = first > worse_threshold && rest > worse_threshold;
-    const bool better = first < -better_threshold && rest < -better_threshold;
-    const double threshold = worse ? worse_threshold : better_threshold;
-    if (!worse && !better) continue;
     if (values.size() - t < o.min_after) {
       out.status = TrendStatus::kWatch;
     } else {
-      out.status = worse ? TrendStatus::kRegression : TrendStatus::kImproved;
+      out.status = c->worse ? TrendStatus::kRegression : TrendStatus::kImproved;
     }
     out.first_night = t;
-    out.baseline_median = m;
-    out.noise = noise;
-    out.threshold = threshold;
-    out.after_median = after;
+    out.baseline_median = c->m;
+    out.noise = c->noise;
+    out.threshold = c->threshold;
+    out.after_median = c->after;
     return out;
   }
   out.status = TrendStatus::kSteady;
@@ -227,7 +259,10 @@ nlohmann::json TrendToJson(const Trend& t) {
       {"text",
        "a change at night t: x_t and the median of x_t..x_last both differ from the median m "
        "of the nights before t by more than max(k * 1.4826 * MAD, min_rel * |m|, the largest "
-       "deviation of those nights on that side), in the same direction, with at least min_before nights before t; the first such t; it counts "
+       "deviation of those nights on that side), in the same direction, with at least min_before "
+       "nights before t; the first such t, "
+       "passed over while x_t is nearer m than that median and the next night finds the same "
+       "change (a forerunner of a step, not its first night); it counts "
        "(regression or improvement) when min_after nights show it, else it is watch"},
   };
   j["nights"] = t.nights;
@@ -265,16 +300,20 @@ nlohmann::json TrendToJson(const Trend& t) {
 
 std::string TrendMarkdown(const Trend& t) {
   std::string out = "# Trend over " + std::to_string(t.nights.size()) + " nights\n\n";
-  char rule[512];
-  std::snprintf(rule, sizeof(rule),
-                "Rule: a change is flagged from the first night whose value, and the median of "
-                "the nights from it on, differ from the median of the nights before it (at "
-                "least %zu) by more than max(%g x noise, %g%% of that median, the largest "
-                "deviation those nights showed on that side); noise = 1.4826 x MAD of those "
-                "nights. It counts once %zu nights show it; on fewer it is only "
-                "watch.\n\n",
-                t.options.min_before, t.options.k, t.options.min_rel * 100, t.options.min_after);
-  out += rule;
+  const auto g = [](double v) {
+    char b[32];
+    std::snprintf(b, sizeof(b), "%g", v);
+    return std::string(b);
+  };
+  out +=
+      "Rule: a change is flagged from the first night whose value, and the median of the "
+      "nights from it on, differ from the median of the nights before it (at least " +
+      std::to_string(t.options.min_before) + ") by more than max(" + g(t.options.k) + " x noise, " +
+      g(t.options.min_rel * 100) +
+      "% of that median, the largest deviation those nights showed on that side); noise = "
+      "1.4826 x MAD of those nights. A night nearer that median than the nights after it, "
+      "just before such a change, is its forerunner, not its first night. It counts once " +
+      std::to_string(t.options.min_after) + " nights show it; on fewer it is only watch.\n\n";
   std::string changes;
   for (const ScenarioTrend& s : t.scenarios) {
     for (const MetricTrend& m : s.metrics) {

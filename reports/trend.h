@@ -18,7 +18,10 @@
 //   that side),
 //   x_t and median(x_t..x_{n-1}) both differ from m by more than the threshold, in the same
 //   direction (a change must leave everything the baseline showed).
-// The first such t is the change's first night. It counts once at least min_after nights
+// The first such t is the change's first night, except that a night nearer m than
+// median(x_t..x_{n-1}) is passed over while the next night finds the same change: it is a
+// forerunner (an outlier just before a step, or the start of a creep), not the step's first
+// night, which is the night a nightly user bisects from. It counts once at least min_after nights
 // (t..n-1) show it: a change in the metric's worse direction (metric_table.h) is then a
 // regression, in the better direction an improvement. Found on fewer nights (the last one or
 // two), it is only "watch": a spike and a step cannot be told apart yet, so it is shown but

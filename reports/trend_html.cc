@@ -123,14 +123,18 @@ std::string TrendHtml(const Trend& t) {
       " nights</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n";
   out += "<h1>Trend over " + std::to_string(t.nights.size()) + " nights: " +
          std::to_string(t.Regressions()) + " regression(s)</h1>\n";
-  out += "<p id=\"rule\">A change is flagged from the first night whose value, and the median "
-         "of the nights from it on, differ from the median of the nights before it (at least " +
-         std::to_string(t.options.min_before) + ") by more than max(" + Num(t.options.k) +
-         " &#215; noise, " + Num(t.options.min_rel * 100) +
-         "% of that median, the largest deviation those nights showed on that side), noise = 1.4826 &#215; MAD of those nights. It counts once " +
-         std::to_string(t.options.min_after) +
-         " nights show it; on fewer it is only <span class=\"watch\">watch</span>. The band "
-         "is that median &#177; the threshold.</p>\n";
+  out +=
+      "<p id=\"rule\">A change is flagged from the first night whose value, and the median "
+      "of the nights from it on, differ from the median of the nights before it (at least " +
+      std::to_string(t.options.min_before) + ") by more than max(" + Num(t.options.k) +
+      " &#215; noise, " + Num(t.options.min_rel * 100) +
+      "% of that median, the largest deviation those nights showed on that side), noise = "
+      "1.4826 &#215; MAD of those nights. A night nearer that median than the nights after "
+      "it, just before such a change, is its forerunner, not its first night. It counts "
+      "once " +
+      std::to_string(t.options.min_after) +
+      " nights show it; on fewer it is only <span class=\"watch\">watch</span>. The band "
+      "is that median &#177; the threshold.</p>\n";
   out += "<h2>Changes</h2>\n<div class=\"box\"><table id=\"changes\"><tr><th>scenario</th>"
          "<th>metric</th><th>change</th><th>first night</th><th>before (median)</th>"
          "<th>from then on (median)</th><th>threshold</th></tr>";

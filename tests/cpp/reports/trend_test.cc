@@ -53,6 +53,31 @@ TEST(TrendRule, AStepInTheWorseDirectionIsARegressionFromItsFirstNight) {
   EXPECT_GT(*m.after_median, *m.baseline_median + *m.threshold);
 }
 
+TEST(TrendRule, AnOutlierJustBeforeAStepIsItsForerunnerNotItsFirstNight) {
+  // Night 5 leaves the baseline (100 -> 145) but stays nearer it than the step to ~200 that
+  // follows from night 6: the step is dated night 6, where a nightly user would bisect.
+  std::vector<double> v = Noisy(10, 100, 6, 100);
+  v[5] = 145;
+  MetricTrend m = JudgeSeries(v, true, TrendOptions{});
+  EXPECT_EQ(m.status, TrendStatus::kRegression);
+  ASSERT_TRUE(m.first_night.has_value());
+  EXPECT_EQ(*m.first_night, 6u);
+  // The outlier is then part of the baseline: its deviation raises the threshold.
+  EXPECT_GE(*m.threshold, 145 - *m.baseline_median);
+  // A night already at the new level is the step's first night (nearer the after level).
+  v[5] = 170;
+  m = JudgeSeries(v, true, TrendOptions{});
+  ASSERT_TRUE(m.first_night.has_value());
+  EXPECT_EQ(*m.first_night, 5u);
+  // An improvement likewise: a dip before a drop is its forerunner.
+  std::vector<double> drop = Noisy(10, 100, 6, -80);
+  drop[5] = 70;
+  m = JudgeSeries(drop, true, TrendOptions{});
+  EXPECT_EQ(m.status, TrendStatus::kImproved);
+  ASSERT_TRUE(m.first_night.has_value());
+  EXPECT_EQ(*m.first_night, 6u);
+}
+
 TEST(TrendRule, DirectionFollowsTheMetric) {
   // A drop: a regression of a lower-is-worse metric (busbw), an improvement of a stall.
   const std::vector<double> drop = Noisy(10, 100, 5, -50);
