@@ -64,13 +64,18 @@ def gbit_sent(rows, col):
 USED_GBPS = 0.05
 
 
+def rail_rows(out, from_s, to_s):
+    """The run's rails.csv rows sampled within [from_s, to_s]."""
+    with open(os.path.join(out, "rails.csv")) as fh:
+        return [x for x in csv.DictReader(fh) if from_s <= float(x["t_s"]) <= to_s]
+
+
 def port_peak(out, host, rail, from_s, to_s):
     """The highest tx or rx rate (Gbit/s, rails.csv) of host `host`'s rail `rail` port over
     [from_s, to_s]; 0 where it has no sample."""
-    with open(os.path.join(out, "rails.csv")) as fh:
-        rows = [x for x in csv.DictReader(fh) if from_s <= float(x["t_s"]) <= to_s]
     cols = [f"h{host}_r{rail}_tx_gbps", f"h{host}_r{rail}_rx_gbps"]
-    return max((float(x[c]) for x in rows for c in cols if x.get(c, "") != ""), default=0.0)
+    return max((float(x[c]) for x in rail_rows(out, from_s, to_s) for c in cols
+                if x.get(c, "") != ""), default=0.0)
 
 
 def retargeted(scenario, rail, folder):
@@ -126,13 +131,15 @@ def run_where_the_port_carried_traffic(e, scenario, host, rail, before, names, w
 
 
 def assert_port_drop_goes_unreported(e, scenario, before, names, what, library):
-    """The port_drop findings (host 1's rail 0 port gone for good, rail 1 up): in a run whose
-    dropped port carried traffic before the fault, the run reads hung as its `reproduce:`
-    pins, the only errors are the adapter's 4 s deadline on both ranks, and nothing of the run
-    is left. Each rail's mean rate before and after the fault goes with a failed assertion."""
+    """The port_drop findings (host 1's rail 0 port gone for good, rail 1 up; the other way
+    round where the run's lanes used rail 1 only): in a run whose dropped port carried traffic
+    before the fault, the run reads hung as its `reproduce:` pins, the only errors are the
+    adapter's 4 s deadline on both ranks, and nothing of the run is left. The rail dropped and
+    each rail's mean rate before and after the fault go with a failed assertion."""
     p, r, rail = run_where_the_port_carried_traffic(e, scenario, 1, 0, before, names, what)
     f = r["faults"][0]
-    lanes = (rail_means(e.out, 0.5, f["applied_s"]), rail_means(e.out, f["applied_s"], 99))
+    lanes = (f"rail {rail} dropped", rail_means(e.out, 0.5, f["applied_s"]),
+             rail_means(e.out, f["applied_s"], 99))
     assert p.returncode == 0, (r["outcome"], r.get("reproduce"), lanes, p.stdout[-3000:])
     assert r["outcome"] == "hung" and r["reproduce"]["reproduced"] is True, (r["reproduce"], lanes)
     assert f["type"] == "port_drop", f
@@ -143,7 +150,6 @@ def assert_port_drop_goes_unreported(e, scenario, before, names, what, library):
 def rail_means(out, from_s, to_s):
     """Each rails.csv column's mean rate (Gbit/s) over [from_s, to_s]: what an assertion
     prints so that a run's lanes are known when it fails."""
-    with open(os.path.join(out, "rails.csv")) as fh:
-        rows = [x for x in csv.DictReader(fh) if from_s <= float(x["t_s"]) <= to_s]
+    rows = rail_rows(out, from_s, to_s)
     cols = [c for c in (rows[0] if rows else {}) if c != "t_s"]
     return {c: round(sum(float(x[c] or 0) for x in rows) / len(rows), 3) for c in cols}
