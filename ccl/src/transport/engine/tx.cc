@@ -166,7 +166,8 @@ bool Engine::LeaveChunk(int ci) {
   others.clear();
   for (int cj : peers_[c.peer].conns) {
     const Conn& o = conns_[cj];
-    if (cj == ci || !o.alive || o.relay || o.health.suspect) continue;
+    // A path in doubt takes no new data (PullData): a chunk left to it would wait there.
+    if (cj == ci || !o.alive || o.relay || o.health.suspect || o.doubtful) continue;
     others.push_back({o.rate.rate(), o.rate.outstanding()});
   }
   // left_since is cleared when the path's rate is measured again (SampleRates), not when it
