@@ -51,6 +51,7 @@ Status ApplyEnvOverrides(CommOptions* o) {
   FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_OP_TIMEOUT_MS", 1, 86400000, &o->op_timeout));
   FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_SUSPECT_FLOOR_MS", 1, 3600000, &o->suspect_floor));
   FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_SUSPECT_CEILING_MS", 1, 3600000, &o->suspect_ceiling));
+  FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_HEDGE_FLOOR_MS", 0, 60000, &o->hedge_floor));
   FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_HEARTBEAT_INTERVAL_MS", 0, 3600000, &o->heartbeat_interval));
   FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_FAILBACK_HOLDDOWN_MS", 0, 3600000, &o->failback_holddown));
   FTCCL_RETURN_IF_ERROR(OverrideMs("FTCCL_FAILBACK_HOLDDOWN_MAX_MS", 0, 3600000, &o->failback_holddown_max));
@@ -92,6 +93,7 @@ std::vector<std::pair<std::string, std::string>> EffectiveKnobs(const CommOption
       {"op_timeout_ms", std::to_string(o.op_timeout.count())},
       {"suspect_floor_ms", std::to_string(o.suspect_floor.count())},
       {"suspect_ceiling_ms", std::to_string(o.suspect_ceiling.count())},
+      {"hedge_floor_ms", std::to_string(o.hedge_floor.count())},
       {"heartbeat_interval_ms", std::to_string(o.heartbeat_interval.count())},
       {"failback_holddown_ms", std::to_string(o.failback_holddown.count())},
       {"failback_holddown_max_ms", std::to_string(o.failback_holddown_max.count())},

@@ -85,6 +85,14 @@ struct CommOptions {
   // round-trip time (srtt + 4 rttvar, as TCP's RTO), clamped to [floor, ceiling].
   Millis suspect_floor{60};                   // FTCCL_SUSPECT_FLOOR_MS
   Millis suspect_ceiling{500};                // FTCCL_SUSPECT_CEILING_MS
+  // Before any path is judged, a path whose own transport stops acknowledging what it holds
+  // (TCP: no new data acknowledged by the peer's kernel for srtt + 4 rttvar, and at least this
+  // long) while another path to the peer works is left alone: its unacknowledged chunks are
+  // copied to the other paths, it takes no new data until it shows progress again, and so do
+  // the paths on its rail to the same host. A chunk whose bytes the transport delivered but
+  // whose acknowledgement is this overdue has its acknowledgement asked for again over another
+  // path. Nothing is judged: the path is still made suspect only by suspect_floor's rule.
+  Millis hedge_floor{3};                      // FTCCL_HEDGE_FLOOR_MS (0: never)
   Millis heartbeat_interval{50};              // FTCCL_HEARTBEAT_INTERVAL_MS: probe a path that showed
                                               // no progress for this long, idle or not (0: never)
   // Failback with flap damping: a path that answers again returns to use after a hold-down of

@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "ftccl/status.h"
@@ -65,6 +66,19 @@ class Link {
     (void)window;
     return false;
   }
+  // What the link's own transport shows of delivery, read now: the segments it holds
+  // unacknowledged, the last reading that saw some of them acknowledged or none outstanding
+  // (progress is dated only by readings: the engine reads every millisecond while it has data
+  // on the link), and its round-trip estimate. Unlike the peer's acknowledgements of chunks,
+  // these come from the peer's kernel, whether or not its process runs. Nothing where not
+  // known (a verbs QP's acknowledgements are the NIC's).
+  struct TransportAcks {
+    uint32_t unacked_segments = 0;
+    std::chrono::steady_clock::time_point quiet_since{};
+    std::chrono::microseconds rtt{0};
+    std::chrono::microseconds rttvar{0};
+  };
+  virtual std::optional<TransportAcks> ReadTransportAcks() { return std::nullopt; }
 
   // After Writev/Read failed with something other than EAGAIN: why, and whether the failure is
   // fatal for the communicator (not a path failure that another path can absorb).

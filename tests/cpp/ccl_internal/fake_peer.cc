@@ -3,6 +3,8 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/sockios.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -22,6 +24,37 @@ namespace {
 
 constexpr uint8_t kCanary = 0xA5;
 constexpr size_t kPage = 4096;
+
+// A connected TCP pair over 127.0.0.1: sv[0] dialled sv[1], which listened on *port.
+bool TcpPair(int sv[2], int* port, std::string* why) {
+  const int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (l < 0 || bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(l, 1) != 0 ||
+      getsockname(l, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    *why = std::string("listen: ") + strerror(errno);
+    if (l >= 0) close(l);
+    return false;
+  }
+  *port = ntohs(a.sin_port);
+  sv[0] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (sv[0] < 0 || connect(sv[0], reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    *why = std::string("connect: ") + strerror(errno);
+    close(l);
+    return false;
+  }
+  sv[1] = accept4(l, nullptr, nullptr, SOCK_CLOEXEC);
+  close(l);
+  if (sv[1] < 0) {
+    *why = std::string("accept: ") + strerror(errno);
+    return false;
+  }
+  const int one = 1;
+  for (int i = 0; i < 2; ++i) setsockopt(sv[i], IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return true;
+}
 
 }  // namespace
 
@@ -65,6 +98,11 @@ bool GuardedBuffer::Intact() const {
 }
 
 std::unique_ptr<FakePeer> FakePeer::Start(int conns, std::string* why, int rails) {
+  return Start(conns, why, rails, Setup{});
+}
+
+std::unique_ptr<FakePeer> FakePeer::Start(int conns, std::string* why, int rails,
+                                          const Setup& setup) {
   std::unique_ptr<FakePeer> fp(new FakePeer());
   CommOptions options;
   options.rank = 0;
@@ -72,6 +110,9 @@ std::unique_ptr<FakePeer> FakePeer::Start(int conns, std::string* why, int rails
   options.channels_per_rail = conns;
   options.relay = false;
   options.watch_links = false;
+  options.suspect_floor = setup.suspect_floor;
+  options.suspect_ceiling = setup.suspect_ceiling;
+  options.hedge_floor = setup.hedge_floor;
   BootstrapTable table;
   table.comm_id = kCommId;
   table.size = 2;
@@ -82,13 +123,17 @@ std::unique_ptr<FakePeer> FakePeer::Start(int conns, std::string* why, int rails
   std::vector<transport::engine::InitialConn> initial;
   for (int i = 0; i < conns * rails; ++i) {
     int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    int port = 0;
+    if (setup.tcp) {
+      if (!TcpPair(sv, &port, why)) return nullptr;
+    } else if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
       *why = std::string("socketpair: ") + strerror(errno);
       return nullptr;
     }
     fcntl(sv[0], F_SETFL, fcntl(sv[0], F_GETFL) | O_NONBLOCK);  // the engine's end
     auto end = std::make_unique<End>();
     end->fd = sv[1];
+    end->port = port;
     fp->ends_.push_back(std::move(end));
     transport::engine::InitialConn ic;
     ic.link = std::make_unique<transport::tcp::SocketLink>(net::Fd(sv[0]));

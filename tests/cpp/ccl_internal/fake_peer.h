@@ -64,10 +64,24 @@ class FakePeer final {
  public:
   static constexpr uint64_t kCommId = 0x5eedf00dull;
 
+  // How the engine is built beyond the defaults.
+  struct Setup {
+    // Each connection a TCP connection over 127.0.0.1 instead of a Unix socket pair, so the
+    // engine's links have TCP's own acknowledgements (Link::ReadTransportAcks); the fake end
+    // listens on port(conn). Run in a private network namespace to filter it.
+    bool tcp = false;
+    Millis suspect_floor{60};
+    Millis suspect_ceiling{500};
+    Millis hedge_floor{3};
+  };
   // An engine with `conns` connections to rank 1 on each of `rails` rails (connection
   // rail * conns + channel), started. Returns null (with the reason in *why) when it could
   // not be built.
   static std::unique_ptr<FakePeer> Start(int conns, std::string* why, int rails = 1);
+  static std::unique_ptr<FakePeer> Start(int conns, std::string* why, int rails,
+                                         const Setup& setup);
+  // The fake end's TCP port of connection `conn` (Setup::tcp), else 0.
+  int port(int conn) const { return ends_[conn]->port; }
   ~FakePeer();
   FakePeer(const FakePeer&) = delete;
   FakePeer& operator=(const FakePeer&) = delete;
@@ -114,6 +128,7 @@ class FakePeer final {
  private:
   struct End {
     int fd = -1;
+    int port = 0;
     std::mutex write_mu;
     std::atomic<bool> closed{false};
     std::atomic<bool> muted{false};

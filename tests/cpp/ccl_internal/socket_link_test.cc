@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -114,6 +115,9 @@ void Exchange(transport::tcp::SocketLink& link, int peer, const char* tag, RankR
     return;
   }
   int64_t awaiting_ms = -1, lapses = 0, last_ack_fresh = 0;
+  // ReadTransportAcks on the same ticks: the longest time it reported without delivery, and
+  // the segments unacknowledged at the end.
+  int64_t max_quiet_ms = 0, unacked_at_end = -1;
   bool acknowledged = false, acknowledged_late = false;
   std::vector<char> small(1000, 'y');
   while (Clock::now() - t0 < 1000ms) {
@@ -122,6 +126,13 @@ void Exchange(transport::tcp::SocketLink& link, int peer, const char* tag, RankR
     Drain(link.fd());
     acknowledged = link.AcknowledgedWithin(50ms);
     const bool awaiting = link.AwaitingRetransmission();
+    if (const auto a = link.ReadTransportAcks()) {
+      max_quiet_ms = std::max<int64_t>(
+          max_quiet_ms,
+          std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - a->quiet_since)
+              .count());
+      unacked_at_end = a->unacked_segments;
+    }
     const int64_t ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
     if (acknowledged && ms > 60) acknowledged_late = true;
@@ -139,6 +150,8 @@ void Exchange(transport::tcp::SocketLink& link, int peer, const char* tag, RankR
   rep.Value(t + "_last_ack_fresh", last_ack_fresh);
   rep.Value(t + "_acknowledged", acknowledged ? 1 : 0);
   rep.Value(t + "_acknowledged_late", acknowledged_late ? 1 : 0);
+  rep.Value(t + "_max_quiet_ms", max_quiet_ms);
+  rep.Value(t + "_unacked_at_end", unacked_at_end);
 }
 
 TEST(SocketLinkAcks, OnlyDataTheyAcknowledgeCountsNotThePeersOwnSegments) {
@@ -197,6 +210,14 @@ TEST(SocketLinkAcks, OnlyDataTheyAcknowledgeCountsNotThePeersOwnSegments) {
   // the sender retransmits, here), so that time alone would have shown no loss on those ticks.
   EXPECT_GT(r.value("dropped_last_ack_fresh"), 0)
       << "tcpi_last_ack_recv never refreshed: this run cannot tell the two criteria apart";
+  // ReadTransportAcks (the engine's hedge): fault-free, everything is acknowledged within a
+  // loopback round trip, so no reading finds the link quiet for long; with the data dropped it
+  // is quiet from the first reading to the last (about 1 s), the peer's segments and the
+  // sender's retransmissions notwithstanding, and still holds the unacknowledged segments.
+  EXPECT_LT(r.value("clean_max_quiet_ms"), 100) << "fault-free, the link read as quiet";
+  EXPECT_GE(r.value("dropped_max_quiet_ms"), 900) << "dropped data read as delivered";
+  EXPECT_GE(r.value("dropped_unacked_at_end"), 1);
+  EXPECT_EQ(r.value("clean_unacked_at_end"), 0);
 }
 
 }  // namespace

@@ -415,7 +415,9 @@ void Engine::Loop() {
   Clock::time_point stop_by{};
   auto next_tick = Clock::now() + kTick;
   for (;;) {
-    int n = epoll_wait(epoll_.get(), events, 64, static_cast<int>(kTick.count()));
+    const bool hedging = hedge_watch_ && options_.hedge_floor.count() > 0;
+    int n = epoll_wait(epoll_.get(), events, 64,
+                       static_cast<int>(hedging ? kHedgeEvery.count() : kTick.count()));
     if (n < 0 && errno != EINTR) {
       LOG_ERROR(tag_, "epoll_wait: %s", strerror(errno));
       FailLocked(ErrnoStatus("epoll_wait", errno), 0);
@@ -463,6 +465,10 @@ void Engine::Loop() {
     if (now >= next_tick) {
       CheckTimers();
       next_tick = now + kTick;
+    }
+    if (hedging && now >= next_hedge_ && !failed_) {
+      HedgeCheck(now);
+      next_hedge_ = now + kHedgeEvery;
     }
     FlushWakeups();
     if (stopping_) {

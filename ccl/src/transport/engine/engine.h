@@ -218,6 +218,9 @@ class Engine final : public Transport, public FaultTarget {
     // sits in a suspect connection's queue, maybe this one's: the first path back in use
     // repeats it (OnPong). Cleared then, and when this connection is up again or replaced.
     bool down_notice_stuck = false;
+    // When HedgeCheck last copied its chunks elsewhere: not again until its transport shows
+    // progress.
+    Clock::time_point hedged_at{};
     // Transmit: control frames first, then data pulled from the peer's ready queue.
     std::deque<TxItem> ctrl;
     std::optional<TxItem> cur;
@@ -278,6 +281,9 @@ class Engine final : public Transport, public FaultTarget {
     // The last valid frame from the peer on any connection: it lives. A connection set up again
     // is not (the kernel completes a handshake for a stopped process); only a frame is.
     Clock::time_point heard{};
+    // The chunk whose acknowledgement was last asked for again over another path (HedgeCheck):
+    // at most once per oldest unacknowledged chunk.
+    uint64_t ack_asked_seq = UINT64_MAX;
     std::map<int, double> shares;       // connection -> share of the striping last announced
     bool gone = false;                  // no connection left
   };
@@ -387,6 +393,14 @@ class Engine final : public Transport, public FaultTarget {
 
   // paths.cc
   void CheckTimers();
+  // Every millisecond while chunks are unacknowledged: a path whose transport stopped
+  // acknowledging is hedged (Hedge), and an acknowledgement overdue for bytes the transport
+  // delivered is asked for again over another path (CommOptions::hedge_floor).
+  void HedgeCheck(Clock::time_point now);
+  // Copies `ci`'s unacknowledged chunks to the other paths, gives it (with `siblings`, also its
+  // rail's paths to the same host: DoubtSiblings) no new data until it shows progress, and
+  // sends acknowledgements elsewhere. Does not judge it: no event, no damping.
+  void Hedge(int ci, Clock::time_point now, const std::string& why, bool siblings);
   // Takes a path out of use: its unacknowledged chunks move to the others, it is probed.
   // Tells the peer over a path that works that this end of the path is down.
   void NoticeDown(int ci);
@@ -500,6 +514,17 @@ class Engine final : public Transport, public FaultTarget {
   std::unique_ptr<uint8_t[]> discard_;
   std::mt19937_64 rng_;
   Clock::time_point last_check_{};  // progress thread: the previous CheckTimers
+  // progress thread: chunks were unacknowledged at the last HedgeCheck (or posted since), and
+  // when the next one is due.
+  bool hedge_watch_ = false;
+  Clock::time_point next_hedge_{};
+  static constexpr auto kHedgeEvery = std::chrono::milliseconds(1);
+  static constexpr uint64_t kHedgeSmall =
+      4096;  // a path holding at most this is hedged at the floor
+  static constexpr uint64_t kHedgeCopyBytes = 1u << 20;  // at most this copied by one hedge
+  // HedgeCheck's, by connection, kept to spare an allocation per check.
+  std::vector<Clock::time_point> hedge_waiting_;
+  std::vector<std::optional<Link::TransportAcks>> hedge_acks_;
   // How late this thread's own ticks have been lately (ms, decaying): on an overloaded host
   // the peers are as late to answer, and silence means less.
   double tick_lag_ms_ = 0;

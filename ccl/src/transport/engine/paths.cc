@@ -3,6 +3,7 @@
 #include <sys/epoll.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 
 #include "log.h"
@@ -71,6 +72,151 @@ void Engine::SendPing(int ci, Clock::time_point now) {
   wire::Seal(&ping.hdr, nullptr);
   c.ctrl.push_back(std::move(ping));
   Flush(ci);
+}
+
+void Engine::HedgeCheck(Clock::time_point now) {
+  // A silent path is judged only after its suspicion timeout (tens of ms: the peer's process
+  // may just be late), and until then a collective waits on the chunks, and acknowledgements,
+  // that went into it: measured, a 1.5 s blackhole on one rail stalled 1 MiB collectives of 3
+  // to 6 ms for 62 to 82 ms, the detection time. The peer's kernel acknowledges TCP segments
+  // whether or not its process runs, so a socket that holds segments nobody acknowledges for
+  // its round-trip bound while another path works is a far earlier sign. It is acted on
+  // without judging, by copies. The sign can be false: on 1 Gbps shaped rails, 4 ranks on 2
+  // cores, fault-free, working sockets went 3 to 12 ms without a delivery about twice a second
+  // per rank (cause not traced: the host's deferred softirq work, or the token bucket). So a
+  // hedge copies at most kHedgeCopyBytes, and the path is back in use at its first progress.
+  hedge_watch_ = false;
+  const auto floor = std::chrono::duration_cast<Clock::duration>(options_.hedge_floor);
+  // When each path's chunks not known delivered began to wait on it: its busy time, or for
+  // chunks of no payload (which the rate does not count) their send; and what its transport
+  // shows.
+  std::vector<Clock::time_point>& waiting = hedge_waiting_;
+  std::vector<std::optional<Link::TransportAcks>>& acks = hedge_acks_;
+  waiting.assign(conns_.size(), Clock::time_point::max());
+  acks.assign(conns_.size(), std::nullopt);
+  for (int peer = 0; peer < size_; ++peer) {
+    Peer& p = peers_[peer];
+    if (p.unacked.empty() || p.gone) continue;
+    hedge_watch_ = true;
+    for (auto it = p.unacked.lower_bound(p.delivered); it != p.unacked.end(); ++it) {
+      const TxChunk& ch = it->second;
+      if (ch.conn < 0 || ch.in_ready || ch.delivered) continue;
+      const Conn& c = conns_[ch.conn];
+      Clock::time_point& w = waiting[ch.conn];
+      if (c.rate.outstanding() > 0) {
+        w = c.rate.busy_since();
+      } else if (ch.tx_count > 0) {
+        w = std::min(w, ch.sent_at);
+      }
+    }
+    for (int ci : p.conns) {
+      Conn& c = conns_[ci];
+      if (waiting[ci] == Clock::time_point::max() || !c.alive || c.relay || !c.link) continue;
+      acks[ci] = c.link->ReadTransportAcks();
+    }
+  }
+  for (int peer = 0; peer < size_; ++peer) {
+    Peer& p = peers_[peer];
+    if (p.unacked.empty() || p.gone) continue;
+    auto works = [&](int cj) {
+      const Conn& o = conns_[cj];
+      return o.alive && !o.relay && !o.health.suspect && !o.doubtful;
+    };
+    int usable = 0;
+    for (int cj : p.conns) usable += works(cj) ? 1 : 0;
+    for (int ci : p.conns) {
+      // A path in doubt (a sibling went silent) may still hold chunks of its own.
+      Conn& c = conns_[ci];
+      if (!acks[ci] || acks[ci]->unacked_segments == 0 || c.health.suspect || !c.alive) continue;
+      if (usable - (works(ci) ? 1 : 0) < 1) continue;  // nowhere else to copy to
+      const Link::TransportAcks& a = *acks[ci];
+      const Clock::time_point quiet_from = std::max(a.quiet_since, waiting[ci]);
+      if (c.hedged_at >= quiet_from) continue;  // hedged already, and silent since
+      // What the path holds is small (control messages of a few bytes): a copy costs next to
+      // nothing, and the transport's round-trip estimate on such a path is mostly the peer's
+      // delayed acknowledgements (up to 40 ms), not the path: the floor alone.
+      const bool small = c.rate.outstanding() <= kHedgeSmall;
+      const auto bound = small ? floor : std::max<Clock::duration>(floor, a.rtt + 4 * a.rttvar);
+      if (now - quiet_from < bound) continue;
+      // One segment unacknowledged may be the tail of a write whose acknowledgement the peer's
+      // kernel delays until its process reads it (delayed ACK).
+      if (!small && a.unacked_segments < 2) continue;
+      char why[128];
+      std::snprintf(why, sizeof why,
+                    "%u segments unacknowledged by its transport for %.1f ms (bound %.1f ms)",
+                    a.unacked_segments,
+                    std::chrono::duration<double, std::milli>(now - quiet_from).count(),
+                    std::chrono::duration<double, std::milli>(bound).count());
+      Hedge(ci, now, why, /*siblings=*/!small);
+      if (failed_) return;
+      usable = 0;  // it is in doubt now, and maybe its siblings
+      for (int cj : p.conns) usable += works(cj) ? 1 : 0;
+    }
+    // The oldest chunk not known delivered: its bytes left in full, the transport holds
+    // nothing unacknowledged on its path, and no acknowledgement came for longer than the
+    // path's round trips explain. Ours may be lost in a path that went silent the other way.
+    for (auto it = p.unacked.lower_bound(p.delivered); it != p.unacked.end(); ++it) {
+      const TxChunk& ch = it->second;
+      if (ch.delivered || ch.in_ready || ch.tx_count == 0 || ch.conn < 0) continue;
+      if (it->first == p.ack_asked_seq) break;
+      Conn& c = conns_[ch.conn];
+      const auto srtt = std::chrono::duration_cast<Clock::duration>(
+          std::chrono::duration<double, std::milli>(2 * c.health.srtt_ms()));
+      if (now - ch.sent_at < std::max<Clock::duration>(floor, srtt)) break;
+      if (!acks[ch.conn] || acks[ch.conn]->unacked_segments != 0) break;
+      // Asked over another rail where one works: the acknowledgement comes back by the path
+      // the question took.
+      int ask = -1;
+      for (int cj : p.conns) {
+        if (!works(cj) || conns_[cj].blocked) continue;
+        if (ask < 0 || (conns_[ask].rail == c.rail && conns_[cj].rail != c.rail)) ask = cj;
+      }
+      if (ask < 0) break;
+      p.ack_asked_seq = it->first;
+      LOG_DEBUG(
+          tag_, "rank %d: chunk %lu delivered by %s but unacknowledged for %ld us: asking on %s",
+          peer, static_cast<unsigned long>(it->first), Label(c).c_str(),
+          static_cast<long>(
+              std::chrono::duration_cast<std::chrono::microseconds>(now - ch.sent_at).count()),
+          Label(conns_[ask]).c_str());
+      SendPing(ask, now);
+      break;
+    }
+    if (failed_) return;
+  }
+}
+
+void Engine::Hedge(int ci, Clock::time_point now, const std::string& why, bool siblings) {
+  Conn& c = conns_[ci];
+  Peer& p = peers_[c.peer];
+  // The oldest chunks, up to kHedgeCopyBytes: all a path holds in a collective of a few MiB,
+  // and what a false sign costs at most on a path that holds a window of a larger one (the
+  // rest moves if the path is judged, or arrives if it was only slow).
+  std::vector<uint64_t> copied;
+  uint64_t bytes = 0;
+  for (auto it = p.unacked.lower_bound(p.delivered); it != p.unacked.end(); ++it) {
+    const TxChunk& ch = it->second;
+    if (ch.conn != ci || ch.in_ready || ch.delivered) continue;
+    if (!copied.empty() && bytes + ch.len > kHedgeCopyBytes) break;
+    copied.push_back(it->first);
+    bytes += ch.len;
+  }
+  LOG_INFO(tag_,
+           "%s: %s; %zu chunks (%lu bytes) copied to the other paths, no new data until it "
+           "shows progress",
+           Label(c).c_str(), why.c_str(), copied.size(), static_cast<unsigned long>(bytes));
+  c.doubtful = true;
+  c.hedged_at = now;
+  st_retx_ += copied.size();
+  Requeue(p, std::move(copied));
+  // Our acknowledgements may sit in this path's socket too.
+  if (p.ack_conn == ci || p.last_ack_conn == ci) p.ack_dirty = true;
+  if (p.ack_conn == ci) p.ack_conn = -1;
+  if (c.health.probe_outstanding_since() == Clock::time_point{}) SendPing(ci, now);
+  if (failed_) return;
+  if (siblings) DoubtSiblings(ci, now);
+  if (failed_) return;
+  Kick(c.peer);
 }
 
 void Engine::RecordDown(int ci, Clock::time_point now) {

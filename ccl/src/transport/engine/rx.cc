@@ -265,6 +265,14 @@ void Engine::OnPing(int ci) {
   wire::Seal(&pong.hdr, nullptr);
   c.ctrl.push_back(std::move(pong));
   Flush(ci);
+  // The peer may be asking because an acknowledgement of ours is overdue (HedgeCheck): ours
+  // may sit in a path that went silent. Acknowledge again, on the path the probe came by
+  // (acknowledgements are cumulative: a repeat is harmless).
+  Peer& p = peers_[c.peer];
+  if (p.cum > 0 || !p.above.empty()) {
+    p.ack_dirty = true;
+    p.ack_conn = ci;
+  }
 }
 
 void Engine::OnPong(int ci) {
@@ -469,6 +477,9 @@ void Engine::OnData(int ci) {
     st_dups_++;
     p.ack_dirty = true;
     p.ack_conn = ci;
+    LOG_DEBUG(tag_, "chunk %lu again on %s (a duplicate): acknowledging up to %lu there",
+              static_cast<unsigned long>(seq), Label(c).c_str(),
+              static_cast<unsigned long>(AckValue(p)));
   }
   if (h.length == 0) {
     OnPayloadDone(ci);

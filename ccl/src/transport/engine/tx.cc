@@ -50,6 +50,7 @@ void Engine::PostSend(const OpPtr& op) {
     p.unacked.emplace(seq, std::move(c));
     p.ready.push_back(seq);
   }
+  hedge_watch_ = true;
   Kick(op->peer);
 }
 
@@ -300,10 +301,14 @@ int Engine::PickConn(int peer) {
   const size_t n = p.conns.size();
   for (size_t i = 0; i < n; ++i) {
     int ci = p.conns[(p.ack_rr + i) % n];
-    if (conns_[ci].alive && !conns_[ci].blocked && !conns_[ci].health.suspect) {
+    if (conns_[ci].alive && !conns_[ci].blocked && !conns_[ci].health.suspect &&
+        !conns_[ci].doubtful) {
       p.ack_rr = (p.ack_rr + i + 1) % n;
       return ci;
     }
+  }
+  for (int ci : p.conns) {
+    if (conns_[ci].alive && !conns_[ci].health.suspect && !conns_[ci].doubtful) return ci;
   }
   for (int ci : p.conns) {
     if (conns_[ci].alive && !conns_[ci].health.suspect) return ci;
@@ -364,7 +369,8 @@ void Engine::SendAcks() {
     st_acks_++;
     // The path that just delivered data works; a round-robin pick could hand the
     // acknowledgement to a path that is silently dropping everything.
-    int ci = p.ack_conn >= 0 && conns_[p.ack_conn].alive && !conns_[p.ack_conn].health.suspect
+    int ci = p.ack_conn >= 0 && conns_[p.ack_conn].alive && !conns_[p.ack_conn].health.suspect &&
+                     !conns_[p.ack_conn].doubtful
                  ? p.ack_conn
                  : PickConn(peer);
     if (ci < 0) {

@@ -69,10 +69,18 @@ bool SocketLink::BackingOff() const {
 std::optional<SocketLink::Acks> SocketLink::ReadAcks(Clock::time_point now) {
   const auto info = TcpInfo(fd_);
   if (!info) return std::nullopt;
-  Acks a{info->tcpi_unacked, info->tcpi_rtt, sampled_at_, info->tcpi_bytes_acked != bytes_acked_};
+  Acks a{info->tcpi_unacked, info->tcpi_rtt, info->tcpi_rttvar, sampled_at_,
+         info->tcpi_bytes_acked != bytes_acked_};
   if (a.grew || sampled_at_ == Clock::time_point{}) {
     bytes_acked_ = info->tcpi_bytes_acked;
     unchanged_since_ = now;  // it grew after the last reading, no later than now
+  }
+  // Delivery, for ReadTransportAcks: segments acknowledged in order or selectively
+  // (tcpi_delivered counts SACKed ones too, so a loss being repaired is not silence).
+  const bool delivered = info->tcpi_delivered != delivered_;
+  delivered_ = info->tcpi_delivered;
+  if (a.grew || delivered || a.unacked == 0 || quiet_since_ == Clock::time_point{}) {
+    quiet_since_ = now;
   }
   sampled_at_ = now;
   return a;
@@ -101,6 +109,13 @@ bool SocketLink::AcknowledgedWithin(std::chrono::milliseconds window) {
   }
   if (a->grew) acked_at_ = dated ? now : Clock::time_point{};
   return acked_at_ != Clock::time_point{} && now - acked_at_ < window;
+}
+
+std::optional<Link::TransportAcks> SocketLink::ReadTransportAcks() {
+  const auto a = ReadAcks(Clock::now());
+  if (!a) return std::nullopt;
+  return TransportAcks{a->unacked, quiet_since_, std::chrono::microseconds(a->rtt_us),
+                       std::chrono::microseconds(a->rttvar_us)};
 }
 
 }  // namespace ftccl::transport::tcp

@@ -36,6 +36,10 @@ class SocketLink final : public Link {
   bool AwaitingRetransmission() override;
   // TCP_INFO: nothing unacknowledged, or tcpi_bytes_acked grew within `window`.
   bool AcknowledgedWithin(std::chrono::milliseconds window) override;
+  // TCP_INFO: tcpi_unacked, tcpi_rtt and tcpi_rttvar, and the last reading at which
+  // tcpi_bytes_acked or tcpi_delivered (SACKed segments too) grew or nothing was
+  // unacknowledged.
+  std::optional<TransportAcks> ReadTransportAcks() override;
   std::string error_text() const override { return error_; }
   bool fatal() const override { return false; }
   Status ForceError() override;
@@ -48,6 +52,7 @@ class SocketLink final : public Link {
   struct Acks {
     uint32_t unacked;  // segments
     uint32_t rtt_us;
+    uint32_t rttvar_us;
     Clock::time_point previous;  // the reading before this one (none: the first)
     bool grew;                   // tcpi_bytes_acked changed since that reading
   };
@@ -61,6 +66,10 @@ class SocketLink final : public Link {
   Clock::time_point unchanged_since_{};
   Clock::time_point acked_at_{};
   Clock::time_point sampled_at_{};
+  // The last reading that saw tcpi_bytes_acked or tcpi_delivered grow or nothing
+  // unacknowledged (ReadTransportAcks), and tcpi_delivered then.
+  Clock::time_point quiet_since_{};
+  uint32_t delivered_ = 0;
 };
 
 }  // namespace ftccl::transport::tcp
