@@ -96,7 +96,7 @@ void Engine::HedgeCheck(Clock::time_point now) {
   acks.assign(conns_.size(), std::nullopt);
   for (int peer = 0; peer < size_; ++peer) {
     Peer& p = peers_[peer];
-    if (p.unacked.empty() || p.gone) continue;
+    if (p.unacked.empty() || p.gone || !HedgesTo(peer)) continue;
     hedge_watch_ = true;
     for (auto it = p.unacked.lower_bound(p.delivered); it != p.unacked.end(); ++it) {
       const TxChunk& ch = it->second;
@@ -117,7 +117,7 @@ void Engine::HedgeCheck(Clock::time_point now) {
   }
   for (int peer = 0; peer < size_; ++peer) {
     Peer& p = peers_[peer];
-    if (p.unacked.empty() || p.gone) continue;
+    if (p.unacked.empty() || p.gone || !HedgesTo(peer)) continue;
     auto works = [&](int cj) {
       const Conn& o = conns_[cj];
       return o.alive && !o.relay && !o.health.suspect && !o.doubtful;

@@ -50,7 +50,7 @@ void Engine::PostSend(const OpPtr& op) {
     p.unacked.emplace(seq, std::move(c));
     p.ready.push_back(seq);
   }
-  hedge_watch_ = true;
+  if (HedgesTo(op->peer)) hedge_watch_ = true;
   Kick(op->peer);
 }
 
