@@ -68,11 +68,13 @@ def perf(busbw, cpu):
             "knobs": {}}
 
 
-def render_compare_allreduce(tmp_path, rounds, meta):
+def render_compare_allreduce(tmp_path, rounds, meta, disarmed_env=None):
     """bench/compare-allreduce --render of a summary with these rounds; the finished process."""
     doc = {"schema": "faultline.bench.compare-allreduce/v1", "meta": meta,
            "params": {"size": "64M", "ranks": 4, "rails": 2, "iters": 10, "warmup": 3},
            "rounds": rounds, "scaling": {}}
+    if disarmed_env is not None:
+        doc["params"]["disarmed_env"] = disarmed_env
     p = tmp_path / "c.json"
     p.write_text(json.dumps(doc))
     r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "compare-allreduce"),
@@ -335,3 +337,19 @@ def test_peers_failback_rule():
                        "reverted_s": None}, rows(0.5), 8.0)["value"] is None
     unused = [dict(x, h1_r0_tx_gbps="0.001", h1_r0_rx_gbps="0.001") for x in rows(0.5)]
     assert m.failback(fault, unused, 8.0)["reason"] == "rail idle before the fault"
+
+
+def test_compare_allreduce_names_what_bare_had_off_from_the_knobs_it_kept(tmp_path):
+    # Hedging got a switch later than the rest: a run whose bare variant had it off says so,
+    # one from before (its knobs without it) does not claim it.
+    rounds = [{"order": ["ftccl", "ftccl_bare", "gloo"], "ftccl": perf(2.0, 1.0),
+               "ftccl_bare": perf(2.0, 1.0), "gloo": perf(1.0, 1.0), "ceiling_gbps": 4.0}]
+    meta = {"command": "bench/compare-allreduce -k 1", "started_utc": "2026-01-01 00:00 UTC",
+            "git_commit": "abc1234", "nproc": 2, "load_start": [1, 1, 1],
+            "load_end": [1, 1, 1], "label": "synthetic"}
+    before = {"FTCCL_WATCH_LINKS": "0", "FTCCL_BENCH_PAYLOAD_CRC": "0"}
+    old = render_compare_allreduce(tmp_path, rounds, meta, before).stdout
+    new = render_compare_allreduce(tmp_path, rounds, meta,
+                                   dict(before, FTCCL_HEDGE_FLOOR_MS="0")).stdout
+    assert "path suspicion and the payload CRC off" in old and "hedging" not in old
+    assert "path suspicion, hedging and the payload CRC off" in new
