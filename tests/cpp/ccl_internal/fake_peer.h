@@ -93,6 +93,14 @@ class FakePeer final {
   // Returns false once the engine has closed the connection.
   bool WriteFrame(int conn, wire::FrameHeader h, const void* payload, bool seal = true);
   bool WriteRaw(int conn, const void* data, size_t len);
+  // The signature of an allgather of `len` bytes (u8): what a test's plain message claims.
+  static transport::Signature BytesSignature(size_t len) {
+    transport::Signature sig;
+    sig.kind = CollKind::kAllGather;
+    sig.dtype = DataType::kU8;
+    sig.count = len;
+    return sig;
+  }
   // A data frame of `key`/`sig` carrying [offset, offset + len) of a message of `msg_len`.
   static wire::FrameHeader DataHeader(const transport::MsgKey& key,
                                       const transport::Signature& sig, uint64_t chunk_seq,

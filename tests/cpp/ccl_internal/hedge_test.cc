@@ -8,23 +8,16 @@
 // judgment. With hedging off (hedge_floor 0) the chunks dealt to rail 0 wait there; with it on,
 // every chunk of the message reaches the fake end over rail 1 within a few milliseconds, and no
 // path goes down.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <net/if.h>
-#include <sched.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
-#include <cstdio>
-#include <cstring>
 #include <numeric>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "fake_peer.h"
+#include "private_net.h"
 #include "rank_launcher.h"
 
 namespace ftccl::testing {
@@ -33,30 +26,6 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using test::RankReporter;
-
-bool LoopbackUp(std::string* why) {
-  const int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  ifreq ifr{};
-  std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
-  bool ok = s >= 0 && ::ioctl(s, SIOCGIFFLAGS, &ifr) == 0;
-  ifr.ifr_flags |= IFF_UP;
-  ok = ok && ::ioctl(s, SIOCSIFFLAGS, &ifr) == 0;
-  if (!ok) *why = std::string("bringing lo up: ") + std::strerror(errno);
-  if (s >= 0) ::close(s);
-  return ok;
-}
-
-bool Nft(const std::string& rules, std::string* why) {
-  FILE* p = ::popen("nft -f - 2>&1", "w");
-  if (p == nullptr) {
-    *why = std::string("popen nft: ") + std::strerror(errno);
-    return false;
-  }
-  std::fputs(rules.c_str(), p);
-  const int rc = ::pclose(p);
-  if (rc != 0) *why = "nft -f - failed (exit status " + std::to_string(rc) + ") for: " + rules;
-  return rc == 0;
-}
 
 // Sends 1 MiB with rail 0 blackholed and reports, under `tag`: the chunks the message was cut
 // into, the data frames that reached the fake end over rail 1 after 400 ms, the ms until
@@ -82,10 +51,7 @@ bool SendIntoBlackhole(Millis hedge_floor, const std::string& tag, RankReporter&
     return false;
   }
   constexpr size_t kLen = 1 << 20;
-  transport::Signature sig;
-  sig.kind = CollKind::kAllGather;
-  sig.dtype = DataType::kU8;
-  sig.count = kLen;
+  const transport::Signature sig = FakePeer::BytesSignature(kLen);
   std::vector<uint8_t> data(kLen);
   std::iota(data.begin(), data.end(), uint8_t{5});
   const auto t0 = Clock::now();
@@ -116,12 +82,7 @@ bool SendIntoBlackhole(Millis hedge_floor, const std::string& tag, RankReporter&
 TEST(Hedge, ChunksOnAPathWhoseTransportWentSilentAreCopiedBeforeItIsJudged) {
   test::LaunchResult result = test::LaunchRanks(1, 30s, [](int, RankReporter& rep) {
     std::string why;
-    if (::unshare(CLONE_NEWNET) != 0) {
-      rep.Fail("cannot create a private network namespace (unshare: " +
-               std::string(std::strerror(errno)) + ")");
-      return 1;
-    }
-    if (!LoopbackUp(&why)) {
+    if (!EnterPrivateNet(&why)) {
       rep.Fail(why);
       return 1;
     }

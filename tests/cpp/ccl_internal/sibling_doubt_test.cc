@@ -36,10 +36,7 @@ TEST(SiblingDoubt, APathOnTheRailOfOneFoundDownTakesNoDataUntilItAnswers) {
 
   // 1 MiB in four pieces of 256 KiB, dealt over the paths that take data.
   constexpr size_t kLen = 1 << 20;
-  transport::Signature sig;
-  sig.kind = CollKind::kAllGather;
-  sig.dtype = DataType::kU8;
-  sig.count = kLen;
+  const transport::Signature sig = FakePeer::BytesSignature(kLen);
   std::vector<uint8_t> data(kLen);
   std::iota(data.begin(), data.end(), uint8_t{3});
   transport::OpPtr send = peer->engine().Send(1, transport::MsgKey{0, 9}, sig, data.data(), kLen);
@@ -61,10 +58,7 @@ TEST(SiblingDoubt, ASiblingThatAnswersItsProbeTakesDataAgain) {
   ASSERT_TRUE(peer->WriteFrame(2, notice, nullptr));
   ASSERT_NE(peer->PathDown(0, 2s), nullptr);
   constexpr size_t kLen = 1 << 20;
-  transport::Signature sig;
-  sig.kind = CollKind::kAllGather;
-  sig.dtype = DataType::kU8;
-  sig.count = kLen;
+  const transport::Signature sig = FakePeer::BytesSignature(kLen);
   std::vector<uint8_t> data(kLen, 7);
   // Its probe is answered at once; messages sent after that use it like any path.
   std::vector<transport::OpPtr> sends;

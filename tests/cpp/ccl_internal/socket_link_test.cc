@@ -9,10 +9,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <linux/tcp.h>
-#include <net/if.h>
 #include <netinet/in.h>
-#include <sched.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -24,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "private_net.h"
 #include "rank_launcher.h"
 #include "transport/tcp/link.h"
 
@@ -35,18 +33,6 @@ using Clock = std::chrono::steady_clock;
 using test::RankReporter;
 
 std::string Errno(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
-
-bool LoopbackUp(std::string* why) {
-  const int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  ifreq ifr{};
-  std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
-  bool ok = s >= 0 && ::ioctl(s, SIOCGIFFLAGS, &ifr) == 0;
-  ifr.ifr_flags |= IFF_UP;
-  ok = ok && ::ioctl(s, SIOCSIFFLAGS, &ifr) == 0;
-  if (!ok) *why = Errno("bringing lo up");
-  if (s >= 0) ::close(s);
-  return ok;
-}
 
 // A connected pair over 127.0.0.1, both ends non-blocking; `port` is the listening end's.
 bool Connect(int* client, int* server, int* port, std::string* why) {
@@ -74,18 +60,6 @@ bool Connect(int* client, int* server, int* port, std::string* why) {
   }
   for (int fd : {*client, *server}) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   return true;
-}
-
-bool Nft(const std::string& rules, std::string* why) {
-  FILE* p = ::popen("nft -f - 2>&1", "w");
-  if (p == nullptr) {
-    *why = Errno("popen nft");
-    return false;
-  }
-  std::fputs(rules.c_str(), p);
-  const int rc = ::pclose(p);
-  if (rc != 0) *why = "nft -f - failed (exit status " + std::to_string(rc) + ") for: " + rules;
-  return rc == 0;
 }
 
 uint32_t LastAckRecvMs(int fd) {
@@ -157,12 +131,7 @@ void Exchange(transport::tcp::SocketLink& link, int peer, const char* tag, RankR
 TEST(SocketLinkAcks, OnlyDataTheyAcknowledgeCountsNotThePeersOwnSegments) {
   test::LaunchResult result = test::LaunchRanks(1, 30s, [](int, RankReporter& rep) {
     std::string why;
-    if (::unshare(CLONE_NEWNET) != 0) {
-      rep.Fail("cannot create a private network namespace (unshare: " +
-               std::string(std::strerror(errno)) + ")");
-      return 1;
-    }
-    if (!LoopbackUp(&why)) {
+    if (!EnterPrivateNet(&why)) {
       rep.Fail(why);
       return 1;
     }
