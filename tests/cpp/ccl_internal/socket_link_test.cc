@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -187,6 +188,69 @@ TEST(SocketLinkAcks, OnlyDataTheyAcknowledgeCountsNotThePeersOwnSegments) {
   EXPECT_GE(r.value("dropped_max_quiet_ms"), 900) << "dropped data read as delivered";
   EXPECT_GE(r.value("dropped_unacked_at_end"), 1);
   EXPECT_EQ(r.value("clean_unacked_at_end"), 0);
+}
+
+// A busy socket read by two callers: the engine's hedge check reads ReadTransportAcks every
+// millisecond and the suspicion check asks AcknowledgedWithin every tick, on the same link. A
+// growth seen by the first must count for the second (it once did not: a working path read as
+// silent and was suspected in a fault-free run). Over loopback shaped to 200 Mbit/s (tbf, in a
+// private namespace), so that the socket holds unacknowledged data while its acknowledgements
+// flow, one end writes without pause while the other reads; on every tick both are asked,
+// ReadTransportAcks first.
+TEST(SocketLinkAcks, AGrowthSeenByOneReaderCountsForTheOther) {
+  test::LaunchResult result = test::LaunchRanks(1, 30s, [](int, RankReporter& rep) {
+    std::string why;
+    if (!EnterPrivateNet(&why)) {
+      rep.Fail(why);
+      return 1;
+    }
+    if (std::system("tc qdisc add dev lo root tbf rate 200mbit burst 256kb latency 50ms") != 0) {
+      rep.Fail("tc qdisc add dev lo root tbf failed");
+      return 1;
+    }
+    int client = -1, server = -1, port = 0;
+    if (!Connect(&client, &server, &port, &why)) {
+      rep.Fail(why);
+      return 1;
+    }
+    transport::tcp::SocketLink link{net::Fd(client)};
+    std::vector<char> data(256 << 10, 'z');
+    const auto t0 = Clock::now();
+    // The truth, read by the test itself after both calls: when tcpi_bytes_acked last grew.
+    uint64_t acked = 0;
+    Clock::time_point grew{};
+    int64_t busy = 0, silent = 0;
+    while (Clock::now() - t0 < 500ms) {
+      (void)!::write(link.fd(), data.data(), data.size());
+      Drain(server);
+      const auto a = link.ReadTransportAcks();
+      const bool acknowledged = link.AcknowledgedWithin(50ms);
+      tcp_info info{};
+      socklen_t len = sizeof info;
+      ::getsockopt(link.fd(), IPPROTO_TCP, TCP_INFO, &info, &len);
+      const auto now = Clock::now();
+      if (info.tcpi_bytes_acked != acked) {
+        acked = info.tcpi_bytes_acked;
+        grew = now;
+      }
+      // Busy, and acknowledged well within the window by the test's own readings (a loss the
+      // shaper causes may hold acknowledgements back for longer: not counted either way).
+      if (a && now - t0 > 60ms && a->unacked_segments > 0 && now - grew < 30ms) {
+        ++busy;
+        if (!acknowledged) ++silent;
+      }
+      std::this_thread::sleep_for(1ms);
+    }
+    ::close(server);
+    rep.Value("busy", busy);
+    rep.Value("silent", silent);
+    return 0;
+  });
+  ASSERT_TRUE(result.AllOk()) << result.Describe();
+  const test::RankOutcome& r = result.ranks[0];
+  ASSERT_GT(r.value("busy"), 50) << "the socket seldom held unacknowledged data: nothing tested";
+  EXPECT_EQ(r.value("silent"), 0) << "of " << r.value("busy")
+                                  << " busy ticks, these read as acknowledging nothing";
 }
 
 }  // namespace

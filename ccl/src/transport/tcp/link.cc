@@ -75,6 +75,19 @@ std::optional<SocketLink::Acks> SocketLink::ReadAcks(Clock::time_point now) {
     bytes_acked_ = info->tcpi_bytes_acked;
     unchanged_since_ = now;  // it grew after the last reading, no later than now
   }
+  // For AcknowledgedWithin, whoever reads: a growth is dated by this reading and the one
+  // before it (the gap, how precisely); nothing outstanding counts as acknowledged now. (Kept
+  // here, not in AcknowledgedWithin: the engine's hedge check reads every millisecond, and a
+  // growth it saw first was then never seen by AcknowledgedWithin, which read a busy socket as
+  // silent and let a working path be suspected, fault-free.)
+  if (a.grew && sampled_at_ != Clock::time_point{}) {
+    acked_at_ = now;
+    acked_gap_ = now - sampled_at_;
+  }
+  if (a.unacked == 0) {
+    acked_at_ = now;
+    acked_gap_ = Clock::duration::zero();
+  }
   // Delivery, for ReadTransportAcks: segments acknowledged in order or selectively
   // (tcpi_delivered counts SACKed ones too, so a loss being repaired is not silence).
   const bool delivered = info->tcpi_delivered != delivered_;
@@ -101,14 +114,9 @@ bool SocketLink::AcknowledgedWithin(std::chrono::milliseconds window) {
   const auto now = Clock::now();
   const auto a = ReadAcks(now);
   if (!a) return false;
-  // Whether the previous reading is recent enough to date a change seen now.
-  const bool dated = a->previous != Clock::time_point{} && now - a->previous <= window;
-  if (a->unacked == 0) {
-    acked_at_ = now;
-    return true;
-  }
-  if (a->grew) acked_at_ = dated ? now : Clock::time_point{};
-  return acked_at_ != Clock::time_point{} && now - acked_at_ < window;
+  if (a->unacked == 0) return true;
+  // The last growth any reading saw, if the reading before it was recent enough to date it.
+  return acked_at_ != Clock::time_point{} && acked_gap_ <= window && now - acked_at_ < window;
 }
 
 std::optional<Link::TransportAcks> SocketLink::ReadTransportAcks() {

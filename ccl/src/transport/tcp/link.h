@@ -58,13 +58,14 @@ class SocketLink final : public Link {
   };
   // Reads TCP_INFO and updates the record below; nothing for a socket without TCP_INFO.
   std::optional<Acks> ReadAcks(Clock::time_point now);
-  // The record of tcpi_bytes_acked that AcknowledgedWithin and AwaitingRetransmission keep:
-  // its value at the last reading, the first reading that saw that value (it has not grown
-  // since), when it was last seen to grow within a window (none when unknown), and when it was
-  // last read.
+  // The record of tcpi_bytes_acked that every reading keeps, for AcknowledgedWithin and
+  // AwaitingRetransmission: its value at the last reading, the first reading that saw that
+  // value (it has not grown since), the last reading that saw it grow or nothing outstanding
+  // (none before), and when it was last read.
   uint64_t bytes_acked_ = 0;
   Clock::time_point unchanged_since_{};
   Clock::time_point acked_at_{};
+  Clock::duration acked_gap_{};  // between the reading at acked_at_ and the one before it
   Clock::time_point sampled_at_{};
   // The last reading that saw tcpi_bytes_acked or tcpi_delivered grow or nothing
   // unacknowledged (ReadTransportAcks), and tcpi_delivered then.
