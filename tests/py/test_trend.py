@@ -2,10 +2,10 @@
 (scenarios/trend_blackhole_rail0.yaml: rail 0 of host 1 silent for 2 s; it says why it judges
 recovery at 75 %), and the same first six nights followed by four with a planted regression
 (FTCCL_SUSPECT_FLOOR_MS=1200 and FTCCL_SUSPECT_CEILING_MS=1500 in the runner's environment,
-which its ranks inherit: a silent path is suspected after 1.2 s instead of ~70 ms). The trend
-must flag that scenario's failover metrics only, detection and what waits for it from the first
-planted night on (the stall and goodput lost, which ftccl's hedging no longer ties to detection,
-at most from a planted night), and nothing on the ten clean nights.
+which its ranks inherit: a silent path is suspected after 1.2 s instead of ~70 ms), every
+night with ftccl's hedging off (see night()). The trend
+must flag exactly that scenario's failover metrics (and what follows from them: stall, goodput
+lost) from the first planted night on, and nothing on the ten clean nights.
 Why so large a plant: a clean night's detection can reach the default ceiling of 500 ms (the
 suspicion timeout adapts to a progress thread that ran late: one CI night read 465 ms against
 a median of 68). The plant used to be a 450 ms floor, as slow as such a night, so a slow
@@ -25,18 +25,22 @@ BUILD = os.environ.get("FAULTLINE_BUILD", os.path.join(ROOT, "build"))
 FAULTLINE = os.path.join(BUILD, "bin", "faultline")
 SCENARIO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scenarios",
                         "trend_blackhole_rail0.yaml")
-# What the suspicion floor may move: the instants from the fault to detection and to failover,
-# and the stall and goodput lost where the collectives waited for them.
+# What the suspicion floor moves: the instants from the fault to detection and to failover,
+# the stall that contains them, and the goodput lost while the collectives waited.
 FAILOVER_METRICS = {"detection_ms", "failover_first_ms", "failover_latency_ms", "stall_ms",
                     "goodput_loss_pct"}
-# Those the planted suspicion floor sets directly: the path's judgment and what waits for it.
-FOLLOW_DETECTION = {"detection_ms", "failover_first_ms", "failover_latency_ms"}
 
 
 def night(tmp_path, name, planted):
     env = dict(os.environ, FAULTLINE_JOURNAL_DIR=str(tmp_path / "journal"))
     env.pop("FTCCL_SUSPECT_FLOOR_MS", None)
     env.pop("FTCCL_SUSPECT_CEILING_MS", None)
+    # Every night without ftccl's hedging (FTCCL_HEDGE_FLOOR_MS=0): with it, this scenario's
+    # stall is two levels on clean nights (25 to 57 ms, measured over ten; a clean-clone CI run
+    # flagged the last four as a regression), and the test judges the trend rule, which needs
+    # metrics whose clean nights are one level (as the scenario's header says of recovery).
+    # Without it the stall follows detection, as the plant requires.
+    env["FTCCL_HEDGE_FLOOR_MS"] = "0"
     if planted:
         env["FTCCL_SUSPECT_FLOOR_MS"] = "1200"
         env["FTCCL_SUSPECT_CEILING_MS"] = "1500"
@@ -77,19 +81,12 @@ def test_trend_flags_the_planted_regression_from_its_night_and_nothing_without_i
     assert {k for k, _ in flagged} == {"py-trend-blackhole-rail0 [ftccl]"}
     metrics = {m for _, m in flagged}
     # The knob sets the suspicion floor, so detection moves first and always; the metrics that
-    # follow from it (first-path and full convergence) are flagged too unless a clean night of
+    # follow from it (full convergence, stall, goodput) are flagged too unless a clean night of
     # the baseline already showed as much (a clean blackhole run once converged in ~1 s), which
-    # the rule does not count as a change. The stall and the goodput no longer follow from it:
-    # ftccl hedges a silent path before judging it, so the collectives go on over rail 1 while
-    # detection waits (measured with the knob: stalls 62, 27, 116 and 26 ms on the four planted
-    # nights, 25 to 57 ms on clean ones). Where the rule flags one of those, it must date it on
-    # a planted night, never before.
+    # the rule does not count as a change.
     assert "detection_ms" in metrics and metrics <= FAILOVER_METRICS, metrics
-    for (_, metric), m in flagged.items():
-        if metric in FOLLOW_DETECTION:
-            assert m["first_night_label"] == slow[0], m
-        else:
-            assert m["first_night_label"] in slow, m
+    for m in flagged.values():
+        assert m["first_night_label"] == slow[0], m
         assert m["after_median"] > m["baseline_median"] + m["threshold"]
     assert t["regressions"] == len(flagged)
     # The page and the summary name it; the page's text has no raw Markdown.
