@@ -268,6 +268,34 @@ def test_throttled_rail_gets_a_smaller_share(fl):  # noqa: F811
     assert after, "the striping never returned to the healed rail"
 
 
+# Serial: it bounds collective times, which another run's ranks on these cores stretch.
+@pytest.mark.serial
+def test_a_throttled_rail_is_seen_within_a_collective_or_two(fl):  # noqa: F811
+    """A rail throttled to a tenth is measured again within tens of milliseconds, against its
+    sibling, and what it holds is copied there. Before, its rate followed only periods of
+    100 ms in which it was pressed (blocked, or holding more than a chunk on average), which a
+    rail given a chunk or two per step of a ring never is: 12 collectives in a row took 43 ms,
+    and the throttled steady state read 21 ms, 3.5 x the baseline (one rail of two: about 2)."""
+    rep = run_and_check(fl, "bandwidth_rail0_1mib.yaml")
+    fault = rep["faults"][0]
+    applied, reverted = fault["applied_s"], fault["reverted_s"]
+    with open(os.path.join(fl.out, "timeseries.csv")) as f:
+        ops = [(float(x["start_s"]), float(x["duration_ms"])) for x in csv.DictReader(f)]
+    base = sorted(d for s, d in ops if s < applied)
+    b = base[len(base) // 2]  # about 6 ms
+    steady = sorted(d for s, d in ops if applied + 0.5 <= s <= reverted - 0.1)
+    assert len(steady) >= 50, len(steady)
+    m = steady[len(steady) // 2]  # about 11.5 ms
+    assert 1.4 * b < m <= 2.5 * b, (b, m)
+    # Seeing it: at most three collectives after the throttle take over 2.5 x the steady state.
+    slow = [(round(s, 3), d) for s, d in ops if s >= applied - 0.02 and d > 2.5 * m]
+    assert len(slow) <= 3, (m, slow)
+    # And the rail's probes for recovery, every second, do not undo it: from 300 ms in until
+    # the heal, no collective over 3 x.
+    late = [(round(s, 3), d) for s, d in ops if applied + 0.3 <= s <= reverted - 0.05 and d > 3 * m]
+    assert not late, (m, late)
+
+
 # Serial: a rank descheduled for long on these two cores stalls its acknowledgements as a dead
 # path would; the run judges the data path, not the machine's load.
 @pytest.mark.serial

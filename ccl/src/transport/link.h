@@ -71,12 +71,15 @@ class Link {
   // (progress is dated only by readings: the engine reads every millisecond while it has data
   // on the link), and its round-trip estimate. Unlike the peer's acknowledgements of chunks,
   // these come from the peer's kernel, whether or not its process runs. Nothing where not
-  // known (a verbs QP's acknowledgements are the NIC's).
+  // known (a verbs QP's acknowledgements are the NIC's). delivery_rate: the transport's latest
+  // delivery-rate sample in bytes per second (0: none); one taken while the sender had too
+  // little to send reads low, never high.
   struct TransportAcks {
     uint32_t unacked_segments = 0;
     std::chrono::steady_clock::time_point quiet_since{};
     std::chrono::microseconds rtt{0};
     std::chrono::microseconds rttvar{0};
+    uint64_t delivery_rate = 0;
   };
   virtual std::optional<TransportAcks> ReadTransportAcks() { return std::nullopt; }
 

@@ -30,6 +30,61 @@ TEST(PathRateTest, SaturatedPeriodMeasuresTheRateOverBusyTimeOnly) {
   EXPECT_EQ(r.Window(Millis(0), 1000), UINT64_MAX);
 }
 
+// Current reads the period so far without closing it; CloseEarly then measures it before its
+// 100 ms, as saturated (a slowdown seen against a sibling), so a slower reading lowers the rate
+// that an unsaturated full period would have left alone.
+TEST(PathRateTest, CurrentReadsThePeriodAndCloseEarlyMeasuresIt) {
+  PathRate r;
+  r.Sample(kT0, true, false);
+  r.Add(100, kT0);
+  r.MarkSaturated();
+  r.Delivered(2000000);
+  r.Remove(100, kT0 + milliseconds(100));
+  r.Sample(kT0 + milliseconds(100), true, false);
+  ASSERT_NEAR(r.rate(), 20e6, 1);
+  // 30 ms busy with one chunk outstanding (no backlog at a chunk of 1000), 60 kB delivered.
+  r.Add(1000, kT0 + milliseconds(100));
+  r.Delivered(60000);
+  const auto cur = r.Current(kT0 + milliseconds(130));
+  EXPECT_NEAR(cur.busy_s, 0.03, 1e-9);
+  EXPECT_NEAR(cur.rate, 2e6, 1);
+  // Reading changes nothing: the period goes on.
+  EXPECT_FALSE(r.Sample(kT0 + milliseconds(130), true, false).period_over);
+  EXPECT_NEAR(r.Current(kT0 + milliseconds(130)).rate, 2e6, 1);
+  const auto s = r.CloseEarly(kT0 + milliseconds(130), 1000);
+  EXPECT_TRUE(s.updated);
+  EXPECT_NEAR(r.rate(), 0.5 * 20e6 + 0.5 * 2e6, 1);  // a sharp change: half way
+  // A new period from there.
+  EXPECT_DOUBLE_EQ(r.Current(kT0 + milliseconds(130)).busy_s, 0);
+}
+
+// RestartPeriod drops what the period had gathered (a probe is measured on its own), and
+// CloseEarly measures as little as kProbeBusy of busy time, which a full period would carry
+// over to the next.
+TEST(PathRateTest, RestartPeriodDropsThePeriodAndCloseEarlyMeasuresAShortOne) {
+  PathRate r;
+  r.Sample(kT0, true, false);
+  r.Add(100, kT0);
+  r.MarkSaturated();
+  r.Delivered(2000000);
+  r.Remove(100, kT0 + milliseconds(1000));
+  r.Sample(kT0 + milliseconds(1000), true, false);
+  ASSERT_NEAR(r.rate(), 2e6, 1);
+  r.Add(5000, kT0 + milliseconds(1000));
+  r.Delivered(1000);
+  r.RestartPeriod(kT0 + milliseconds(1020));
+  auto cur = r.Current(kT0 + milliseconds(1020));
+  EXPECT_DOUBLE_EQ(cur.busy_s, 0);
+  EXPECT_DOUBLE_EQ(cur.rate, 0);
+  r.Delivered(120000);
+  cur = r.Current(kT0 + milliseconds(1032));
+  EXPECT_NEAR(cur.busy_s, 0.012, 1e-9);  // still busy, counted from the restart
+  EXPECT_NEAR(cur.rate, 1e7, 1);
+  EXPECT_EQ(r.outstanding(), 5000u);
+  EXPECT_TRUE(r.CloseEarly(kT0 + milliseconds(1032)).updated);
+  EXPECT_NEAR(r.rate(), 0.5 * 2e6 + 0.5 * 1e7, 1);
+}
+
 TEST(PathRateTest, UnsaturatedPeriodOnlyRaisesTheRate) {
   PathRate r;
   r.Sample(kT0, true, false);

@@ -361,6 +361,14 @@ class Engine final : public Transport, public FaultTarget {
   void Count(TxChunk& ch, int ci);
   // Updates throughput estimates; announces a changed striping of `peer` as kRebalanced.
   void SampleRates(int peer, Clock::time_point now);
+  // Measures at once a path whose chunks delivered at under 1/kCutRatio of its rate over
+  // kCutBusy of busy time while another path to the peer keeps at least half its own, unless
+  // its transport's latest delivery sample reads at least half its rate; copies what it holds
+  // when a sibling would deliver it far sooner. True when a rate changed. Runs every tick,
+  // and every hedge check, with hedging on (hedge_floor > 0): it acts on a sign, as a hedge.
+  bool CutSlowPaths(int peer, Clock::time_point now);
+  static constexpr double kCutBusy = 0.02;  // seconds
+  static constexpr double kCutRatio = 3;
   // A control frame of `type` about `c`'s path (rail << 16 | channel, and its port).
   TxItem PathNotice(wire::FrameType type, const Conn& c) const;
 

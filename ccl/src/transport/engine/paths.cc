@@ -183,6 +183,10 @@ void Engine::HedgeCheck(Clock::time_point now) {
       break;
     }
     if (failed_) return;
+    // A path that still delivers, at a fraction of its rate (a rail throttled under it), is
+    // no silence: seen here within milliseconds, not at the next tick.
+    CutSlowPaths(peer, now);
+    if (failed_) return;
   }
 }
 

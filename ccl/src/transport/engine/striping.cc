@@ -36,8 +36,40 @@ uint64_t PathRate::Window(Millis path_queue, uint64_t chunk_bytes) const {
 
 PathRate::SampleResult PathRate::Sample(TimePoint now, bool usable, bool suspect,
                                         uint64_t backlog_bytes) {
+  SampleResult r;
+  if (sample_start_ == TimePoint{} || !usable) {
+    sample_start_ = now;
+    sample_bytes_ = credited_;
+    saturated_ = false;
+    busy_ = {};
+    backlog_ = 0;
+    accrued_at_ = now;
+    return r;
+  }
+  if (now - sample_start_ < kPeriod) return r;
+  return Close(now, suspect, backlog_bytes, 0.02);
+}
+
+PathRate::Running PathRate::Current(TimePoint now) const {
+  Running out;
+  if (sample_start_ == TimePoint{}) return out;
+  Clock::duration busy = busy_;
+  if (busy_since_ != TimePoint{} && now > busy_since_) busy += now - busy_since_;
+  out.busy_s = std::chrono::duration<double>(busy).count();
+  if (out.busy_s > 0) out.rate = static_cast<double>(credited_ - sample_bytes_) / out.busy_s;
+  return out;
+}
+
+PathRate::SampleResult PathRate::CloseEarly(TimePoint now, uint64_t backlog_bytes) {
+  if (sample_start_ == TimePoint{}) return {};
+  saturated_ = true;  // measured against its siblings: what it delivered is what it can
+  return Close(now, /*suspect=*/false, backlog_bytes, kProbeBusy);
+}
+
+PathRate::SampleResult PathRate::Close(TimePoint now, bool suspect, uint64_t backlog_bytes,
+                                       double min_busy_s) {
   // An average slow enough not to follow every burst: a tenfold slowdown shows within about
-  // 200 ms.
+  // 200 ms over full periods.
   constexpr double kWeight = 0.3;
   SampleResult r;
   auto restart = [&] {
@@ -45,14 +77,6 @@ PathRate::SampleResult PathRate::Sample(TimePoint now, bool usable, bool suspect
     sample_bytes_ = credited_;
     saturated_ = false;
   };
-  if (sample_start_ == TimePoint{} || !usable) {
-    restart();
-    busy_ = {};
-    backlog_ = 0;
-    accrued_at_ = now;
-    return r;
-  }
-  if (now - sample_start_ < kPeriod) return r;
   r.period_over = true;
   Accrue(now);
   if (busy_since_ != TimePoint{}) {
@@ -60,10 +84,10 @@ PathRate::SampleResult PathRate::Sample(TimePoint now, bool usable, bool suspect
     busy_since_ = now;
   }
   const double secs = std::chrono::duration<double>(busy_).count();
-  if (secs < 0.02) {
-    // Too little busy time to measure: a burst shorter than that (one collective between
-    // compute phases, on a fast link) adds its bytes and busy time to the next period's
-    // instead of being dropped, so bursty traffic is measured over its bursts.
+  if (secs < min_busy_s) {
+    // Too little busy time to measure (20 ms for a period): a burst shorter than that (one
+    // collective between compute phases, on a fast link) adds its bytes and busy time to the
+    // next period's instead of being dropped, so bursty traffic is measured over its bursts.
     sample_start_ = now;
     return r;
   }
@@ -101,6 +125,16 @@ void PathRate::Restart() {
   accrued_at_ = {};
   rate_ = 0;
   sample_start_ = {};
+}
+
+void PathRate::RestartPeriod(TimePoint now) {
+  Accrue(now);
+  sample_start_ = now;
+  sample_bytes_ = credited_;
+  saturated_ = false;
+  busy_ = {};
+  backlog_ = 0;
+  if (busy_since_ != TimePoint{}) busy_since_ = now;
 }
 
 bool LeaveToFaster(const PathLoad& self, const std::vector<PathLoad>& others,

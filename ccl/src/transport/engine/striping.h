@@ -29,6 +29,10 @@
 
 namespace ftccl::transport::engine {
 
+// A probe ends once it has carried this much busy time (Engine::SampleRates); the least busy
+// time PathRate::CloseEarly measures.
+inline constexpr double kProbeBusy = 0.01;  // seconds
+
 class PathRate final {
  public:
   using TimePoint = Clock::time_point;
@@ -58,8 +62,24 @@ class PathRate final {
   // is saturated (UINT64_MAX: only a block or the window marks one).
   SampleResult Sample(TimePoint now, bool usable, bool suspect,
                       uint64_t backlog_bytes = UINT64_MAX);
+
+  // The period so far, read without closing it: what the path delivered per second of busy
+  // time, and that busy time.
+  struct Running {
+    double rate = 0;  // bytes per second of busy time; 0 with no busy time
+    double busy_s = 0;
+  };
+  Running Current(TimePoint now) const;
+  // Closes the period now, with kProbeBusy of busy time or more, as Sample would at its end,
+  // counting it saturated: a sharp slowdown seen against the path's siblings (which shows that
+  // what it delivered is what it can), or a probe that delivered at twice the rate (a healed
+  // path), which a full period would follow only after kPeriod.
+  SampleResult CloseEarly(TimePoint now, uint64_t backlog_bytes = UINT64_MAX);
   // A fresh connection: nothing outstanding, no rate yet.
   void Restart();
+  // Starts a new sampling period at `now`, dropping what the current one gathered (a probe,
+  // measured on its own).
+  void RestartPeriod(TimePoint now);
 
   uint64_t outstanding() const { return outstanding_; }
   TimePoint busy_since() const { return busy_since_; }
@@ -68,6 +88,9 @@ class PathRate final {
  private:
   // Adds outstanding x time since the last change to backlog_.
   void Accrue(TimePoint now);
+  // Closes the period at `now`: the measurement and the restart of Sample, given at least
+  // `min_busy_s` of busy time.
+  SampleResult Close(TimePoint now, bool suspect, uint64_t backlog_bytes, double min_busy_s);
 
   uint64_t outstanding_ = 0;
   uint64_t credited_ = 0;

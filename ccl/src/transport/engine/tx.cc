@@ -162,7 +162,13 @@ bool Engine::LeaveChunk(int ci) {
   Conn& c = conns_[ci];
   if (c.relay || c.health.suspect) return false;  // they carry only when nothing else can
   const Clock::time_point now = Clock::now();
-  if (now < c.probe_until) return false;
+  if (now < c.probe_until) {
+    // A probe takes one chunk at a time (until SampleRates ends it): a path still slow then
+    // costs its collective about a chunk's time, where a window's worth held every step of a
+    // ring (measured: while a rail capped to 100 Mbps probed with its window, three 1 MiB
+    // allreduces of 6 ms in a row took 55 to 65 ms, every second).
+    return c.rate.outstanding() > 0;
+  }
   std::vector<PathLoad>& others = leave_scratch_;  // reused: this runs at every chunk pulled
   others.clear();
   for (int cj : peers_[c.peer].conns) {
@@ -182,6 +188,7 @@ bool Engine::LeaveChunk(int ci) {
   if (now - c.left_since < kProbeEvery) return true;
   c.left_since = {};
   c.probe_until = now + kProbeFor;
+  c.rate.RestartPeriod(now);  // the probe's busy time is measured on its own
   return false;
 }
 
@@ -433,11 +440,90 @@ void Engine::Count(TxChunk& ch, int ci) {
   if (ci >= 0) conns_[ci].rate.Add(ch.len, now);
 }
 
-void Engine::SampleRates(int peer, Clock::time_point now) {
+bool Engine::CutSlowPaths(int peer, Clock::time_point now) {
+  // A path that delivers at a fraction of its rate while a sibling keeps its own (its rail
+  // throttled under it) is measured at once, not at the end of its sampling period: until
+  // then its window, set at the old rate, takes a full share of every collective, and each
+  // waits on it (measured: a 1 Gbps rail capped to 100 Mbps held 1 MiB allreduces of 6 ms at
+  // 43 ms for 330 ms). The sibling tells a slow path from a slow peer: a peer late to its
+  // collective holds back every path's acknowledgements alike. What the path holds then
+  // would take it longer than a sibling needs for it and its own: copied, as a hedge is.
   Peer& p = peers_[peer];
+  const uint64_t chunk = options_.chunk_bytes;
+  auto in_use = [&](const Conn& c) {
+    return c.alive && !c.relay && !c.health.suspect && c.rate.rate() > 0;
+  };
   bool updated = false;
   for (int ci : p.conns) {
     Conn& c = conns_[ci];
+    if (!in_use(c)) continue;
+    const PathRate::Running mine = c.rate.Current(now);
+    if (mine.busy_s < kCutBusy || mine.rate * kCutRatio >= c.rate.rate()) continue;
+    int witness = -1;
+    for (int cj : p.conns) {
+      const Conn& o = conns_[cj];
+      if (cj == ci || !in_use(o) || o.doubtful) continue;
+      const PathRate::Running theirs = o.rate.Current(now);
+      if (theirs.busy_s > 0 &&
+          (theirs.busy_s * 2 <= mine.busy_s || theirs.rate * 2 >= o.rate.rate())) {
+        if (witness < 0 || o.rate.rate() > conns_[witness].rate.rate()) witness = cj;
+      }
+    }
+    if (witness < 0) continue;
+    // The transport tells a slow path from a slow reader: a peer that stopped reading this
+    // socket (its progress thread late, or holding the acknowledgements of a collective it
+    // has not begun) leaves the transport's last delivery sample where the path put it
+    // (fault-free, 64 MiB allreduces on 1 Gbps rails: 7 windows of 20 ms in 12 s that the
+    // chunks read at 0 to 300 Mbps; 2 left with this test). Its samples are not the measure:
+    // fault-free, on this 2-core machine, they read a quarter of the line for tens of
+    // milliseconds at times, when the chunks did too.
+    const double before = c.rate.rate();
+    const auto t = c.link ? c.link->ReadTransportAcks() : std::nullopt;
+    if (t && static_cast<double>(t->delivery_rate) * 2 >= before) continue;
+    c.rate.CloseEarly(now, chunk);
+    c.left_since = {};
+    updated = true;
+    const Conn& w = conns_[witness];
+    const double drain_s = static_cast<double>(c.rate.outstanding()) / std::max(mine.rate, 1.0);
+    const double elsewhere_s =
+        static_cast<double>(c.rate.outstanding() + w.rate.outstanding()) / w.rate.rate();
+    LOG_INFO(tag_,
+             "%s: delivered %.0f Mbps over %.1f ms of busy time (transport: %.0f Mbps) against "
+             "a rate of %.0f Mbps (rail %d: %.0f Mbps): rate now %.0f Mbps",
+             Label(c).c_str(), mine.rate * 8 / 1e6, mine.busy_s * 1e3,
+             t ? static_cast<double>(t->delivery_rate) * 8 / 1e6 : -1.0, before * 8 / 1e6, w.rail,
+             w.rate.rate() * 8 / 1e6, c.rate.rate() * 8 / 1e6);
+    if (HedgesTo(peer) && !c.doubtful && drain_s > 2 * elsewhere_s) {
+      char why[160];
+      std::snprintf(why, sizeof why,
+                    "its %lu bytes outstanding would take %.1f ms at %.0f Mbps, rail %d's %.1f ms",
+                    static_cast<unsigned long>(c.rate.outstanding()), drain_s * 1e3,
+                    mine.rate * 8 / 1e6, w.rail, elsewhere_s * 1e3);
+      Hedge(ci, now, why, /*siblings=*/false);
+      if (failed_) return updated;
+    }
+  }
+  return updated;
+}
+
+void Engine::SampleRates(int peer, Clock::time_point now) {
+  Peer& p = peers_[peer];
+  bool updated = options_.hedge_floor.count() > 0 && CutSlowPaths(peer, now);
+  for (int ci : p.conns) {
+    Conn& c = conns_[ci];
+    // A probe (LeaveChunk) ends once it has kProbeBusy of busy time. A path that delivered at
+    // twice its rate or more then is measured at once (a healed rail) and takes its share.
+    if (now < c.probe_until && c.alive) {
+      const PathRate::Running probe = c.rate.Current(now);
+      if (probe.busy_s >= kProbeBusy) {
+        c.probe_until = {};
+        if (probe.rate >= 2 * c.rate.rate()) {
+          c.rate.CloseEarly(now, options_.chunk_bytes);
+          c.left_since = {};
+          updated = true;
+        }
+      }
+    }
     const auto r = c.rate.Sample(now, c.alive, c.health.suspect, options_.chunk_bytes);
     if (r.period_over) c.health.DecayGap();  // halves in about a third of a second
     if (r.updated) c.left_since = {};        // measured: the probe clock starts again (LeaveChunk)

@@ -69,8 +69,12 @@ bool SocketLink::BackingOff() const {
 std::optional<SocketLink::Acks> SocketLink::ReadAcks(Clock::time_point now) {
   const auto info = TcpInfo(fd_);
   if (!info) return std::nullopt;
-  Acks a{info->tcpi_unacked, info->tcpi_rtt, info->tcpi_rttvar, sampled_at_,
-         info->tcpi_bytes_acked != bytes_acked_};
+  Acks a{info->tcpi_unacked,
+         info->tcpi_rtt,
+         info->tcpi_rttvar,
+         sampled_at_,
+         info->tcpi_bytes_acked != bytes_acked_,
+         info->tcpi_delivery_rate};
   if (a.grew || sampled_at_ == Clock::time_point{}) {
     bytes_acked_ = info->tcpi_bytes_acked;
     unchanged_since_ = now;  // it grew after the last reading, no later than now
@@ -123,7 +127,7 @@ std::optional<Link::TransportAcks> SocketLink::ReadTransportAcks() {
   const auto a = ReadAcks(Clock::now());
   if (!a) return std::nullopt;
   return TransportAcks{a->unacked, quiet_since_, std::chrono::microseconds(a->rtt_us),
-                       std::chrono::microseconds(a->rttvar_us)};
+                       std::chrono::microseconds(a->rttvar_us), a->delivery_rate};
 }
 
 }  // namespace ftccl::transport::tcp

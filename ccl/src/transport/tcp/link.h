@@ -55,6 +55,7 @@ class SocketLink final : public Link {
     uint32_t rttvar_us;
     Clock::time_point previous;  // the reading before this one (none: the first)
     bool grew;                   // tcpi_bytes_acked changed since that reading
+    uint64_t delivery_rate;      // tcpi_delivery_rate, bytes per second
   };
   // Reads TCP_INFO and updates the record below; nothing for a socket without TCP_INFO.
   std::optional<Acks> ReadAcks(Clock::time_point now);
