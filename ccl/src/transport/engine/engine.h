@@ -365,7 +365,8 @@ class Engine final : public Transport, public FaultTarget {
   // kCutBusy of busy time while another path to the peer keeps at least half its own, unless
   // its transport's latest delivery sample reads at least half its rate; copies what it holds
   // when a sibling would deliver it far sooner. True when a rate changed. Runs every tick,
-  // and every hedge check, with hedging on (hedge_floor > 0): it acts on a sign, as a hedge.
+  // and every hedge check, with hedging on (hedge_floor > 0): it acts on a sign, as a hedge,
+  // and only on paths to other hosts (HedgesTo).
   bool CutSlowPaths(int peer, Clock::time_point now);
   static constexpr double kCutBusy = 0.02;  // seconds
   static constexpr double kCutRatio = 3;
