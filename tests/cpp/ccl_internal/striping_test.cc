@@ -8,6 +8,19 @@ namespace {
 using std::chrono::milliseconds;
 const Clock::time_point kT0 = Clock::time_point{} + std::chrono::seconds(10);
 
+// A path whose first period, from kT0, was saturated: `bytes` delivered over `busy`, all of it
+// busy; the next period starts at kT0 + busy.
+PathRate Measured(uint64_t bytes, milliseconds busy) {
+  PathRate r;
+  r.Sample(kT0, true, false);
+  r.Add(100, kT0);
+  r.MarkSaturated();
+  r.Delivered(bytes);
+  r.Remove(100, kT0 + busy);
+  r.Sample(kT0 + busy, true, false);
+  return r;
+}
+
 TEST(PathRateTest, WindowIsUnlimitedUntilMeasured) {
   PathRate r;
   EXPECT_EQ(r.Window(Millis(20), 1 << 20), UINT64_MAX);
@@ -34,13 +47,7 @@ TEST(PathRateTest, SaturatedPeriodMeasuresTheRateOverBusyTimeOnly) {
 // 100 ms, as saturated (a slowdown seen against a sibling), so a slower reading lowers the rate
 // that an unsaturated full period would have left alone.
 TEST(PathRateTest, CurrentReadsThePeriodAndCloseEarlyMeasuresIt) {
-  PathRate r;
-  r.Sample(kT0, true, false);
-  r.Add(100, kT0);
-  r.MarkSaturated();
-  r.Delivered(2000000);
-  r.Remove(100, kT0 + milliseconds(100));
-  r.Sample(kT0 + milliseconds(100), true, false);
+  PathRate r = Measured(2000000, milliseconds(100));
   ASSERT_NEAR(r.rate(), 20e6, 1);
   // 30 ms busy with one chunk outstanding (no backlog at a chunk of 1000), 60 kB delivered.
   r.Add(1000, kT0 + milliseconds(100));
@@ -62,13 +69,7 @@ TEST(PathRateTest, CurrentReadsThePeriodAndCloseEarlyMeasuresIt) {
 // CloseEarly measures as little as kProbeBusy of busy time, which a full period would carry
 // over to the next.
 TEST(PathRateTest, RestartPeriodDropsThePeriodAndCloseEarlyMeasuresAShortOne) {
-  PathRate r;
-  r.Sample(kT0, true, false);
-  r.Add(100, kT0);
-  r.MarkSaturated();
-  r.Delivered(2000000);
-  r.Remove(100, kT0 + milliseconds(1000));
-  r.Sample(kT0 + milliseconds(1000), true, false);
+  PathRate r = Measured(2000000, milliseconds(1000));
   ASSERT_NEAR(r.rate(), 2e6, 1);
   r.Add(5000, kT0 + milliseconds(1000));
   r.Delivered(1000);
@@ -86,13 +87,7 @@ TEST(PathRateTest, RestartPeriodDropsThePeriodAndCloseEarlyMeasuresAShortOne) {
 }
 
 TEST(PathRateTest, UnsaturatedPeriodOnlyRaisesTheRate) {
-  PathRate r;
-  r.Sample(kT0, true, false);
-  r.Add(100, kT0);
-  r.MarkSaturated();
-  r.Delivered(2000000);
-  r.Remove(100, kT0 + milliseconds(100));
-  r.Sample(kT0 + milliseconds(100), true, false);
+  PathRate r = Measured(2000000, milliseconds(100));
   const double rate = r.rate();  // 20 MB/s
   // Not saturated, slower: says only that the path carries at least that much.
   r.Add(100, kT0 + milliseconds(100));
@@ -105,13 +100,7 @@ TEST(PathRateTest, UnsaturatedPeriodOnlyRaisesTheRate) {
 // A faster unsaturated period (a token bucket's burst after an idle gap reads above the shaped
 // rate) moves the rate up by the running average's weight, not to the burst's speed.
 TEST(PathRateTest, UnsaturatedFasterPeriodRaisesTheRateByTheAverage) {
-  PathRate r;
-  r.Sample(kT0, true, false);
-  r.Add(100, kT0);
-  r.MarkSaturated();
-  r.Delivered(2000000);
-  r.Remove(100, kT0 + milliseconds(100));
-  r.Sample(kT0 + milliseconds(100), true, false);
+  PathRate r = Measured(2000000, milliseconds(100));
   ASSERT_NEAR(r.rate(), 20e6, 1);
   r.Add(100, kT0 + milliseconds(100));
   r.Delivered(4000000);
