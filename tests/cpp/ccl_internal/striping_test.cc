@@ -71,7 +71,10 @@ TEST(PathRateTest, CurrentReadsThePeriodAndCloseEarlyMeasuresIt) {
 TEST(PathRateTest, RestartPeriodDropsThePeriodAndCloseEarlyMeasuresAShortOne) {
   PathRate r = Measured(2000000, milliseconds(1000));
   ASSERT_NEAR(r.rate(), 2e6, 1);
-  r.Add(5000, kT0 + milliseconds(1000));
+  // A busy stretch that ended (its time already counted into the period), then another.
+  r.Add(500, kT0 + milliseconds(1000));
+  r.Remove(500, kT0 + milliseconds(1008));
+  r.Add(5000, kT0 + milliseconds(1010));
   r.Delivered(1000);
   r.RestartPeriod(kT0 + milliseconds(1020));
   auto cur = r.Current(kT0 + milliseconds(1020));
