@@ -221,6 +221,10 @@ class Engine final : public Transport, public FaultTarget {
     // When HedgeCheck last copied its chunks elsewhere: not again until its transport shows
     // progress.
     Clock::time_point hedged_at{};
+    // The transport's smoothed round trip on this connection as last read (SampleRates, with
+    // hedging on); 0: not read. Acknowledgements avoid a path whose round trip has grown far
+    // past a sibling's (AckConn).
+    Clock::duration transport_rtt{};
     // Transmit: control frames first, then data pulled from the peer's ready queue.
     std::deque<TxItem> ctrl;
     std::optional<TxItem> cur;
@@ -361,15 +365,25 @@ class Engine final : public Transport, public FaultTarget {
   void Count(TxChunk& ch, int ci);
   // Updates throughput estimates; announces a changed striping of `peer` as kRebalanced.
   void SampleRates(int peer, Clock::time_point now);
-  // Measures at once a path whose chunks delivered at under 1/kCutRatio of its rate over
-  // kCutBusy of busy time while another path to the peer keeps at least half its own, unless
-  // its transport's latest delivery sample reads at least half its rate; copies what it holds
-  // when a sibling would deliver it far sooner. True when a rate changed. Runs every tick,
+  // Cuts a path's rate to what its chunks delivered over its last kCutBusy of busy time
+  // (PathRate::Recent, PathRate::Cut) when that is under 1/kCutRatio of its rate while another
+  // path to the peer keeps at least half its own, unless its transport's latest delivery
+  // sample reads at least half its rate; copies what it holds when a sibling would deliver it
+  // far sooner. True when a rate changed. Runs every tick,
   // and every hedge check, with hedging on (hedge_floor > 0): it acts on a sign, as a hedge,
   // and only on paths to other hosts (HedgesTo).
   bool CutSlowPaths(int peer, Clock::time_point now);
-  static constexpr double kCutBusy = 0.02;  // seconds
+  // The connection that carries `peer`'s next acknowledgement: the one the last chunk came in
+  // on, unless its transport's round trip is over kAckRttFloor and kAckRttRatio times a
+  // working sibling's (a queue ahead of it in this host's egress: a rail throttled under it);
+  // -1: none.
+  int AckConn(int peer, Clock::time_point now);
+  static constexpr auto kAckRttFloor = std::chrono::milliseconds(2);
+  static constexpr int kAckRttRatio = 4;
+  static constexpr auto kAckRecentInbound = std::chrono::milliseconds(100);
+  static constexpr double kCutBusy = 0.01;  // seconds
   static constexpr double kCutRatio = 3;
+  static constexpr double kProbeSlack = 0.003;  // seconds: a probe's acknowledgement's lateness
   // A control frame of `type` about `c`'s path (rail << 16 | channel, and its port).
   TxItem PathNotice(wire::FrameType type, const Conn& c) const;
 
