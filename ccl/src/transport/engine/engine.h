@@ -221,10 +221,6 @@ class Engine final : public Transport, public FaultTarget {
     // When HedgeCheck last copied its chunks elsewhere: not again until its transport shows
     // progress.
     Clock::time_point hedged_at{};
-    // The transport's smoothed round trip on this connection as last read (SampleRates, with
-    // hedging on); 0: not read. Acknowledgements avoid a path whose round trip has grown far
-    // past a sibling's (AckConn).
-    Clock::duration transport_rtt{};
     // Transmit: control frames first, then data pulled from the peer's ready queue.
     std::deque<TxItem> ctrl;
     std::optional<TxItem> cur;
@@ -275,6 +271,9 @@ class Engine final : public Transport, public FaultTarget {
     std::unordered_set<uint64_t> inflight;
     std::map<MsgKey, std::shared_ptr<RxMsg>> rx;
     std::map<uint64_t, uint64_t> held;  // chunk_seq -> coll_seq of collectives not begun here
+    // A path's rate was cut (CutSlowPaths) since SampleRates last drew the striping: the next
+    // one announces it (a cut at a hedge check, between ticks, would otherwise go unannounced).
+    bool rates_cut = false;
     bool ack_dirty = false;
     int ack_conn = -1;       // the connection that last delivered data: acknowledgements go there
     int last_ack_conn = -1;  // where the last acknowledgement went: an abort follows it there
@@ -373,15 +372,7 @@ class Engine final : public Transport, public FaultTarget {
   // and every hedge check, with hedging on (hedge_floor > 0): it acts on a sign, as a hedge,
   // and only on paths to other hosts (HedgesTo).
   bool CutSlowPaths(int peer, Clock::time_point now);
-  // The connection that carries `peer`'s next acknowledgement: the one the last chunk came in
-  // on, unless its transport's round trip is over kAckRttFloor and kAckRttRatio times a
-  // working sibling's (a queue ahead of it in this host's egress: a rail throttled under it);
-  // -1: none.
-  int AckConn(int peer, Clock::time_point now);
-  static constexpr auto kAckRttFloor = std::chrono::milliseconds(2);
-  static constexpr int kAckRttRatio = 4;
-  static constexpr auto kAckRecentInbound = std::chrono::milliseconds(100);
-  static constexpr double kCutBusy = 0.01;  // seconds
+  static constexpr double kCutBusy = 0.02;  // seconds
   static constexpr double kCutRatio = 3;
   static constexpr double kProbeSlack = 0.003;  // seconds: a probe's acknowledgement's lateness
   // A control frame of `type` about `c`'s path (rail << 16 | channel, and its port).

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "log.h"
 #include "transport/engine/engine.h"
@@ -346,36 +347,7 @@ uint64_t Engine::AckValue(const Peer& p) const {
   return p.held.empty() ? p.cum : std::min(p.cum, p.held.begin()->first);
 }
 
-int Engine::AckConn(int peer, Clock::time_point now) {
-  Peer& p = peers_[peer];
-  auto works = [&](int ci) {
-    const Conn& c = conns_[ci];
-    return c.alive && !c.health.suspect && !c.doubtful;
-  };
-  // The path that just delivered data works; a round-robin pick could hand the
-  // acknowledgement to a path that is silently dropping everything.
-  const int ci = p.ack_conn >= 0 && works(p.ack_conn) ? p.ack_conn : PickConn(peer);
-  if (ci < 0 || conns_[ci].transport_rtt <= kAckRttFloor) return ci;
-  // But data can arrive fast on a path whose other direction queues behind this host's own
-  // traffic: a rail throttled on this host's egress delays each acknowledgement by its queue
-  // (measured: a rail capped to 100 Mbps, 1 MiB allreduces: the peer's chunks on the
-  // uncapped direction waited 20 ms for acknowledgements while its transport saw them
-  // delivered at 2.5 Gbps). A sibling that brought data in lately and whose round trip is a
-  // fraction of it carries it instead.
-  int best = ci;
-  for (int cj : p.conns) {
-    const Conn& o = conns_[cj];
-    if (cj == ci || o.relay || !works(cj) || o.blocked || o.transport_rtt == Clock::duration{}) {
-      continue;
-    }
-    if (now - o.last_inbound > kAckRecentInbound) continue;
-    if (o.transport_rtt * kAckRttRatio < conns_[best].transport_rtt) best = cj;
-  }
-  return best;
-}
-
 void Engine::SendAcks() {
-  const Clock::time_point now = Clock::now();
   for (int peer = 0; peer < size_; ++peer) {
     Peer& p = peers_[peer];
     if (!p.ack_dirty) continue;
@@ -403,7 +375,12 @@ void Engine::SendAcks() {
     }
     wire::Seal(&ack.hdr, ack.payload);
     st_acks_++;
-    int ci = AckConn(peer, now);
+    // The path that just delivered data works; a round-robin pick could hand the
+    // acknowledgement to a path that is silently dropping everything.
+    int ci = p.ack_conn >= 0 && conns_[p.ack_conn].alive && !conns_[p.ack_conn].health.suspect &&
+                     !conns_[p.ack_conn].doubtful
+                 ? p.ack_conn
+                 : PickConn(peer);
     if (ci < 0) {
       p.ack_dirty = true;  // no connection right now: sent once one is back
       continue;
@@ -571,6 +548,7 @@ bool Engine::CutSlowPaths(int peer, Clock::time_point now) {
     c.rate.Cut(now, confirmed ? measured : (before + measured) / 2);
     c.left_since = {};
     updated = true;
+    p.rates_cut = true;
     const Conn& w = conns_[witness];
     const double drain_s = static_cast<double>(c.rate.outstanding()) / std::max(mine.rate, 1.0);
     const double elsewhere_s =
@@ -598,13 +576,10 @@ void Engine::SampleRates(int peer, Clock::time_point now) {
   Peer& p = peers_[peer];
   // Not to ranks of the same host: their paths all go through the kernel's loopback, whatever
   // rail they name (HedgesTo), so no rail of theirs is slower than another.
-  bool updated = options_.hedge_floor.count() > 0 && HedgesTo(peer) && CutSlowPaths(peer, now);
+  if (options_.hedge_floor.count() > 0 && HedgesTo(peer)) CutSlowPaths(peer, now);
+  bool updated = std::exchange(p.rates_cut, false);
   for (int ci : p.conns) {
     Conn& c = conns_[ci];
-    if (options_.hedge_floor.count() > 0 && HedgesTo(peer) && c.alive && !c.relay && c.link) {
-      const auto t = c.link->ReadTransportAcks();
-      c.transport_rtt = t ? std::chrono::duration_cast<Clock::duration>(t->rtt) : Clock::duration{};
-    }
     // A probe (LeaveChunk) ends once it has kProbeBusy of busy time. A path that delivered at
     // twice its rate or more then, and at half the fastest other path's rate or more, is
     // measured at once (a healed rail) and takes its share. Twice its own rate alone is not
