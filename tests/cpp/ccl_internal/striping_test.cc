@@ -89,51 +89,6 @@ TEST(PathRateTest, RestartPeriodDropsThePeriodAndCloseEarlyMeasuresAShortOne) {
   EXPECT_NEAR(r.rate(), 0.5 * 2e6 + 0.5 * 1e7, 1);
 }
 
-// Recent reads the last window of busy time whatever the period: a path that delivered at 20
-// MB/s for 60 ms of its period, then at 1 MB/s, reads 1 MB/s over the last 10 ms while the
-// period's average still reads above a third of its rate. Idle time between busy stretches
-// does not count, and marks closer than kMarkBusy in busy time are not taken.
-TEST(PathRateTest, RecentReadsTheLastBusyWindowNotThePeriod) {
-  PathRate r = Measured(2000000, milliseconds(100));
-  ASSERT_NEAR(r.rate(), 20e6, 1);
-  Clock::time_point t = kT0 + milliseconds(100);
-  r.Add(1000, t);
-  EXPECT_DOUBLE_EQ(r.Recent(t, 0.01).busy_s, 0);  // no mark yet
-  for (int ms = 0; ms < 60; ++ms) {  // 20 kB per ms; a mark every 2 ms (the ring keeps 64)
-    if (ms % 2 == 0) r.Note(t + milliseconds(ms));
-    r.Delivered(20000);
-  }
-  t += milliseconds(60);
-  // Idle for 50 ms: no busy time, so no new window.
-  r.Remove(1000, t);
-  r.Note(t + milliseconds(20));
-  r.Add(1000, t + milliseconds(50));
-  t += milliseconds(50);
-  for (int ms = 0; ms < 12; ++ms) {  // 1 kB per ms
-    r.Note(t + milliseconds(ms));
-    r.Delivered(1000);
-  }
-  t += milliseconds(12);
-  r.Note(t);
-  const auto recent = r.Recent(t, 0.01);
-  EXPECT_NEAR(recent.busy_s, 0.01, 1e-9);
-  EXPECT_NEAR(recent.rate, 1e6, 1);
-  const auto period = r.Current(t);
-  EXPECT_NEAR(period.busy_s, 0.072, 1e-9);
-  EXPECT_GT(period.rate * 3, r.rate());  // the period alone would not show it
-  // A window longer than the marks reach reads what they reach: the 72 ms of busy time.
-  const auto all = r.Recent(t, 1.0);
-  EXPECT_NEAR(all.busy_s, 0.072, 1e-9);
-  EXPECT_NEAR(all.rate, (1200000.0 + 12000.0) / 0.072, 1);
-  // Cut takes the reading outright and starts a new period.
-  EXPECT_TRUE(r.Cut(t, recent.rate).updated);
-  EXPECT_DOUBLE_EQ(r.rate(), 1e6);
-  EXPECT_DOUBLE_EQ(r.Current(t).busy_s, 0);
-  // A fresh connection forgets the marks.
-  r.Restart();
-  EXPECT_DOUBLE_EQ(r.Recent(t, 0.01).busy_s, 0);
-}
-
 TEST(PathRateTest, UnsaturatedPeriodOnlyRaisesTheRate) {
   PathRate r = Measured(2000000, milliseconds(100));
   const double rate = r.rate();  // 20 MB/s

@@ -271,9 +271,6 @@ class Engine final : public Transport, public FaultTarget {
     std::unordered_set<uint64_t> inflight;
     std::map<MsgKey, std::shared_ptr<RxMsg>> rx;
     std::map<uint64_t, uint64_t> held;  // chunk_seq -> coll_seq of collectives not begun here
-    // A path's rate was cut (CutSlowPaths) since SampleRates last drew the striping: the next
-    // one announces it (a cut at a hedge check, between ticks, would otherwise go unannounced).
-    bool rates_cut = false;
     bool ack_dirty = false;
     int ack_conn = -1;       // the connection that last delivered data: acknowledgements go there
     int last_ack_conn = -1;  // where the last acknowledgement went: an abort follows it there
@@ -364,17 +361,15 @@ class Engine final : public Transport, public FaultTarget {
   void Count(TxChunk& ch, int ci);
   // Updates throughput estimates; announces a changed striping of `peer` as kRebalanced.
   void SampleRates(int peer, Clock::time_point now);
-  // Cuts a path's rate to what its chunks delivered over its last kCutBusy of busy time
-  // (PathRate::Recent, PathRate::Cut) when that is under 1/kCutRatio of its rate while another
-  // path to the peer keeps at least half its own, unless its transport's latest delivery
-  // sample reads at least half its rate; copies what it holds when a sibling would deliver it
-  // far sooner. True when a rate changed. Runs every tick,
+  // Measures at once a path whose chunks delivered at under 1/kCutRatio of its rate over
+  // kCutBusy of busy time while another path to the peer keeps at least half its own, unless
+  // its transport's latest delivery sample reads at least half its rate; copies what it holds
+  // when a sibling would deliver it far sooner. True when a rate changed. Runs every tick,
   // and every hedge check, with hedging on (hedge_floor > 0): it acts on a sign, as a hedge,
   // and only on paths to other hosts (HedgesTo).
   bool CutSlowPaths(int peer, Clock::time_point now);
   static constexpr double kCutBusy = 0.02;  // seconds
   static constexpr double kCutRatio = 3;
-  static constexpr double kProbeSlack = 0.003;  // seconds: a probe's acknowledgement's lateness
   // A control frame of `type` about `c`'s path (rail << 16 | channel, and its port).
   TxItem PathNotice(wire::FrameType type, const Conn& c) const;
 

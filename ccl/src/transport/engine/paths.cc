@@ -141,17 +141,6 @@ void Engine::HedgeCheck(Clock::time_point now) {
       // One segment unacknowledged may be the tail of a write whose acknowledgement the peer's
       // kernel delays until its process reads it (delayed ACK).
       if (!small && a.unacked_segments < 2) continue;
-      // Not onto paths far slower than this one: a copy that drains at a tenth of the rate
-      // costs more than the sign can save (measured: a 1 Gbps rail quiet for 3.7 ms, its
-      // sibling capped to 100 Mbps: 768 KiB copied onto the capped rail held a 1 MiB
-      // allreduce of 6 ms for 110 ms). Such a path is judged in its own time.
-      if (!small) {
-        double sibling = 0;
-        for (int cj : p.conns) {
-          if (cj != ci && works(cj)) sibling = std::max(sibling, conns_[cj].rate.rate());
-        }
-        if (sibling > 0 && sibling * kCutRatio < c.rate.rate()) continue;
-      }
       char why[128];
       std::snprintf(why, sizeof why,
                     "%u segments unacknowledged by its transport for %.1f ms (bound %.1f ms)",

@@ -24,47 +24,8 @@ void PathRate::Remove(uint64_t bytes, TimePoint now) {
   outstanding_ -= std::min(outstanding_, bytes);
   if (outstanding_ == 0 && busy_since_ != TimePoint{}) {
     busy_ += now - busy_since_;
-    CloseStretch(now);
     busy_since_ = {};
   }
-}
-
-void PathRate::CloseStretch(TimePoint now) {
-  if (busy_since_ != TimePoint{} && now > busy_since_) busy_total_ += now - busy_since_;
-}
-
-Clock::duration PathRate::BusyTotal(TimePoint now) const {
-  Clock::duration total = busy_total_;
-  if (busy_since_ != TimePoint{} && now > busy_since_) total += now - busy_since_;
-  return total;
-}
-
-void PathRate::Note(TimePoint now) {
-  const Clock::duration busy = BusyTotal(now);
-  if (marks_n_ > 0) {
-    const Mark& last = marks_[(marks_next_ + kMarks - 1) % kMarks];
-    if (busy - last.busy < kMarkBusy) return;
-  }
-  marks_[marks_next_] = Mark{busy, credited_};
-  marks_next_ = (marks_next_ + 1) % kMarks;
-  marks_n_ = std::min(marks_n_ + 1, kMarks);
-}
-
-PathRate::Running PathRate::Recent(TimePoint now, double window_s) const {
-  Running out;
-  if (marks_n_ == 0) return out;
-  const Clock::duration busy = BusyTotal(now);
-  const auto window =
-      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(window_s));
-  // The newest mark at least `window` of busy time back; else the oldest there is.
-  const Mark* from = nullptr;
-  for (size_t i = 1; i <= marks_n_; ++i) {
-    from = &marks_[(marks_next_ + kMarks - i) % kMarks];
-    if (busy - from->busy >= window) break;
-  }
-  out.busy_s = std::chrono::duration<double>(busy - from->busy).count();
-  if (out.busy_s > 0) out.rate = static_cast<double>(credited_ - from->credited) / out.busy_s;
-  return out;
 }
 
 uint64_t PathRate::Window(Millis path_queue, uint64_t chunk_bytes) const {
@@ -120,7 +81,6 @@ PathRate::SampleResult PathRate::Close(TimePoint now, bool suspect, uint64_t bac
   Accrue(now);
   if (busy_since_ != TimePoint{}) {
     busy_ += now - busy_since_;
-    CloseStretch(now);
     busy_since_ = now;
   }
   const double secs = std::chrono::duration<double>(busy_).count();
@@ -157,31 +117,7 @@ PathRate::SampleResult PathRate::Close(TimePoint now, bool suspect, uint64_t bac
   return r;
 }
 
-PathRate::SampleResult PathRate::Cut(TimePoint now, double measured) {
-  SampleResult r;
-  if (sample_start_ == TimePoint{} || measured <= 0) return r;
-  Accrue(now);
-  CloseStretch(now);
-  if (busy_since_ != TimePoint{}) busy_since_ = now;
-  busy_ = {};
-  backlog_ = 0;
-  sample_start_ = now;
-  sample_bytes_ = credited_;
-  saturated_ = false;
-  r.period_over = true;
-  r.updated = measured != rate_;
-  rate_ = measured;
-  // The next cut reads busy time from here on: the window that gave this one is spent (an
-  // idle path's window never moves, and would cut it again at every reading).
-  marks_n_ = 0;
-  Note(now);
-  return r;
-}
-
 void PathRate::Restart() {
-  busy_total_ = {};
-  marks_n_ = 0;
-  marks_next_ = 0;
   outstanding_ = 0;
   busy_since_ = {};
   busy_ = {};
@@ -193,7 +129,6 @@ void PathRate::Restart() {
 
 void PathRate::RestartPeriod(TimePoint now) {
   Accrue(now);
-  CloseStretch(now);
   sample_start_ = now;
   sample_bytes_ = credited_;
   saturated_ = false;

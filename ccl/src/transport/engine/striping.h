@@ -19,7 +19,6 @@
 // Pure: no I/O, no clock reads; unit-tested. Thread-safety: none (the progress thread).
 #pragma once
 
-#include <array>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -71,25 +70,11 @@ class PathRate final {
     double busy_s = 0;
   };
   Running Current(TimePoint now) const;
-  // The same over the last `window_s` of busy time or a little more, whatever the period:
-  // what the path delivers now, not diluted by a period begun at another rate (a rail capped
-  // 50 ms into a period of full-rate delivery reads above a third of its rate for 140 ms
-  // more). Read from marks that Note records; busy_s is under `window_s` while too few were.
-  Running Recent(TimePoint now, double window_s) const;
-  // Records a mark of busy time and bytes delivered for Recent (at most one per kMarkBusy of
-  // busy time; the last kMarks are kept).
-  void Note(TimePoint now);
   // Closes the period now, with kProbeBusy of busy time or more, as Sample would at its end,
   // counting it saturated: a sharp slowdown seen against the path's siblings (which shows that
   // what it delivered is what it can), or a probe that delivered at twice the rate (a healed
   // path), which a full period would follow only after kPeriod.
   SampleResult CloseEarly(TimePoint now, uint64_t backlog_bytes = UINT64_MAX);
-  // Takes `measured` (bytes per second, from Recent) as the rate outright and starts a new
-  // period: a slowdown seen against a sibling and confirmed by the transport, which the
-  // period's average, half weighted, would follow over several cuts while the path kept most
-  // of its share (measured: 1315, 805, 540, 321 Mbps for a rail capped to 100 Mbps, one cut
-  // every 20 ms, each collective waiting on its chunks meanwhile).
-  SampleResult Cut(TimePoint now, double measured);
   // A fresh connection: nothing outstanding, no rate yet.
   void Restart();
   // Starts a new sampling period at `now`, dropping what the current one gathered (a probe,
@@ -103,10 +88,6 @@ class PathRate final {
  private:
   // Adds outstanding x time since the last change to backlog_.
   void Accrue(TimePoint now);
-  // Busy time since the last Restart, up to `now`.
-  Clock::duration BusyTotal(TimePoint now) const;
-  // Ends the busy stretch at `now` for busy_total_ (busy_since_ moves or clears after).
-  void CloseStretch(TimePoint now);
   // Closes the period at `now`: the measurement and the restart of Sample, given at least
   // `min_busy_s` of busy time.
   SampleResult Close(TimePoint now, bool suspect, uint64_t backlog_bytes, double min_busy_s);
@@ -121,16 +102,6 @@ class PathRate final {
   Clock::duration busy_{};  // busy time within the current sample
   bool saturated_ = false;
   double rate_ = 0;
-  Clock::duration busy_total_{};  // closed busy stretches since Restart
-  struct Mark {
-    Clock::duration busy{};  // BusyTotal then
-    uint64_t credited = 0;
-  };
-  static constexpr size_t kMarks = 64;
-  static constexpr auto kMarkBusy = std::chrono::microseconds(500);
-  std::array<Mark, kMarks> marks_{};
-  size_t marks_next_ = 0;  // where the next mark goes
-  size_t marks_n_ = 0;
 };
 
 // Earliest finish: a path leaves the next chunk to another of the peer's paths that would

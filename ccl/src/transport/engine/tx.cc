@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <utility>
 
 #include "log.h"
 #include "transport/engine/engine.h"
@@ -450,64 +449,23 @@ bool Engine::CutSlowPaths(int peer, Clock::time_point now) {
   // collective holds back every path's acknowledgements alike. What the path holds then
   // would take it longer than a sibling needs for it and its own: copied, as a hedge is.
   Peer& p = peers_[peer];
+  const uint64_t chunk = options_.chunk_bytes;
   auto in_use = [&](const Conn& c) {
     return c.alive && !c.relay && !c.health.suspect && c.rate.rate() > 0;
   };
   bool updated = false;
-  for (int ci : p.conns) conns_[ci].rate.Note(now);
-  // A probe (LeaveChunk) passes only at half the fastest sibling's rate or more (SampleRates):
-  // a chunk of it still outstanding after twice the time that sibling needs for it, and
-  // kProbeSlack for the acknowledgement, has failed it already. Its chunk is copied then,
-  // not left to the slow path for the rest of the probe (measured: a rail capped to 100 Mbps
-  // held each probe's 128 KiB chunk for 10.5 ms, and a 1 MiB allreduce of 6 ms for 18 ms,
-  // once a second).
-  for (int ci : p.conns) {
-    Conn& c = conns_[ci];
-    if (now >= c.probe_until || !in_use(c) || c.doubtful || c.rate.outstanding() == 0) continue;
-    double fastest = 0;
-    for (int cj : p.conns) {
-      const Conn& o = conns_[cj];
-      if (cj != ci && in_use(o) && !o.doubtful) fastest = std::max(fastest, o.rate.rate());
-    }
-    if (fastest <= 0) continue;
-    const double pass_s = 2 * static_cast<double>(c.rate.outstanding()) / fastest + kProbeSlack;
-    const double waited_s = std::chrono::duration<double>(now - c.rate.busy_since()).count();
-    if (waited_s < pass_s) continue;
-    c.probe_until = {};
-    c.left_since = {};
-    char why[128];
-    std::snprintf(why, sizeof why,
-                  "probe failed: %lu bytes outstanding for %.1f ms (pass: %.1f ms)",
-                  static_cast<unsigned long>(c.rate.outstanding()), waited_s * 1e3, pass_s * 1e3);
-    Hedge(ci, now, why, /*siblings=*/false);
-    if (failed_) return updated;
-  }
   for (int ci : p.conns) {
     Conn& c = conns_[ci];
     if (!in_use(c)) continue;
-    // Over the last kCutBusy of busy time, not the period: a period begun at the old rate
-    // keeps its average above the bar long after the rail slowed (measured: a path capped 50
-    // ms into its period, hedged when its socket went quiet, took its full share again at its
-    // first progress and held a 1 MiB allreduce of 6 ms for 45 ms, uncut).
-    // And over three chunks' time at its rate at least: a chunk is credited whole when it is
-    // acknowledged, so a shorter window reads nothing delivered on a working path (measured:
-    // 256 KiB chunks on 200 Mbps rails, cut fault-free to nothing within a second).
-    const double window_s =
-        std::max(kCutBusy, 3 * static_cast<double>(options_.chunk_bytes) / c.rate.rate());
-    const PathRate::Running mine = c.rate.Recent(now, window_s);
-    if (mine.busy_s < window_s || mine.rate * kCutRatio >= c.rate.rate()) continue;
-    const PathRate::Running mine_period = c.rate.Current(now);
+    const PathRate::Running mine = c.rate.Current(now);
+    if (mine.busy_s < kCutBusy || mine.rate * kCutRatio >= c.rate.rate()) continue;
     int witness = -1;
     for (int cj : p.conns) {
       const Conn& o = conns_[cj];
       if (cj == ci || !in_use(o) || o.doubtful) continue;
-      // It drained what it had in half the busy time (not held back), or it delivers at
-      // half its rate or more, over its period or over the same recent window.
       const PathRate::Running theirs = o.rate.Current(now);
-      const PathRate::Running recent = o.rate.Recent(now, window_s);
       if (theirs.busy_s > 0 &&
-          (theirs.busy_s * 2 <= mine_period.busy_s || theirs.rate * 2 >= o.rate.rate() ||
-           (recent.busy_s >= window_s && recent.rate * 2 >= o.rate.rate()))) {
+          (theirs.busy_s * 2 <= mine.busy_s || theirs.rate * 2 >= o.rate.rate())) {
         if (witness < 0 || o.rate.rate() > conns_[witness].rate.rate()) witness = cj;
       }
     }
@@ -521,34 +479,10 @@ bool Engine::CutSlowPaths(int peer, Clock::time_point now) {
     // milliseconds at times, when the chunks did too.
     const double before = c.rate.rate();
     const auto t = c.link ? c.link->ReadTransportAcks() : std::nullopt;
-    // The sample is the latest one: stale when segments waited unacknowledged over the whole
-    // window (measured: a rail capped to 100 Mbps whose token bucket held 182 segments for 19
-    // ms kept reading 3.6 Gbps from before the cap, and a 1 MiB allgather of 3 ms waited 29 ms
-    // on it). A peer that does not read keeps acknowledging what arrives until its window
-    // closes, then nothing is unacknowledged; a few milliseconds without one is common
-    // fault-free where two ranks' connections share a rail's queue.
-    const bool stale = t && t->unacked_segments >= 2 &&
-                       now - t->quiet_since >= std::chrono::duration_cast<Clock::duration>(
-                                                   std::chrono::duration<double>(window_s));
-    if (t && !stale && static_cast<double>(t->delivery_rate) * 2 >= before) {
-      LOG_DEBUG(tag_, "%s: delivered %.0f Mbps over %.1f ms, but its transport reads %.0f Mbps",
-                Label(c).c_str(), mine.rate * 8 / 1e6, mine.busy_s * 1e3,
-                static_cast<double>(t->delivery_rate) * 8 / 1e6);
-      continue;
-    }
-    // Nothing delivered over the window reads as a rate of nothing, which would leave the
-    // path out of the striping until a probe: a sixteenth of the old rate stands for it.
-    const double measured = std::max(mine.rate, before / 16);
-    // Taken outright where the transport shows the same (its sample as slow, or stale): half
-    // way otherwise, as a sharp change over a full period is. Fault-free, 1 Gbps rails, 1 MiB
-    // allreduces: a path read 208 Mbps over 10 ms (its transport 484 Mbps) against a rate of
-    // 1317; cut outright, it kept 14 % of the striping for the next 800 ms.
-    const bool confirmed =
-        !t || stale || static_cast<double>(t->delivery_rate) * kCutRatio < before;
-    c.rate.Cut(now, confirmed ? measured : (before + measured) / 2);
+    if (t && static_cast<double>(t->delivery_rate) * 2 >= before) continue;
+    c.rate.CloseEarly(now, chunk);
     c.left_since = {};
     updated = true;
-    p.rates_cut = true;
     const Conn& w = conns_[witness];
     const double drain_s = static_cast<double>(c.rate.outstanding()) / std::max(mine.rate, 1.0);
     const double elsewhere_s =
@@ -576,8 +510,7 @@ void Engine::SampleRates(int peer, Clock::time_point now) {
   Peer& p = peers_[peer];
   // Not to ranks of the same host: their paths all go through the kernel's loopback, whatever
   // rail they name (HedgesTo), so no rail of theirs is slower than another.
-  if (options_.hedge_floor.count() > 0 && HedgesTo(peer)) CutSlowPaths(peer, now);
-  bool updated = std::exchange(p.rates_cut, false);
+  bool updated = options_.hedge_floor.count() > 0 && HedgesTo(peer) && CutSlowPaths(peer, now);
   for (int ci : p.conns) {
     Conn& c = conns_[ci];
     // A probe (LeaveChunk) ends once it has kProbeBusy of busy time. A path that delivered at
