@@ -88,6 +88,10 @@ def test_full_convergence_is_the_last_affected_flow_from_the_report_s_own_data(f
     fl.assert_nothing_left(rep["environment"]["run_id"])
 
 
+# Serial: it bounds throughput (70 % of the baseline held for 500 ms), which another run's
+# ranks on these cores pull under: in the parallel pass it failed 2 of 3 clean-clone runs on
+# 2026-12-07 (Gloo at 0.838 and 0.883 of its baseline, never 500 ms at 70 %), code unchanged.
+@pytest.mark.serial
 def test_gloo_fault_on_a_rail_it_does_not_use_costs_nothing(fl, tmp_path):
     # Gloo carries data on rail 0 only: a link_down on rail 1 must neither read as a goodput
     # loss (it did: 28.7 % when the time between collectives counted as lost) nor lower the
